@@ -1,0 +1,3 @@
+"""Version of jupyter-ci."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,35 @@
+"""Failures that end an ask; each says what happened and what to do."""
+
+from __future__ import annotations
+
+
+class AskError(Exception):
+    """Base class: an ask ended without an answer."""
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message}\n{self.hint}" if self.hint else self.message
+
+
+class LimitReached(AskError):
+    """A hard limit (steps, consecutive fixes, tokens) was reached."""
+
+
+class ModelUnavailable(AskError):
+    """The model could not be reached or kept failing after retries."""
+
+
+class ModelConfigError(AskError):
+    """The model is unknown, or no key or server is configured for it."""
+
+
+class KernelDied(AskError):
+    """The kernel died while running generated code."""
+
+
+class AskInterrupted(AskError):
+    """The user interrupted the ask."""

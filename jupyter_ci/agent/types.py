@@ -1,0 +1,93 @@
+"""Plain data exchanged between the agent loop, model adapters and executors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+Role = Literal["user", "assistant", "tool"]
+RunStatus = Literal["ok", "error", "timeout", "died", "interrupted"]
+
+#: One nbformat v4 output as a plain dict (stream, display_data, execute_result, error).
+Output = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call as the model sent it; `arguments` is the raw JSON text, unparsed."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class Message:
+    """One conversation message in a provider-neutral form."""
+
+    role: Role
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool offered to the model, with a JSON-schema for its arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """Everything a model adapter needs for one turn."""
+
+    system: str
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...]
+    max_tokens: int = 4096
+
+
+@dataclass(frozen=True)
+class ModelReply:
+    """What the model answered in one turn: text, tool calls and token usage."""
+
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class ErrorInfo:
+    """An exception raised by executed code; traceback lines are ANSI-free."""
+
+    ename: str
+    evalue: str
+    traceback: tuple[str, ...] = ()
+
+
+@dataclass
+class CodeResult:
+    """The outcome of running one piece of code in a kernel."""
+
+    status: RunStatus
+    outputs: list[Output] = field(default_factory=list)
+    duration_s: float = 0.0
+    execution_count: int | None = None
+    error: ErrorInfo | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Tell whether the code ran to the end without raising."""
+        return self.status == "ok"
+
+
+class Executor(Protocol):
+    """Runs code in a kernel and returns its outputs."""
+
+    def run(self, code: str, timeout: float) -> CodeResult:
+        """Run `code`, interrupting it after `timeout` seconds."""
+        ...

@@ -1,0 +1,54 @@
+"""Settings shared by the kernel magic and the server extension."""
+
+from __future__ import annotations
+
+import os
+
+from traitlets import Float, Int, List, Unicode, default
+from traitlets.config import Configurable
+
+DEFAULT_MODELS = {"openai": "openai:gpt-4.1", "anthropic": "anthropic:claude-sonnet-4-5"}
+
+
+class JupyterCI(Configurable):  # type: ignore[misc]
+    """Settings for jupyter-ci; set them as `c.JupyterCI.<name>` in any Jupyter config."""
+
+    model = Unicode(
+        "",
+        help="Default model as provider:model (e.g. openai:gpt-4.1). Empty: the environment "
+        "variable JUPYTER_CI_MODEL, else a default for whichever provider key is present.",
+    ).tag(config=True)
+
+    models = List(
+        Unicode(),
+        default_value=[],
+        help="Models offered in the JupyterLab model picker, as provider:model. "
+        "Empty: the default model of each configured provider.",
+    ).tag(config=True)
+
+    timeout = Float(60.0, help="Seconds one generated code run may take before it is "
+                    "interrupted (default 60).").tag(config=True)
+    max_steps = Int(10, help="Code runs (tool calls) allowed in one ask (default 10).").tag(
+        config=True
+    )
+    max_fixes = Int(3, help="Consecutive failed runs allowed before the ask gives up "
+                    "(default 3).").tag(config=True)
+    max_output_chars = Int(20_000, help="Characters of one code run's output sent back to "
+                           "the model; longer output keeps its head and tail "
+                           "(default 20000).").tag(config=True)
+    context_tokens = Int(3_000, help="Approximate tokens of kernel context (variables, "
+                         "history, files) sent with each ask (default 3000).").tag(config=True)
+    memory_tokens = Int(6_000, help="Approximate tokens of earlier asks in this kernel kept "
+                        "as conversation memory (default 6000).").tag(config=True)
+    max_reply_tokens = Int(4_096, help="Tokens the model may write in one reply "
+                           "(default 4096).").tag(config=True)
+    max_ask_tokens = Int(400_000, help="Input plus output tokens one ask may use over all its "
+                         "model calls (default 400000).").tag(config=True)
+    retries = Int(3, help="Retries of a model call after a transient failure (429, 5xx, "
+                  "timeout), with exponential backoff (default 3).").tag(config=True)
+    request_timeout = Float(120.0, help="Seconds to wait for a model response "
+                            "(default 120).").tag(config=True)
+
+    @default("model")
+    def _model_default(self) -> str:
+        return os.environ.get("JUPYTER_CI_MODEL", "")

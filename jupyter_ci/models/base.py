@@ -1,0 +1,39 @@
+"""The one small interface every model adapter implements."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from jupyter_ci.agent.types import ModelReply, ModelRequest
+
+#: Called with each piece of answer text as it streams in.
+OnText = Callable[[str], None]
+
+
+class ChatModel(Protocol):
+    """A chat model that can call tools, addressed as `provider:model`."""
+
+    @property
+    def id(self) -> str:
+        """Return the `provider:model` id."""
+        ...
+
+    def complete(self, request: ModelRequest, on_text: OnText) -> ModelReply:
+        """Stream one turn, calling `on_text` with text as it arrives; return the whole turn.
+
+        Raises `ModelUnavailable` (unreachable, retries exhausted, provider error) or
+        `ModelConfigError` (key rejected, unknown model).
+        """
+        ...
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where and how an adapter reaches its provider."""
+
+    api_key: str
+    base_url: str | None = None
+    timeout: float = 120.0
+    max_retries: int = 3
