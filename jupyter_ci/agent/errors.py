@@ -14,6 +14,10 @@ class AskError(Exception):
     def __str__(self) -> str:
         return f"{self.message}\n{self.hint}" if self.hint else self.message
 
+    def _render_traceback_(self) -> list[str]:
+        # IPython calls this duck-typed hook: the user sees the message, not our stack.
+        return [f"{type(self).__name__}: {self.message}", *([self.hint] if self.hint else [])]
+
 
 class LimitReached(AskError):
     """A hard limit (steps, consecutive fixes, tokens) was reached."""

@@ -1,0 +1,76 @@
+"""Turn a code run's result into the tool result text the model reads."""
+
+from __future__ import annotations
+
+import re
+
+from jupyter_ci.agent.budget import trim_middle
+from jupyter_ci.agent.types import CodeResult, ErrorInfo, Output
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+# Frames from IPython/ipykernel machinery tell the model nothing about its own code.
+_NOISE = ("site-packages/IPython/", "site-packages/ipykernel/", "interactiveshell.py")
+MAX_TRACEBACK_LINES = 40
+
+
+def strip_ansi(text: str) -> str:
+    """Remove terminal colour codes."""
+    return _ANSI.sub("", text)
+
+
+def format_error(error: ErrorInfo) -> str:
+    """Render an exception with the traceback frames that matter."""
+    lines: list[str] = []
+    for entry in error.traceback:
+        chunk = strip_ansi(entry).rstrip()
+        if chunk and not any(noise in chunk for noise in _NOISE):
+            lines.extend(chunk.splitlines())
+    if len(lines) > MAX_TRACEBACK_LINES:
+        # The innermost frames and the exception line sit at the end.
+        lines = ["[… earlier frames trimmed …]", *lines[-MAX_TRACEBACK_LINES:]]
+    head = f"{error.ename}: {error.evalue}"
+    body = "\n".join(lines)
+    return f"{head}\nTraceback:\n{body}" if body else head
+
+
+def _format_data(data: dict[str, object]) -> str:
+    plain = data.get("text/plain")
+    notes = []
+    for mime in ("image/png", "image/jpeg", "image/svg+xml"):
+        if mime in data:
+            notes.append(f"[{mime} image shown to the user]")
+    if "text/html" in data and plain is None:
+        notes.append("[HTML output shown to the user]")
+    text = "".join(plain) if isinstance(plain, list) else str(plain or "")
+    # A figure's text/plain is "<Figure size …>": the note says more.
+    if notes and text.startswith("<Figure"):
+        text = ""
+    return "\n".join(part for part in (text, *notes) if part)
+
+
+def format_output(output: Output) -> str:
+    """Render one nbformat output as text."""
+    kind = output.get("output_type")
+    if kind == "stream":
+        text = output.get("text", "")
+        return "".join(text) if isinstance(text, list) else str(text)
+    if kind in ("display_data", "execute_result"):
+        rendered = _format_data(output.get("data", {}))
+        return f"Out: {rendered}" if kind == "execute_result" else rendered
+    return ""  # errors are rendered from CodeResult.error
+
+
+def format_result(result: CodeResult, timeout: float, max_chars: int) -> str:
+    """Render a whole run for the model, capped at `max_chars` characters."""
+    parts = [strip_ansi(format_output(o)).rstrip("\n") for o in result.outputs]
+    text = "\n".join(p for p in parts if p)
+    if result.status == "timeout":
+        text += (
+            f"\n[Timed out after {timeout:g} s: the run was interrupted. The kernel and its "
+            "variables are intact. Make the code faster or work on less data.]"
+        )
+    elif result.error is not None:
+        text += "\n" + format_error(result.error)
+    elif result.status == "ok" and not text:
+        text = "[ran without output]"
+    return trim_middle(text.strip("\n"), max_chars)

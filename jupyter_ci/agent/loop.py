@@ -1,0 +1,213 @@
+"""The ask loop as a state machine with no I/O: it says what to do next and is fed results."""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from jupyter_ci.agent.errors import AskError, AskInterrupted, KernelDied, LimitReached
+from jupyter_ci.agent.feedback import format_error, format_result
+from jupyter_ci.agent.prompts import RUN_PYTHON, SYSTEM_PROMPT, TOOL_NAME, user_message
+from jupyter_ci.agent.types import (
+    CodeResult,
+    Message,
+    ModelReply,
+    ModelRequest,
+    ToolCall,
+)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Hard limits of one ask, enforced in code."""
+
+    max_steps: int = 10
+    max_fixes: int = 3
+    timeout: float = 60.0
+    max_output_chars: int = 20_000
+    max_tokens: int = 400_000
+    max_reply_tokens: int = 4_096
+
+
+@dataclass(frozen=True)
+class CallModel:
+    """Call the model with this request and feed the reply to `on_reply`."""
+
+    request: ModelRequest
+
+
+@dataclass(frozen=True)
+class RunCode:
+    """Run this code and feed the result to `on_result`; a retry of a step has attempt > 1."""
+
+    code: str
+    step: int
+    attempt: int
+    call_id: str
+
+
+@dataclass(frozen=True)
+class Finish:
+    """The ask is done; show the answer."""
+
+    answer: str
+
+
+@dataclass(frozen=True)
+class Fail:
+    """The ask ended without an answer."""
+
+    error: AskError
+
+
+Action = CallModel | RunCode | Finish | Fail
+
+
+class AskLoop:
+    """Drive one ask: model turns, code runs, limits; the caller does all I/O."""
+
+    def __init__(
+        self,
+        prompt: str,
+        *,
+        context: str = "",
+        history: Sequence[Message] = (),
+        limits: Limits | None = None,
+        system: str = SYSTEM_PROMPT,
+    ) -> None:
+        self.limits = limits or Limits()
+        self.system = system
+        self.history = tuple(history)
+        self.messages: list[Message] = [Message("user", user_message(prompt, context))]
+        self.tool_calls_made = 0
+        self.failures_in_a_row = 0
+        self.tokens_used = 0
+        self.step = 0
+        self.attempt = 0
+        self.last_error = ""
+        self.answer: str | None = None
+        self._pending: deque[ToolCall] = deque()
+        self._running: RunCode | None = None
+
+    def start(self) -> Action:
+        """Return the first action: ask the model."""
+        return self._call_model()
+
+    def on_reply(self, reply: ModelReply) -> Action:
+        """Take the model's turn and decide what comes next."""
+        self.tokens_used += reply.input_tokens + reply.output_tokens
+        self.messages.append(Message("assistant", reply.text, tool_calls=reply.tool_calls))
+        if not reply.tool_calls:
+            self.answer = reply.text.strip() or "(The model finished without an answer.)"
+            return Finish(self.answer)
+        if self.tokens_used > self.limits.max_tokens:
+            return self._fail(LimitReached(
+                f"The ask used {self.tokens_used:,} tokens, over its limit of "
+                f"{self.limits.max_tokens:,}.",
+                "Ask for less at a time, or raise JupyterCI.max_ask_tokens.",
+            ))
+        self._pending.extend(reply.tool_calls)
+        return self._next_call()
+
+    def on_result(self, result: CodeResult) -> Action:
+        """Take the outcome of the code run asked for by the last `RunCode`."""
+        running = self._running
+        assert running is not None, "on_result without a RunCode"
+        self._running = None
+        text = format_result(result, self.limits.timeout, self.limits.max_output_chars)
+        self._tool_result(running.call_id, text)
+        if result.status == "interrupted":
+            return self._fail(AskInterrupted(
+                f"The ask was interrupted during step {running.step}.",
+                "Cells run so far keep their results. Run the cell again to start over.",
+            ))
+        if result.status == "died":
+            return self._fail(KernelDied(
+                f"The kernel died while running step {running.step}.",
+                "Restart the kernel; its variables are lost.",
+            ))
+        if result.ok:
+            self.failures_in_a_row = 0
+            return self._next_call()
+        if result.status == "timeout":
+            self.last_error = f"timed out after {self.limits.timeout:g} s"
+        elif result.error is not None:
+            self.last_error = format_error(result.error).splitlines()[0]
+        return self._count_failure() or self._next_call()
+
+    def transcript(self) -> list[Message]:
+        """Return this ask's messages (user prompt, model turns, tool results)."""
+        return list(self.messages)
+
+    def _call_model(self) -> CallModel:
+        request = ModelRequest(
+            system=self.system,
+            messages=(*self.history, *self.messages),
+            tools=(RUN_PYTHON,),
+            max_tokens=self.limits.max_reply_tokens,
+        )
+        return CallModel(request)
+
+    def _next_call(self) -> Action:
+        while self._pending:
+            if self.tool_calls_made >= self.limits.max_steps:
+                return self._fail(LimitReached(
+                    f"The ask reached its limit of {self.limits.max_steps} steps "
+                    "before the model finished.",
+                    "Split the task into smaller asks, or raise it with --max-steps.",
+                ))
+            call = self._pending.popleft()
+            self.tool_calls_made += 1
+            code, problem = parse_arguments(call)
+            if problem:
+                self._tool_result(call.id, problem)
+                self.last_error = problem.splitlines()[0]
+                failed = self._count_failure()
+                if failed:
+                    return failed
+                continue
+            # A run after a failure fixes the same step; a run after success is a new step.
+            if self.failures_in_a_row == 0 or self.step == 0:
+                self.step, self.attempt = self.step + 1, 1
+            else:
+                self.attempt += 1
+            self._running = RunCode(code, self.step, self.attempt, call.id)
+            return self._running
+        return self._call_model()
+
+    def _count_failure(self) -> Fail | None:
+        self.failures_in_a_row += 1
+        if self.failures_in_a_row < self.limits.max_fixes:
+            return None
+        return self._fail(LimitReached(
+            f"The model's code failed {self.failures_in_a_row} times in a row "
+            f"(limit {self.limits.max_fixes}). Last error: {self.last_error}",
+            "Fix the problem or rephrase the request, or allow more with --max-fixes.",
+        ))
+
+    def _tool_result(self, call_id: str, text: str) -> None:
+        self.messages.append(Message("tool", text, tool_call_id=call_id))
+
+    def _fail(self, error: AskError) -> Fail:
+        # Every tool call needs a result, or the transcript is invalid for a later ask.
+        for call in self._pending:
+            self._tool_result(call.id, "[not run: the ask ended]")
+        self._pending.clear()
+        return Fail(error)
+
+
+def parse_arguments(call: ToolCall) -> tuple[str, str]:
+    """Return (code, "") for a valid run_python call, else ("", a message for the model)."""
+    usage = f'Call {TOOL_NAME} with a JSON object {{"code": "<python source>"}}.'
+    if call.name != TOOL_NAME:
+        return "", f"Error: there is no tool named {call.name!r}. {usage}"
+    try:
+        args = json.loads(call.arguments or "{}")
+    except json.JSONDecodeError as exc:
+        return "", f"Error: the tool arguments are not valid JSON ({exc.msg}). {usage}"
+    code = args.get("code") if isinstance(args, dict) else None
+    if not isinstance(code, str) or not code.strip():
+        return "", f"Error: the 'code' argument is missing or empty. {usage}"
+    return code, ""

@@ -1,0 +1,52 @@
+"""The system prompt and the one tool the model is given."""
+
+from __future__ import annotations
+
+from jupyter_ci.agent.types import ToolSpec
+
+TOOL_NAME = "run_python"
+
+RUN_PYTHON = ToolSpec(
+    name=TOOL_NAME,
+    description=(
+        "Run Python code in the user's live Jupyter kernel and get back its outputs "
+        "(stdout, stderr, the value of the last expression, errors with traceback). "
+        "Variables, imports and functions persist between calls and stay available to the "
+        "user afterwards. Plots and tables are shown to the user."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "code": {"type": "string", "description": "Python source code to run."}
+        },
+        "required": ["code"],
+        "additionalProperties": False,
+    },
+)
+
+SYSTEM_PROMPT = f"""\
+You are a data analyst working inside the user's own Jupyter notebook. You act by calling \
+the `{TOOL_NAME}` tool: its code runs in the user's live IPython kernel, the same namespace \
+as their own cells, so their variables are there and what you define stays for them. Each \
+call becomes a cell of their notebook, so the notebook must remain a clean, re-runnable record.
+
+How to work:
+- Take small steps: load, inspect, clean, compute, plot. One purpose per call.
+- Use the user's existing variables when they fit; do not reload data they already have.
+- Leave results in well-named variables the user can reuse.
+- Plots: matplotlib (or what the user already uses); call plt.show() so the figure is shown.
+- Tables: end the code with the DataFrame expression to show it; do not print huge data.
+- When code fails, read the error and fix the cause in the next call. Do not repeat code \
+that already succeeded: its variables still exist.
+- input() and interactive prompts are unavailable; never call sys.exit() or exit().
+- Do not install packages or touch files outside the working directory unless asked.
+- When done, answer in concise Markdown: what you did and what it shows, with key numbers. \
+Do not paste the code again in the answer.
+"""
+
+
+def user_message(prompt: str, context: str) -> str:
+    """Build the user turn: the kernel's context, then the request."""
+    if not context:
+        return prompt
+    return f"<kernel_context>\n{context}\n</kernel_context>\n\n{prompt}"

@@ -1,0 +1,126 @@
+"""Mirror an ask to the JupyterLab extension over the `jupyter_ci` comm (docs/protocol.md)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from jupyter_ci.agent.errors import AskError
+from jupyter_ci.agent.loop import RunCode
+from jupyter_ci.agent.types import CodeResult, Output
+from jupyter_ci.kernel.views import REFRESH_S, AskInfo, LiveMarkdown, step_title
+
+COMM_TARGET = "jupyter_ci"
+PROTOCOL = 1
+
+
+@dataclass
+class FrontendView:
+    """Steps become cells in the browser; the %%ask cell keeps a progress log and the answer."""
+
+    info: AskInfo
+    passthrough: bool = False
+    _comm: Any = None
+    _log: list[str] = field(default_factory=list)
+    _log_view: LiveMarkdown = field(default_factory=LiveMarkdown)
+    _answer: LiveMarkdown | None = None
+    _pending_delta: str = ""
+    _sent_at: float = 0.0
+
+    def start(self) -> None:
+        """Open the comm with ask_start; the browser finds the %%ask cell by id."""
+        from comm import create_comm
+
+        self._comm = create_comm(target_name=COMM_TARGET, data=self._msg(
+            "ask_start", cell_id=self.info.cell_id, prompt=self.info.prompt,
+            model=self.info.model, replace_ask_id=self.info.replace_ask_id,
+        ))
+        self._progress(f"Asking {self.info.model}…")
+
+    def text(self, delta: str) -> None:
+        """Stream the answer into the cell and, batched, to the panel."""
+        if self._answer is None:
+            self._answer = LiveMarkdown()
+        self._answer.append(delta)
+        self._pending_delta += delta
+        if time.monotonic() - self._sent_at >= REFRESH_S:
+            self._send_delta()
+
+    def turn_end(self) -> None:
+        """Flush streamed text; narration before a tool call stays in the log."""
+        self._send_delta()
+        if self._answer is not None:
+            self._answer.flush()
+
+    def step_start(self, run: RunCode) -> None:
+        """Ask the browser for the step's cell; note it in the log."""
+        if self._answer is not None and self._answer.text.strip():
+            # The text before a tool call was narration, not the answer.
+            self._answer.set("")
+        self._send("step_start", step=run.step, attempt=run.attempt, code=run.code)
+        self._progress(f"{step_title(run)}: running…", replace=run.attempt > 1)
+
+    def output(self, run: RunCode, output: Output) -> None:
+        """Send one output to the step's cell."""
+        if output.get("output_type") == "clear_output":
+            self._send("clear_output", step=run.step, wait=bool(output.get("wait")))
+        else:
+            self._send("output", step=run.step, output=output)
+
+    def step_end(self, run: RunCode, result: CodeResult) -> None:
+        """Report the step's status and execution count."""
+        error = result.error
+        self._send(
+            "step_end", step=run.step, attempt=run.attempt, status=result.status,
+            execution_count=result.execution_count, duration_s=round(result.duration_s, 3),
+            error={"ename": error.ename, "evalue": error.evalue} if error else None,
+        )
+        if result.ok:
+            line = f"Step {run.step}: done ({result.duration_s:.1f} s)"
+        elif result.status == "timeout":
+            line = f"Step {run.step}: timed out → fixing"
+        else:
+            line = f"Step {run.step}: failed ({error.ename if error else result.status}) → fixing"
+        self._progress(line, replace=True)
+
+    def finish(self, answer: str, record: dict[str, Any]) -> None:
+        """Send the record for the %%ask cell's metadata and close the comm."""
+        self._send_delta()
+        if self._answer is None or self._answer.text.strip() != answer.strip():
+            self._answer = self._answer or LiveMarkdown()
+            self._answer.set(answer)
+        self._progress(f"Done: {record.get('steps', 0)} step(s) with {self.info.model}")
+        self._end("done", answer=answer, error=None, record=record)
+
+    def fail(self, error: AskError, status: str) -> None:
+        """Tell the browser the ask ended without an answer."""
+        self._send_delta()
+        self._progress(f"Ask {status}: {error.message}")
+        self._end(status, answer="", error=str(error), record=None)
+
+    def _progress(self, line: str, replace: bool = False) -> None:
+        if replace and self._log:
+            self._log[-1] = line
+        else:
+            self._log.append(line)
+        self._log_view.set("\n".join(f"- {entry}" for entry in self._log))
+
+    def _send_delta(self) -> None:
+        if self._pending_delta:
+            self._send("answer_delta", text=self._pending_delta)
+            self._pending_delta = ""
+        self._sent_at = time.monotonic()
+
+    def _msg(self, kind: str, **fields: Any) -> dict[str, Any]:
+        return {"type": kind, "ask_id": self.info.ask_id, "protocol": PROTOCOL, **fields}
+
+    def _send(self, kind: str, **fields: Any) -> None:
+        if self._comm is not None:
+            self._comm.send(self._msg(kind, **fields))
+
+    def _end(self, status: str, **fields: Any) -> None:
+        self._send("ask_end", status=status, **fields)
+        if self._comm is not None:
+            self._comm.close()
+            self._comm = None

@@ -1,0 +1,162 @@
+"""The %ask / %%ask magic: one ask, driven synchronously on the kernel's main thread."""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from pathlib import Path
+from typing import Any
+
+from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.display import Markdown, display
+
+from jupyter_ci.agent.errors import AskError, AskInterrupted
+from jupyter_ci.agent.loop import AskLoop, CallModel, Finish, Limits, RunCode
+from jupyter_ci.agent.memory import Memory
+from jupyter_ci.config import JupyterCI
+from jupyter_ci.kernel.options import AskOptions, parse_options
+from jupyter_ci.kernel.reuse import (
+    RECORD_VERSION,
+    prompt_hash,
+    request_info,
+    reusable_from_request,
+    reusable_on_disk,
+)
+from jupyter_ci.kernel.views import AskInfo, AskView, InlineView
+from jupyter_ci.models.base import ChatModel
+from jupyter_ci.models.resolve import ModelSettings, resolve_model
+
+
+@magics_class
+class AskMagics(Magics):  # type: ignore[misc]
+    """Holds the settings and the conversation memory of one kernel."""
+
+    def __init__(self, shell: Any) -> None:
+        super().__init__(shell)
+        self.settings = JupyterCI(parent=shell)
+        self.memory = Memory(self.settings.memory_tokens)
+
+    @line_cell_magic  # type: ignore[untyped-decorator]
+    def ask(self, line: str, cell: str | None = None) -> None:
+        """Ask the model to do something with code run in this kernel.
+
+        %%ask [-m MODEL] [--timeout SECONDS] [--max-steps N] [--max-fixes N] [--new] [--refresh]
+        <what you want, in plain words>
+        """
+        opts = parse_options(line, cell)
+        info = request_info(self._parent_header())
+        phash = prompt_hash(opts.prompt, opts.model)
+        if not opts.refresh and self._reuse(opts, info.has_frontend, info, phash):
+            return
+        model = resolve_model(opts.model, ModelSettings(
+            self.settings.model, self.settings.request_timeout, self.settings.retries))
+        if opts.new:
+            self.memory.clear()
+        ask = AskInfo(uuid.uuid4().hex[:12], opts.prompt, model.id, info.cell_id,
+                      (info.record or {}).get("ask_id"))
+        view = self._view(ask, info.has_frontend)
+        self._ask(opts, ask, model, view, phash)
+
+    def _ask(self, opts: AskOptions, ask: AskInfo, model: ChatModel, view: AskView,
+             phash: str) -> None:
+        from jupyter_ci.kernel.context import collect_context
+
+        context = collect_context(self.shell, self.settings.context_tokens)
+        loop = AskLoop(opts.prompt, context=context, history=self.memory.messages(),
+                       limits=self._limits(opts))
+        view.start()
+        try:
+            answer = self._drive(loop, model, view)
+        except KeyboardInterrupt:
+            error: AskError = AskInterrupted(
+                "The ask was interrupted.", "Cells run so far keep their results.")
+            self._end_failed(opts, loop, view, error, "interrupted")
+            raise error from None
+        except AskError as exc:
+            status = "interrupted" if isinstance(exc, AskInterrupted) else "failed"
+            self._end_failed(opts, loop, view, exc, status)
+            raise exc from None
+        record = {
+            "version": RECORD_VERSION, "ask_id": ask.ask_id, "prompt_hash": phash,
+            "model": model.id, "status": "done", "answer": answer, "steps": loop.step,
+            "created": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+        }
+        self.memory.remember(opts.prompt, loop.transcript(), answer)
+        view.finish(answer, record)
+
+    def _drive(self, loop: AskLoop, model: ChatModel, view: AskView) -> str:
+        from jupyter_ci.kernel.executor import ShellExecutor
+
+        current: list[RunCode] = []
+        executor = ShellExecutor(self.shell, on_output=lambda out: view.output(current[-1], out),
+                                 passthrough=view.passthrough)
+        action = loop.start()
+        while True:
+            if isinstance(action, CallModel):
+                reply = model.complete(action.request, view.text)
+                view.turn_end()
+                action = loop.on_reply(reply)
+            elif isinstance(action, RunCode):
+                current.append(action)
+                view.step_start(action)
+                result = executor.run(action.code, loop.limits.timeout)
+                view.step_end(action, result)
+                action = loop.on_result(result)
+            elif isinstance(action, Finish):
+                return action.answer
+            else:
+                raise action.error
+
+    def _end_failed(self, opts: AskOptions, loop: AskLoop, view: AskView, error: AskError,
+                    status: str) -> None:
+        # A follow-up ("why did that fail?") needs to know what happened.
+        self.memory.remember(opts.prompt, loop.transcript(), f"(The ask {status}: {error})")
+        view.fail(error, status)
+
+    def _reuse(self, opts: AskOptions, has_frontend: bool, info: Any, phash: str) -> bool:
+        if has_frontend:
+            record = reusable_from_request(info, phash)
+        else:
+            record = reusable_on_disk(phash, Path.cwd())
+        if record is None:
+            return False
+        steps = record.get("steps", 0)
+        display(Markdown(
+            f"*Reusing the earlier answer ({record.get('model', 'model')}): the {steps} "
+            f"generated cell{'s' * (steps != 1)} below hold its code. Edit the prompt or run "
+            "with `--refresh` to ask again.*\n\n" + str(record.get("answer", ""))
+        ))
+        self.memory.remember_summary(opts.prompt, f"Answer: {record.get('answer', '')}")
+        return True
+
+    def _view(self, ask: AskInfo, has_frontend: bool) -> AskView:
+        if has_frontend:
+            from jupyter_ci.kernel.frontend import FrontendView
+
+            return FrontendView(ask)
+        return InlineView(ask)
+
+    def _limits(self, opts: AskOptions) -> Limits:
+        s = self.settings
+        return Limits(
+            max_steps=opts.max_steps or s.max_steps,
+            max_fixes=opts.max_fixes or s.max_fixes,
+            timeout=opts.timeout or s.timeout,
+            max_output_chars=s.max_output_chars,
+            max_tokens=s.max_ask_tokens,
+            max_reply_tokens=s.max_reply_tokens,
+        )
+
+    def _parent_header(self) -> dict[str, Any]:
+        kernel = getattr(self.shell, "kernel", None)
+        if kernel is not None and hasattr(kernel, "get_parent"):
+            parent = kernel.get_parent("shell")
+        else:
+            parent = getattr(self.shell, "parent_header", None)
+        return parent if isinstance(parent, dict) else {}
+
+
+def register(ipython: Any) -> None:
+    """Register the magics once per shell."""
+    if "ask" not in ipython.magics_manager.magics["cell"]:
+        ipython.register_magics(AskMagics)

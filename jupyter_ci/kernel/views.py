@@ -1,0 +1,133 @@
+"""How an ask shows itself in the %%ask cell when no labextension is attached."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from IPython.display import Markdown, display
+
+from jupyter_ci.agent.errors import AskError
+from jupyter_ci.agent.loop import RunCode
+from jupyter_ci.agent.types import CodeResult, Output
+
+# Re-rendering Markdown on every token floods the frontend; a few frames a second reads live.
+REFRESH_S = 0.1
+
+
+@dataclass(frozen=True)
+class AskInfo:
+    """Who is asking what: one ask's identity."""
+
+    ask_id: str
+    prompt: str
+    model: str
+    cell_id: str | None = None
+    replace_ask_id: str | None = None
+
+
+class AskView(Protocol):
+    """Shows an ask as it happens; `passthrough` says whether code outputs go to the cell."""
+
+    passthrough: bool
+
+    def start(self) -> None: ...
+    def text(self, delta: str) -> None: ...
+    def turn_end(self) -> None: ...
+    def step_start(self, run: RunCode) -> None: ...
+    def output(self, run: RunCode, output: Output) -> None: ...
+    def step_end(self, run: RunCode, result: CodeResult) -> None: ...
+    def finish(self, answer: str, record: dict[str, Any]) -> None: ...
+    def fail(self, error: AskError, status: str) -> None: ...
+
+
+@dataclass
+class LiveMarkdown:
+    """A Markdown display that can be rewritten in place, at most every REFRESH_S."""
+
+    text: str = ""
+    _handle: Any = None
+    _shown_at: float = 0.0
+
+    def append(self, delta: str) -> None:
+        """Add streamed text, refreshing the display when enough time passed."""
+        self.text += delta
+        if time.monotonic() - self._shown_at >= REFRESH_S:
+            self.flush()
+
+    def set(self, text: str) -> None:
+        """Replace the whole text and show it now."""
+        self.text = text
+        self.flush()
+
+    def flush(self) -> None:
+        """Show the current text."""
+        self._shown_at = time.monotonic()
+        if self._handle is None:
+            self._handle = display(Markdown(self.text), display_id=True)
+        else:
+            self._handle.update(Markdown(self.text))
+
+
+def code_block(code: str) -> str:
+    """Fence code as Markdown, choosing a fence the code cannot close."""
+    fence = "```"
+    while fence in code:
+        fence += "`"
+    return f"{fence}python\n{code.rstrip()}\n{fence}"
+
+
+def step_title(run: RunCode) -> str:
+    """Name a step as the user sees it."""
+    retry = f" (fix, attempt {run.attempt})" if run.attempt > 1 else ""
+    return f"Step {run.step}{retry}"
+
+
+@dataclass
+class InlineView:
+    """Everything inline: narration, each step's code, its real outputs, the answer."""
+
+    info: AskInfo
+    passthrough: bool = True
+    _turn: LiveMarkdown | None = None
+    _status: LiveMarkdown = field(default_factory=LiveMarkdown)
+
+    def start(self) -> None:
+        """Show who is being asked."""
+        self._status.set(f"*Asking {self.info.model}…*")
+
+    def text(self, delta: str) -> None:
+        """Stream model text into this turn's Markdown."""
+        if self._turn is None:
+            self._turn = LiveMarkdown()
+        self._turn.append(delta)
+
+    def turn_end(self) -> None:
+        """Show the rest of this turn's text."""
+        if self._turn is not None:
+            self._turn.flush()
+        self._turn = None
+
+    def step_start(self, run: RunCode) -> None:
+        """Show the step's code before its outputs."""
+        display(Markdown(f"**{step_title(run)}**\n\n{code_block(run.code)}"))
+
+    def output(self, run: RunCode, output: Output) -> None:
+        """Outputs reach the cell by themselves (passthrough)."""
+
+    def step_end(self, run: RunCode, result: CodeResult) -> None:
+        """Say when a step failed, so the fix that follows makes sense."""
+        if result.status == "timeout":
+            display(Markdown(f"*{step_title(run)} timed out and was interrupted.*"))
+        elif not result.ok and result.error is not None:
+            display(Markdown(f"*{step_title(run)} failed: `{result.error.ename}`.*"))
+
+    def finish(self, answer: str, record: dict[str, Any]) -> None:
+        """The answer was streamed already; close with a status line."""
+        steps = record.get("steps", 0)
+        self._status.set(f"*{self.info.model} · {steps} step{'s' * (steps != 1)}*")
+
+    def fail(self, error: AskError, status: str) -> None:
+        """The error itself is raised in the cell; keep the status line honest."""
+        self._status.set(f"*{self.info.model} · ask {status}*")

@@ -1,0 +1,65 @@
+"""Parsing %%ask options and turning model ids into adapters."""
+
+from __future__ import annotations
+
+import pytest
+from IPython.core.error import UsageError
+
+from jupyter_ci.agent.errors import ModelConfigError
+from jupyter_ci.kernel.options import parse_options
+from jupyter_ci.models.resolve import ModelSettings, default_model_id, endpoint_for, resolve_model
+
+
+def test_options_then_prompt_kept_verbatim() -> None:
+    opts = parse_options("-m anthropic:claude-x --timeout 5 --new what's \"up\"", "more")
+    assert opts.model == "anthropic:claude-x" and opts.timeout == 5 and opts.new
+    assert opts.prompt == "what's \"up\"\nmore"
+
+
+def test_double_dash_ends_options() -> None:
+    assert parse_options("-- -5 times 3", None).prompt == "-5 times 3"
+
+
+@pytest.mark.parametrize("line", ["--max-steps 0 x", "--bogus x", "--timeout abc x", "", "-m"])
+def test_bad_options_are_usage_errors(line: str) -> None:
+    with pytest.raises(UsageError, match="%%ask"):
+        parse_options(line, None)
+
+
+def test_no_key_says_what_to_set() -> None:
+    with pytest.raises(ModelConfigError) as err:
+        default_model_id(ModelSettings(), {})
+    assert "OPENAI_API_KEY" in str(err.value) and "ANTHROPIC_API_KEY" in str(err.value)
+
+
+def test_default_follows_the_key_present() -> None:
+    assert default_model_id(ModelSettings(), {"ANTHROPIC_API_KEY": "k"}).startswith("anthropic:")
+    assert default_model_id(ModelSettings("openai:x"), {}) == "openai:x"
+
+
+def test_local_server_needs_a_model_name() -> None:
+    with pytest.raises(ModelConfigError, match="JUPYTER_CI_MODEL"):
+        default_model_id(ModelSettings(), {"OPENAI_BASE_URL": "http://localhost:11434/v1"})
+    ep = endpoint_for("openai", ModelSettings(), {"OPENAI_BASE_URL": "http://h/v1"})
+    assert ep.base_url == "http://h/v1" and ep.api_key == "not-needed"
+
+
+@pytest.mark.parametrize("spec", ["gpt-4", "google:gemini", ":x"])
+def test_bad_model_ids(spec: str) -> None:
+    with pytest.raises(ModelConfigError):
+        resolve_model(spec, ModelSettings(), {"OPENAI_API_KEY": "k"})
+
+
+def test_missing_key_for_the_chosen_provider() -> None:
+    with pytest.raises(ModelConfigError, match="ANTHROPIC_API_KEY"):
+        resolve_model("anthropic:claude-x", ModelSettings(), {"OPENAI_API_KEY": "k"})
+
+
+def test_the_broker_replaces_keys_under_jupyter_server() -> None:
+    env = {"JUPYTER_CI_BROKER_URL": "http://127.0.0.1:8888/jupyter-ci/broker",
+           "JUPYTER_CI_BROKER_TOKEN": "tok", "JUPYTER_CI_BROKER_PROVIDERS": "anthropic"}
+    assert default_model_id(ModelSettings(), env) == "anthropic:claude-sonnet-4-5"
+    ep = endpoint_for("anthropic", ModelSettings(), env)
+    assert ep.api_key == "tok" and ep.base_url.endswith("/broker/anthropic")  # type: ignore[union-attr]
+    with pytest.raises(ModelConfigError, match="no key for openai"):
+        endpoint_for("openai", ModelSettings(), env)
