@@ -1,0 +1,9 @@
+# Sourced by lab.sh and test.sh: create ./.venv and install jupyter-ci with the given extra.
+# The labextension is built by hatch-jupyter-builder during the install (Node 18+ needed).
+extra="$1"
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+. .venv/bin/activate
+python -m pip install -q --upgrade pip
+python -m pip install -q -e ".[$extra]"

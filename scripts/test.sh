@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Install what the tests need (./.venv, Debian's Chromium) and run every check and test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/setup-env.sh test
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null
+  else sudo apt-get update -qq && sudo apt-get install -y -qq chromium >/dev/null; fi
+fi
+ruff check .
+mypy
+python -m pytest "$@"
