@@ -1,0 +1,67 @@
+"""Run notebooks headless with nbclient in a real kernel, pointed at a fake model server."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import nbformat
+from nbclient import NotebookClient
+
+from tests.fakellm import FakeLLM
+
+PROVIDER_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL",
+                 "JUPYTER_CI_MODEL", "JUPYTER_CI_BROKER_URL", "JUPYTER_CI_BROKER_TOKEN",
+                 "JUPYTER_CI_BROKER_PROVIDERS")
+TEST_KEY = "sk-test-0123456789abcdefghij"
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """Return this process's environment without any provider settings, plus `extra`."""
+    env = {k: v for k, v in os.environ.items() if k not in PROVIDER_VARS}
+    env.update(extra)
+    return env
+
+
+def openai_env(fake: FakeLLM, model: str = "openai:gpt-test") -> dict[str, str]:
+    """Environment for a kernel that talks to the fake as OpenAI."""
+    return clean_env(OPENAI_API_KEY=TEST_KEY, OPENAI_BASE_URL=fake.openai_base_url,
+                     JUPYTER_CI_MODEL=model)
+
+
+def anthropic_env(fake: FakeLLM, model: str = "anthropic:claude-test") -> dict[str, str]:
+    """Environment for a kernel that talks to the fake as Anthropic."""
+    return clean_env(ANTHROPIC_API_KEY=TEST_KEY, ANTHROPIC_BASE_URL=fake.anthropic_base_url,
+                     JUPYTER_CI_MODEL=model)
+
+
+def run_cells(sources: Iterable[str], env: dict[str, str], cwd: Path,
+              timeout: int = 90) -> Any:
+    """Execute `sources` as one notebook (errors allowed) and return the executed notebook."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(src) for src in ["%load_ext jupyter_ci", *sources]]
+    client = NotebookClient(nb, timeout=timeout, allow_errors=True, kernel_name="python3",
+                            resources={"metadata": {"path": str(cwd)}})
+    client.execute(env=env)
+    return nb
+
+
+def text_of(cell: Any) -> str:
+    """Join everything a cell shows as text (streams, text/plain, Markdown, errors)."""
+    parts: list[str] = []
+    for out in cell.outputs:
+        if out.output_type == "stream":
+            parts.append(out.text)
+        elif out.output_type == "error":
+            parts.append(f"{out.ename}: {out.evalue}")
+        else:
+            data = out.get("data", {})
+            parts.append(data.get("text/markdown") or data.get("text/plain") or "")
+    return "\n".join(parts)
+
+
+def error_of(cell: Any) -> Any:
+    """Return the cell's error output, or None."""
+    return next((o for o in cell.outputs if o.output_type == "error"), None)

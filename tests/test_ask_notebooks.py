@@ -1,0 +1,219 @@
+"""%%ask end to end: real notebooks run by nbclient in real kernels, real SDKs, fake server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fakellm import Fail, FakeLLM, Turn
+from tests.nbrun import (
+    TEST_KEY,
+    anthropic_env,
+    clean_env,
+    error_of,
+    openai_env,
+    run_cells,
+    text_of,
+)
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeLLM]:
+    with FakeLLM() as server:
+        yield server
+
+
+def code(src: str, text: str = "") -> Turn:
+    return Turn(text, tool_calls=[("run_python", {"code": src})])
+
+
+def tool_results(fake: FakeLLM, index: int) -> list[str]:
+    """Return the tool results the model was sent in request `index` (either wire format)."""
+    found: list[str] = []
+    for msg in fake.requests[index].messages:
+        if msg.get("role") == "tool":
+            found.append(msg["content"])
+        elif isinstance(msg.get("content"), list):
+            found += [str(b.get("content")) for b in msg["content"]
+                      if b.get("type") == "tool_result"]
+    return found
+
+
+def every_body(fake: FakeLLM) -> str:
+    return json.dumps([r.body for r in fake.requests])
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_multi_step_analysis_leaves_variables_for_later_cells(
+    fake: FakeLLM, tmp_path: Path, provider: str
+) -> None:
+    fake.push(
+        code("import pandas as pd\ndf = pd.DataFrame({'region': list('NSN'), 'revenue': [1, 2, 3]})",
+             "Loading the data."),
+        code("by_region = df.groupby('region').revenue.sum()\nprint(by_region.to_dict())"),
+        Turn("North has the most revenue: **4**."),
+    )
+    env = openai_env(fake) if provider == "openai" else anthropic_env(fake)
+    nb = run_cells(["%%ask\nsum revenue by region", "print(by_region['N'] * 10)"], env, tmp_path)
+    ask, later = nb.cells[1], nb.cells[2]
+    assert error_of(ask) is None, text_of(ask)
+    shown = text_of(ask)
+    assert "df = pd.DataFrame" in shown and "{'N': 4, 'S': 2}" in shown
+    assert "North has the most revenue: **4**." in shown
+    assert text_of(later).strip() == "40"
+    assert fake.calls() == 3
+    assert "{'N': 4, 'S': 2}" in tool_results(fake, 2)[-1]
+    expected_path = "/v1/chat/completions" if provider == "openai" else "/v1/messages"
+    assert {r.path for r in fake.requests} == {expected_path}
+    header = "authorization" if provider == "openai" else "x-api-key"
+    assert TEST_KEY in fake.requests[0].headers[header]
+
+
+def test_an_error_goes_back_to_the_model_which_fixes_it(fake: FakeLLM, tmp_path: Path) -> None:
+    fake.push(code("print(undefined_name)"), code("undefined_name = 5\nprint(undefined_name)"),
+              Turn("Fixed it."))
+    nb = run_cells(["%%ask\nprint the thing", "print(undefined_name + 1)"],
+                   openai_env(fake), tmp_path)
+    sent = tool_results(fake, 1)[-1]
+    assert "NameError: name 'undefined_name' is not defined" in sent
+    assert "\x1b[" not in sent and "Traceback" in sent
+    assert "Fixed it." in text_of(nb.cells[1])
+    assert all(o.get("ename") != "LimitReached" for o in nb.cells[1].outputs)
+    assert text_of(nb.cells[2]).strip() == "6"
+
+
+def test_a_matplotlib_plot_is_captured_as_png(fake: FakeLLM, tmp_path: Path) -> None:
+    fake.push(code("import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.title('t')\n"
+                   "plt.show()"), Turn("Plotted."))
+    nb = run_cells(["%%ask\nplot it"], openai_env(fake), tmp_path)
+    pngs = [o for o in nb.cells[1].outputs if "image/png" in o.get("data", {})]
+    assert len(pngs) == 1
+    assert "[image/png image shown to the user]" in tool_results(fake, 1)[-1]
+
+
+def test_context_about_a_dataframe_reaches_the_model_but_secrets_do_not(
+    fake: FakeLLM, tmp_path: Path
+) -> None:
+    (tmp_path / "sales.csv").write_text("region,revenue\nN,1\n")
+    fake.push(Turn("Revenue is 10.5."))
+    secret = "sk-proj-SECRETSECRETSECRET0123456789"
+    run_cells([
+        "import pandas as pd\nsales = pd.DataFrame({'region': ['N', 'S'], 'revenue': [10.5, 1.0]})",
+        f"my_token = '{secret}'\nnotes = 'call with key {secret}'",
+        "%%ask\nhow much revenue?",
+    ], openai_env(fake), tmp_path)
+    prompt = fake.requests[0].messages[-1]["content"]
+    for expected in ("sales", "DataFrame", "region", "revenue", "float64", "sales.csv",
+                     "how much revenue?"):
+        assert expected in prompt, expected
+    body = every_body(fake)
+    assert secret not in body and TEST_KEY not in body
+
+
+def test_a_runaway_loop_times_out_and_the_kernel_recovers(fake: FakeLLM, tmp_path: Path) -> None:
+    fake.push(code("x_before = 1\nwhile True:\n    pass"),
+              code("print('recovered', x_before)"), Turn("Done."))
+    nb = run_cells(["%%ask --timeout 1\nspin", "print(x_before + 1)"], openai_env(fake), tmp_path)
+    assert "Timed out after 1 s" in tool_results(fake, 1)[-1]
+    assert "recovered 1" in text_of(nb.cells[1])
+    assert text_of(nb.cells[2]).strip() == "2"
+
+
+def test_input_fails_with_a_message_instead_of_hanging(fake: FakeLLM, tmp_path: Path) -> None:
+    fake.push(code("name = input('Name? ')"), code("name = 'Ada'\nprint(name)"), Turn("Ada."))
+    nb = run_cells(["%%ask --timeout 20\nask my name"], openai_env(fake), tmp_path)
+    sent = tool_results(fake, 1)[-1]
+    assert "input()" in sent and "not available" in sent
+    assert "Ada." in text_of(nb.cells[1])
+
+
+def test_sys_exit_and_exit_do_not_kill_the_kernel(fake: FakeLLM, tmp_path: Path) -> None:
+    fake.push(code("import sys\nsys.exit(3)"), code("exit()"), code("print('still here')"),
+              Turn("ok"))
+    nb = run_cells(["%%ask --max-fixes 5\nexit", "print('alive')"], openai_env(fake), tmp_path)
+    assert "SystemExit" in tool_results(fake, 1)[-1]
+    assert "still here" in text_of(nb.cells[1])
+    assert text_of(nb.cells[2]).strip() == "alive"
+
+
+def test_an_output_flood_is_trimmed_for_the_model(fake: FakeLLM, tmp_path: Path) -> None:
+    fake.push(code("for i in range(200_000):\n    print(i)"), Turn("Printed."))
+    run_cells(["%%ask\nflood"], openai_env(fake), tmp_path)
+    sent = tool_results(fake, 1)[-1]
+    assert len(sent) <= 20_000
+    assert sent.startswith("0\n1\n2") and sent.rstrip().endswith("199999")
+
+
+def test_a_malformed_tool_call_is_reported_and_retried(fake: FakeLLM, tmp_path: Path) -> None:
+    fake.push(Turn(tool_calls=[("run_python", '{"code": "print(1)')]), code("print(2)"),
+              Turn("Two."))
+    nb = run_cells(["%%ask\nprint"], openai_env(fake), tmp_path)
+    assert "not valid JSON" in tool_results(fake, 1)[-1]
+    assert "Two." in text_of(nb.cells[1]) and error_of(nb.cells[1]) is None
+
+
+def test_a_transient_500_is_retried(fake: FakeLLM, tmp_path: Path) -> None:
+    fake.push(Fail(500, times=1), code("print('after retry')"), Turn("ok"))
+    nb = run_cells(["%%ask\ngo"], openai_env(fake), tmp_path)
+    assert "after retry" in text_of(nb.cells[1]) and error_of(nb.cells[1]) is None
+    assert fake.calls() == 3
+
+
+def test_a_model_that_keeps_failing_ends_the_ask_clearly(fake: FakeLLM, tmp_path: Path) -> None:
+    fake.push(Fail(503, times=20))
+    nb = run_cells(["x = 7", "%%ask\ngo", "print(x)"], openai_env(fake), tmp_path)
+    err = error_of(nb.cells[2])
+    assert err.ename == "ModelUnavailable" and "503" in err.evalue
+    assert fake.requests[0].headers["authorization"] not in json.dumps(err)
+    assert text_of(nb.cells[3]).strip() == "7"
+
+
+def test_unknown_model_is_a_config_error(fake: FakeLLM, tmp_path: Path) -> None:
+    fake.push(Fail(404, message="model 'nope' not found"))
+    nb = run_cells(["%%ask -m openai:nope\ngo"], openai_env(fake), tmp_path)
+    err = error_of(nb.cells[1])
+    assert err.ename == "ModelConfigError" and "nope" in err.evalue
+
+
+@pytest.mark.parametrize(("options", "script", "message"), [
+    ("--max-fixes 2", [code("1/0"), code("1/0")], "ZeroDivisionError"),
+    ("--max-steps 1", [code("a = 1"), code("b = 2")], "limit of 1 step"),
+])
+def test_limits_end_the_ask_with_an_error_and_the_kernel_lives(
+    fake: FakeLLM, tmp_path: Path, options: str, script: list[Any], message: str
+) -> None:
+    fake.push(*script)
+    nb = run_cells([f"%%ask {options}\ngo", "print('alive')"], openai_env(fake), tmp_path)
+    err = error_of(nb.cells[1])
+    assert err is not None and err.ename == "LimitReached" and message in err.evalue
+    assert text_of(nb.cells[2]).strip() == "alive"
+
+
+def test_a_follow_up_ask_remembers_and_new_forgets(fake: FakeLLM, tmp_path: Path) -> None:
+    fake.push(code("x = 21"), Turn("x is 21."), code("y = x * 2\nprint(y)"), Turn("It is 42."),
+              Turn("Fresh start."))
+    nb = run_cells(["%%ask\ncreate x", "%ask double it", "%%ask --new\nhello"],
+                   openai_env(fake), tmp_path)
+    assert "It is 42." in text_of(nb.cells[2])
+    follow_up = json.dumps(fake.requests[2].messages)
+    assert "create x" in follow_up and "x = 21" in follow_up and "x is 21." in follow_up
+    assert "create x" not in json.dumps(fake.requests[4].messages)
+
+
+def test_no_key_configured_says_what_to_set(tmp_path: Path) -> None:
+    nb = run_cells(["y = 1", "%%ask\nanything", "print(y)"], clean_env(), tmp_path)
+    err = error_of(nb.cells[2])
+    assert err.ename == "ModelConfigError"
+    assert "OPENAI_API_KEY" in err.evalue and "ANTHROPIC_API_KEY" in err.evalue
+    assert text_of(nb.cells[3]).strip() == "1"
+
+
+def test_bad_options_are_usage_errors(tmp_path: Path) -> None:
+    nb = run_cells(["%%ask --max-steps zero\nx", "%ask"], clean_env(), tmp_path)
+    assert error_of(nb.cells[1]).ename == "UsageError"
+    assert "invalid int value" in error_of(nb.cells[1]).evalue
+    assert "write what you want" in error_of(nb.cells[2]).evalue
