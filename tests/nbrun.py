@@ -63,5 +63,5 @@ def text_of(cell: Any) -> str:
 
 
 def error_of(cell: Any) -> Any:
-    """Return the cell's error output, or None."""
-    return next((o for o in cell.outputs if o.output_type == "error"), None)
+    """Return the cell's last error output (the one that ended it), or None."""
+    return next((o for o in reversed(cell.outputs) if o.output_type == "error"), None)

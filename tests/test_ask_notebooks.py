@@ -69,8 +69,9 @@ def test_multi_step_analysis_leaves_variables_for_later_cells(
     assert "{'N': 4, 'S': 2}" in tool_results(fake, 2)[-1]
     expected_path = "/v1/chat/completions" if provider == "openai" else "/v1/messages"
     assert {r.path for r in fake.requests} == {expected_path}
-    header = "authorization" if provider == "openai" else "x-api-key"
-    assert TEST_KEY in fake.requests[0].headers[header]
+    # anthropic 2.x sends its key as a Bearer token too, and x-api-key only in older versions.
+    headers = fake.requests[0].headers
+    assert TEST_KEY in (headers.get("authorization", "") + headers.get("x-api-key", ""))
 
 
 def test_an_error_goes_back_to_the_model_which_fixes_it(fake: FakeLLM, tmp_path: Path) -> None:
@@ -201,7 +202,9 @@ def test_a_follow_up_ask_remembers_and_new_forgets(fake: FakeLLM, tmp_path: Path
     assert "It is 42." in text_of(nb.cells[2])
     follow_up = json.dumps(fake.requests[2].messages)
     assert "create x" in follow_up and "x = 21" in follow_up and "x is 21." in follow_up
-    assert "create x" not in json.dumps(fake.requests[4].messages)
+    # --new: only the system prompt and this ask's own user turn, no earlier asks.
+    fresh = fake.requests[4].messages
+    assert [m["role"] for m in fresh] == ["system", "user"]
 
 
 def test_no_key_configured_says_what_to_set(tmp_path: Path) -> None:
@@ -213,7 +216,9 @@ def test_no_key_configured_says_what_to_set(tmp_path: Path) -> None:
 
 
 def test_bad_options_are_usage_errors(tmp_path: Path) -> None:
-    nb = run_cells(["%%ask --max-steps zero\nx", "%ask"], clean_env(), tmp_path)
-    assert error_of(nb.cells[1]).ename == "UsageError"
-    assert "invalid int value" in error_of(nb.cells[1]).evalue
-    assert "write what you want" in error_of(nb.cells[2]).evalue
+    nb = run_cells(["%%ask --max-steps zero\nx", "%ask", "%ask --timeout -1 go"], clean_env(),
+                   tmp_path)
+    # IPython prints a UsageError on stderr (no traceback) and marks the reply as an error.
+    assert "UsageError: %%ask: argument --max-steps: invalid int value" in text_of(nb.cells[1])
+    assert "write what you want" in text_of(nb.cells[2])
+    assert "--timeout must be a positive number" in text_of(nb.cells[3])

@@ -1,0 +1,216 @@
+"""Adapter for the Anthropic Messages API.
+
+Our provider-neutral history maps onto Messages like this: the system prompt is the
+top-level `system`; an assistant message's tool calls become `tool_use` blocks after its
+text; tool results become `tool_result` blocks of a user message, and consecutive
+messages of one role are merged into one, since the API wants user and assistant to
+alternate and all results of one assistant turn in the single user message after it.
+A `tool_use` block needs an object as `input`: arguments that were not a JSON object
+(malformed JSON the agent loop already reported to the model) are sent as
+``{"_raw_arguments": "<text>"}`` so the model still sees what it wrote.
+
+Each reply's tool call carries `arguments` = the JSON text of the tool_use input,
+assembled from the streamed `input_json_delta` pieces.
+
+The `anthropic` SDK is imported only when the first request is made.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from jupyter_ci.agent.types import Message, ModelReply, ModelRequest, ToolCall
+from jupyter_ci.models.base import Endpoint, OnText
+from jupyter_ci.models.sdk_errors import Provider, ask_error
+
+if TYPE_CHECKING:
+    import anthropic
+    from anthropic.types import (
+        ContentBlockParam,
+        MessageParam,
+        RawMessageStreamEvent,
+        ToolParam,
+        ToolResultBlockParam,
+    )
+
+PROVIDER = Provider("Anthropic", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
+
+
+class AnthropicChatModel:
+    """A Claude model reached through the `anthropic` SDK."""
+
+    def __init__(self, name: str, endpoint: Endpoint) -> None:
+        self.name = name
+        self.endpoint = endpoint
+        self._client: anthropic.Anthropic | None = None
+
+    @property
+    def id(self) -> str:
+        """Return the `provider:model` id."""
+        return f"anthropic:{self.name}"
+
+    def client(self) -> anthropic.Anthropic:
+        """Return the SDK client, created on first use (importing `anthropic` is slow)."""
+        if self._client is None:
+            import anthropic
+
+            self._client = anthropic.Anthropic(
+                api_key=self.endpoint.api_key,
+                base_url=self.endpoint.base_url,
+                timeout=self.endpoint.timeout,
+                max_retries=self.endpoint.max_retries,
+            )
+        return self._client
+
+    def complete(self, request: ModelRequest, on_text: OnText) -> ModelReply:
+        """Stream one turn, calling `on_text` with text as it arrives; return the whole turn."""
+        import anthropic
+
+        client = self.client()
+        options: dict[str, Any] = {}
+        if request.system:
+            options["system"] = request.system
+        if request.tools:
+            options["tools"] = [_tool(t.name, t.description, t.parameters) for t in request.tools]
+        turn = _Turn()
+        try:
+            stream = client.messages.create(
+                model=self.name,
+                max_tokens=request.max_tokens,
+                messages=to_wire(request.messages),
+                stream=True,
+                **options,
+            )
+            with stream:
+                for event in stream:
+                    turn.add(event, on_text)
+        except anthropic.AnthropicError as err:
+            url = str(client.base_url).rstrip("/")
+            # from None: the SDK's own message may quote a response that echoes the key.
+            raise ask_error(err, anthropic, PROVIDER, url, self.name, self.endpoint) from None
+        return turn.reply()
+
+
+@dataclass
+class _Turn:
+    """The text, tool calls and usage of one streamed turn, assembled event by event."""
+
+    text: list[str] = field(default_factory=list)
+    calls: dict[int, tuple[str, str, list[str]]] = field(default_factory=dict)
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def add(self, event: RawMessageStreamEvent, on_text: OnText) -> None:
+        """Fold one stream event into the turn."""
+        if event.type == "message_start":
+            usage = event.message.usage
+            # Cached prompt tokens are billed input too; the three counts add up.
+            self.input_tokens = (usage.input_tokens + (usage.cache_creation_input_tokens or 0)
+                                 + (usage.cache_read_input_tokens or 0))
+            self.output_tokens = usage.output_tokens
+        elif event.type == "content_block_start":
+            block = event.content_block
+            if block.type == "text" and block.text:
+                self._text(block.text, on_text)
+            elif block.type == "tool_use":
+                # Non-streaming proxies may put the whole input here instead of in deltas.
+                start = [json.dumps(block.input)] if block.input else []
+                self.calls[event.index] = (block.id, block.name, start)
+        elif event.type == "content_block_delta":
+            delta = event.delta
+            if delta.type == "text_delta":
+                self._text(delta.text, on_text)
+            elif delta.type == "input_json_delta" and event.index in self.calls:
+                self.calls[event.index][2].append(delta.partial_json)
+        elif event.type == "message_delta":
+            # message_delta carries cumulative counts; input only on some API versions.
+            self.output_tokens = event.usage.output_tokens
+            if event.usage.input_tokens is not None:
+                self.input_tokens = (event.usage.input_tokens
+                                     + (event.usage.cache_creation_input_tokens or 0)
+                                     + (event.usage.cache_read_input_tokens or 0))
+
+    def _text(self, piece: str, on_text: OnText) -> None:
+        self.text.append(piece)
+        on_text(piece)
+
+    def reply(self) -> ModelReply:
+        """Return the finished turn."""
+        calls = tuple(ToolCall(i, n, _arguments("".join(parts)))
+                      for _, (i, n, parts) in sorted(self.calls.items()))
+        return ModelReply("".join(self.text), calls, self.input_tokens, self.output_tokens)
+
+
+def _arguments(raw: str) -> str:
+    """Normalise streamed input JSON; keep it raw when it does not parse."""
+    if not raw.strip():
+        return "{}"  # a call without arguments streams no JSON at all
+    try:
+        return json.dumps(json.loads(raw))
+    except ValueError:
+        return raw
+
+
+def _tool(name: str, description: str, parameters: dict[str, Any]) -> ToolParam:
+    """Describe one tool in the Messages format."""
+    return {"name": name, "description": description, "input_schema": parameters}
+
+
+def to_wire(messages: tuple[Message, ...]) -> list[MessageParam]:
+    """Translate our messages to alternating Messages API user/assistant messages."""
+    groups: list[tuple[bool, list[ContentBlockParam]]] = []  # (is assistant, blocks)
+    for msg in messages:
+        assistant = msg.role == "assistant"
+        blocks = _blocks(msg)
+        if not blocks:
+            continue  # the API rejects empty messages and empty text blocks
+        if groups and groups[-1][0] == assistant:
+            groups[-1][1].extend(blocks)
+        else:
+            groups.append((assistant, blocks))
+    wire: list[MessageParam] = []
+    for assistant, blocks in groups:
+        if assistant:
+            wire.append({"role": "assistant", "content": blocks})
+        else:
+            # tool_result blocks must open the user message that answers a tool_use.
+            blocks.sort(key=lambda b: b["type"] != "tool_result")
+            wire.append({"role": "user", "content": blocks})
+    return wire
+
+
+def _blocks(msg: Message) -> list[ContentBlockParam]:
+    """Return the content blocks of one message."""
+    if msg.role == "tool":
+        result: ToolResultBlockParam = {"type": "tool_result",
+                                        "tool_use_id": _safe_id(msg.tool_call_id or "")}
+        if msg.content:
+            result["content"] = msg.content
+        return [result]
+    blocks: list[ContentBlockParam] = []
+    if msg.content:
+        blocks.append({"type": "text", "text": msg.content})
+    if msg.role == "assistant":
+        for call in msg.tool_calls:
+            blocks.append({"type": "tool_use", "id": _safe_id(call.id), "name": call.name,
+                           "input": _input(call.arguments)})
+    return blocks
+
+
+def _input(raw: str) -> dict[str, object]:
+    """Parse tool arguments into the object a tool_use block needs."""
+    if not raw.strip():
+        return {}
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        parsed = None
+    return parsed if isinstance(parsed, dict) else {"_raw_arguments": raw}
+
+
+def _safe_id(call_id: str) -> str:
+    """Make a tool call id from any provider fit Anthropic's pattern ^[a-zA-Z0-9_-]+$."""
+    return re.sub(r"[^a-zA-Z0-9_-]", "_", call_id) or "call"

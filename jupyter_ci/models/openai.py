@@ -1,0 +1,199 @@
+"""Adapter for OpenAI Chat Completions, and so for every OpenAI-compatible server.
+
+Ollama, vLLM, llama.cpp and LM Studio speak the same wire format through
+`OPENAI_BASE_URL`, with quirks this adapter tolerates: usage may be missing, a tool
+call's id may come only in its first chunk (or never), and some servers number every
+parallel call with index 0. Tool arguments are kept as the raw text the model wrote;
+the agent loop parses them and reports malformed JSON back to the model. When such a
+call is sent back in the history, arguments that are not a JSON object are wrapped as
+``{"_raw_arguments": "<text>"}``, because compatible servers (Ollama) reject the whole
+request otherwise.
+
+The `openai` SDK is imported only when the first request is made.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from jupyter_ci.agent.types import Message, ModelReply, ModelRequest, ToolCall
+from jupyter_ci.models.base import Endpoint, OnText
+from jupyter_ci.models.sdk_errors import Provider, ask_error
+
+if TYPE_CHECKING:
+    import openai
+    from openai.types.chat import (
+        ChatCompletionChunk,
+        ChatCompletionMessageParam,
+        ChatCompletionToolParam,
+    )
+
+PROVIDER = Provider("OpenAI", "OPENAI_API_KEY", "OPENAI_BASE_URL")
+
+
+class OpenAIChatModel:
+    """A Chat Completions model reached through the `openai` SDK."""
+
+    def __init__(self, name: str, endpoint: Endpoint) -> None:
+        self.name = name
+        self.endpoint = endpoint
+        self._client: openai.OpenAI | None = None
+
+    @property
+    def id(self) -> str:
+        """Return the `provider:model` id."""
+        return f"openai:{self.name}"
+
+    def client(self) -> openai.OpenAI:
+        """Return the SDK client, created on first use (importing `openai` is slow)."""
+        if self._client is None:
+            import openai
+
+            self._client = openai.OpenAI(
+                api_key=self.endpoint.api_key,
+                base_url=self.endpoint.base_url,
+                timeout=self.endpoint.timeout,
+                max_retries=self.endpoint.max_retries,
+            )
+        return self._client
+
+    def complete(self, request: ModelRequest, on_text: OnText) -> ModelReply:
+        """Stream one turn, calling `on_text` with text as it arrives; return the whole turn."""
+        import openai
+
+        client = self.client()
+        # Reasoning models on api.openai.com refuse max_tokens; compatible servers may not
+        # know its successor max_completion_tokens.
+        limit = ("max_completion_tokens" if client.base_url.host == "api.openai.com"
+                 else "max_tokens")
+        options: dict[str, Any] = {limit: request.max_tokens}
+        if request.tools:
+            options["tools"] = [_tool(t.name, t.description, t.parameters) for t in request.tools]
+        turn = _Turn()
+        try:
+            stream = client.chat.completions.create(
+                model=self.name,
+                messages=to_wire(request.system, request.messages),
+                stream=True,
+                stream_options={"include_usage": True},
+                **options,
+            )
+            with stream:
+                for chunk in stream:
+                    turn.add(chunk, on_text)
+        except openai.OpenAIError as err:
+            url = str(client.base_url).rstrip("/")
+            # from None: the SDK's own message may quote a response that echoes the key.
+            raise ask_error(err, openai, PROVIDER, url, self.name, self.endpoint) from None
+        return turn.reply()
+
+
+@dataclass
+class _Call:
+    """A tool call being assembled from streamed deltas."""
+
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Turn:
+    """The text, tool calls and usage of one streamed turn, assembled chunk by chunk.
+
+    Not the SDK's `chat.completions.stream` helper: it raises on finish_reason "length"
+    and trusts every server to number its tool-call deltas properly.
+    """
+
+    text: list[str] = field(default_factory=list)
+    calls: list[_Call] = field(default_factory=list)
+    slots: dict[int, _Call] = field(default_factory=dict)
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def add(self, chunk: ChatCompletionChunk, on_text: OnText) -> None:
+        """Fold one chunk into the turn."""
+        if chunk.usage is not None:
+            self.input_tokens = chunk.usage.prompt_tokens or 0
+            self.output_tokens = chunk.usage.completion_tokens or 0
+        for choice in chunk.choices[:1]:
+            piece = choice.delta.content or choice.delta.refusal
+            if piece:
+                self.text.append(piece)
+                on_text(piece)
+            for delta in choice.delta.tool_calls or []:
+                fn = delta.function
+                call = self._slot(delta.index, delta.id)
+                call.id = call.id or delta.id or ""
+                call.name = call.name or (fn.name if fn else None) or ""
+                if fn is not None and fn.arguments:
+                    call.arguments.append(fn.arguments)
+
+    def _slot(self, index: int | None, call_id: str | None) -> _Call:
+        """Find the call a delta continues; a new id at a used index starts a new call."""
+        if index is None:  # servers that do not number calls continue the last one
+            current = self.calls[-1] if self.calls else None
+        else:
+            current = self.slots.get(index)
+        if current is None or (call_id and current.id and call_id != current.id):
+            current = _Call()
+            self.calls.append(current)
+            if index is not None:
+                self.slots[index] = current
+        return current
+
+    def reply(self) -> ModelReply:
+        """Return the finished turn."""
+        calls = tuple(
+            # Some servers never send ids, but tool results must name the call they answer.
+            ToolCall(c.id or f"call_{uuid.uuid4().hex[:24]}", c.name, "".join(c.arguments))
+            for c in self.calls
+        )
+        return ModelReply("".join(self.text), calls, self.input_tokens, self.output_tokens)
+
+
+def _tool(name: str, description: str, parameters: dict[str, Any]) -> ChatCompletionToolParam:
+    """Describe one tool in the Chat Completions format."""
+    return {"type": "function",
+            "function": {"name": name, "description": description, "parameters": parameters}}
+
+
+def to_wire(system: str, messages: tuple[Message, ...]) -> list[ChatCompletionMessageParam]:
+    """Translate the system prompt and our messages to Chat Completions messages."""
+    wire: list[ChatCompletionMessageParam] = []
+    if system:
+        wire.append({"role": "system", "content": system})
+    for msg in messages:
+        if msg.role == "user":
+            wire.append({"role": "user", "content": msg.content})
+        elif msg.role == "tool":
+            wire.append({"role": "tool", "tool_call_id": msg.tool_call_id or "",
+                         "content": msg.content})
+        elif msg.tool_calls:
+            wire.append({
+                "role": "assistant",
+                "content": msg.content or None,
+                "tool_calls": [
+                    {"id": c.id, "type": "function",
+                     "function": {"name": c.name, "arguments": wire_arguments(c.arguments)}}
+                    for c in msg.tool_calls
+                ],
+            })
+        else:
+            wire.append({"role": "assistant", "content": msg.content})
+    return wire
+
+
+def wire_arguments(raw: str) -> str:
+    """Return raw arguments if they are a JSON object, else wrap them in one."""
+    if not raw.strip():
+        return "{}"
+    try:
+        if isinstance(json.loads(raw), dict):
+            return raw
+    except ValueError:
+        pass
+    return json.dumps({"_raw_arguments": raw})
