@@ -10,7 +10,7 @@ from traitlets.config import Configurable
 DEFAULT_MODELS = {"openai": "openai:gpt-4.1", "anthropic": "anthropic:claude-sonnet-4-5"}
 
 
-class JupyterCI(Configurable):  # type: ignore[misc]
+class JupyterCI(Configurable):
     """Settings for jupyter-ci; set them as `c.JupyterCI.<name>` in any Jupyter config."""
 
     model = Unicode(

@@ -52,7 +52,8 @@ def test_multi_step_analysis_leaves_variables_for_later_cells(
     fake: FakeLLM, tmp_path: Path, provider: str
 ) -> None:
     fake.push(
-        code("import pandas as pd\ndf = pd.DataFrame({'region': list('NSN'), 'revenue': [1, 2, 3]})",
+        code("import pandas as pd\n"
+             "df = pd.DataFrame({'region': list('NSN'), 'revenue': [1, 2, 3]})",
              "Loading the data."),
         code("by_region = df.groupby('region').revenue.sum()\nprint(by_region.to_dict())"),
         Turn("North has the most revenue: **4**."),

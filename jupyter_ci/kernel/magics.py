@@ -7,6 +7,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.display import Markdown, display
 
@@ -28,15 +29,16 @@ from jupyter_ci.models.resolve import ModelSettings, resolve_model
 
 
 @magics_class
-class AskMagics(Magics):  # type: ignore[misc]
+class AskMagics(Magics):
     """Holds the settings and the conversation memory of one kernel."""
 
-    def __init__(self, shell: Any) -> None:
+    def __init__(self, shell: InteractiveShell) -> None:
         super().__init__(shell)
+        self.ipython = shell  # Magics.shell is Optional; an ask always has its shell
         self.settings = JupyterCI(parent=shell)
         self.memory = Memory(self.settings.memory_tokens)
 
-    @line_cell_magic  # type: ignore[untyped-decorator]
+    @line_cell_magic
     def ask(self, line: str, cell: str | None = None) -> None:
         """Ask the model to do something with code run in this kernel.
 
@@ -61,7 +63,7 @@ class AskMagics(Magics):  # type: ignore[misc]
              phash: str) -> None:
         from jupyter_ci.kernel.context import collect_context
 
-        context = collect_context(self.shell, self.settings.context_tokens)
+        context = collect_context(self.ipython, self.settings.context_tokens)
         loop = AskLoop(opts.prompt, context=context, history=self.memory.messages(),
                        limits=self._limits(opts))
         view.start()
@@ -88,7 +90,7 @@ class AskMagics(Magics):  # type: ignore[misc]
         from jupyter_ci.kernel.executor import ShellExecutor
 
         current: list[RunCode] = []
-        executor = ShellExecutor(self.shell, on_output=lambda out: view.output(current[-1], out),
+        executor = ShellExecutor(self.ipython, on_output=lambda out: view.output(current[-1], out),
                                  passthrough=view.passthrough)
         action = loop.start()
         while True:
