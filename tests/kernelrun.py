@@ -1,0 +1,74 @@
+"""Drive a real kernel with jupyter_client, sending metadata the way JupyterLab does."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from jupyter_client.manager import KernelManager, start_new_kernel
+
+
+@dataclass
+class Execution:
+    """What one execute_request produced."""
+
+    reply: dict[str, Any]
+    iopub: list[dict[str, Any]] = field(default_factory=list)
+
+    def of_type(self, *types: str) -> list[dict[str, Any]]:
+        """Return iopub messages of these types, in order."""
+        return [m for m in self.iopub if m["msg_type"] in types]
+
+    def comm_data(self) -> list[dict[str, Any]]:
+        """Return the data of every comm_open/comm_msg, in order."""
+        return [m["content"]["data"] for m in self.of_type("comm_open", "comm_msg")]
+
+
+class Kernel:
+    """A started kernel and its client."""
+
+    def __init__(self, env: dict[str, str], cwd: str) -> None:
+        self.km: KernelManager
+        self.km, self.kc = start_new_kernel(kernel_name="python3", env=env, cwd=cwd)
+
+    def execute(self, code: str, metadata: dict[str, Any] | None = None,
+                interrupt_after: float | None = None, timeout: float = 60) -> Execution:
+        """Run code with request metadata; optionally interrupt the kernel after some seconds."""
+        content = {"code": code, "silent": False, "store_history": True,
+                   "user_expressions": {}, "allow_stdin": False, "stop_on_error": True}
+        msg = self.kc.session.msg("execute_request", content, metadata=metadata or {})
+        self.kc.shell_channel.send(msg)
+        msg_id = msg["header"]["msg_id"]
+        result = Execution(reply={})
+        deadline = time.monotonic() + timeout
+        interrupt_at = None if interrupt_after is None else time.monotonic() + interrupt_after
+        idle = False
+        while not idle or not result.reply:
+            if interrupt_at is not None and time.monotonic() >= interrupt_at:
+                self.km.interrupt_kernel()
+                interrupt_at = None
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no reply to {code!r}")
+            idle = self._pump(msg_id, result, idle)
+        return result
+
+    def _pump(self, msg_id: str, result: Execution, idle: bool) -> bool:
+        if self.kc.iopub_channel.msg_ready():
+            msg = self.kc.get_iopub_msg(timeout=1)
+            if msg["parent_header"].get("msg_id") == msg_id:
+                result.iopub.append(msg)
+                state = msg["content"].get("execution_state")
+                idle = idle or (msg["msg_type"] == "status" and state == "idle")
+        elif self.kc.shell_channel.msg_ready():
+            reply = self.kc.get_shell_msg(timeout=1)
+            if reply["parent_header"].get("msg_id") == msg_id:
+                result.reply = reply
+        else:
+            time.sleep(0.005)
+        return idle
+
+    def close(self) -> None:
+        """Stop the kernel."""
+        self.kc.stop_channels()
+        self.km.shutdown_kernel(now=True)

@@ -1,0 +1,129 @@
+"""The kernel side of docs/protocol.md, Stop, and re-run reuse, with real kernels."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from tests.fakellm import FakeLLM, Hang, Turn
+from tests.kernelrun import Kernel
+from tests.nbrun import openai_env, run_cells, text_of
+
+FRONTEND = {"jupyter_ci_frontend": {"protocol": 1, "generated": []}, "cellId": "ask-cell-1"}
+
+
+def code(src: str, text: str = "") -> Turn:
+    return Turn(text, tool_calls=[("run_python", {"code": src})])
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeLLM]:
+    with FakeLLM() as server:
+        yield server
+
+
+@pytest.fixture
+def kernel(fake: FakeLLM, tmp_path: Path) -> Iterator[Kernel]:
+    k = Kernel(openai_env(fake), str(tmp_path))
+    assert k.execute("%load_ext jupyter_ci").reply["content"]["status"] == "ok"
+    yield k
+    k.close()
+
+
+def test_with_the_labextension_steps_go_over_the_comm_not_into_the_cell(
+    fake: FakeLLM, kernel: Kernel
+) -> None:
+    fake.push(code("print(undefined)"), code("undefined = 1\nprint('fixed', undefined)"),
+              code("import pandas as pd\npd.DataFrame({'a': [1]})"), Turn("All **done**."))
+    run = kernel.execute("%%ask\nthree steps", FRONTEND)
+    assert run.reply["content"]["status"] == "ok"
+    data = run.comm_data()
+    assert [d["type"] for d in data if d["type"] != "answer_delta"] == [
+        "ask_start", "step_start", "output", "step_end", "step_start", "output", "step_end",
+        "step_start", "output", "step_end", "ask_end"]
+    start, end = data[0], data[-1]
+    assert start["cell_id"] == "ask-cell-1" and start["replace_ask_id"] is None
+    steps = [(d["step"], d["attempt"]) for d in data if d["type"] == "step_start"]
+    assert steps == [(1, 1), (1, 2), (2, 1)]
+    ends = [d for d in data if d["type"] == "step_end"]
+    assert [e["status"] for e in ends] == ["error", "ok", "ok"]
+    assert ends[0]["error"]["ename"] == "NameError"
+    assert all(isinstance(e["execution_count"], int) for e in ends)
+    outputs = [d["output"] for d in data if d["type"] == "output"]
+    assert outputs[1] == {"output_type": "stream", "name": "stdout", "text": "fixed 1\n"}
+    assert "text/html" in outputs[2]["data"]
+    record = end["record"]
+    assert end["status"] == "done" and record["steps"] == 2 and record["answer"] == "All **done**."
+    assert "".join(d["text"] for d in data if d["type"] == "answer_delta").endswith("All **done**.")
+    # The %%ask cell itself shows no step output: only the progress log and the answer.
+    cell_text = json.dumps([m["content"] for m in run.of_type("stream", "error",
+                                                               "execute_result")])
+    assert "fixed 1" not in cell_text and "NameError" not in cell_text
+    shown = json.dumps([m["content"] for m in run.of_type("display_data",
+                                                          "update_display_data")])
+    assert "All **done**." in shown and "Step 1" in shown
+
+
+def test_a_rerun_with_its_cells_present_reuses_the_answer(fake: FakeLLM, kernel: Kernel) -> None:
+    fake.push(code("z = 3"), Turn("z is 3."))
+    first = kernel.execute("%%ask\nmake z", FRONTEND)
+    record = first.comm_data()[-1]["record"]
+    calls = fake.calls()
+    meta = {"jupyter_ci": record, "cellId": "ask-cell-1",
+            "jupyter_ci_frontend": {"protocol": 1, "generated": ["gen-1"]}}
+    again = kernel.execute("%%ask\nmake z", meta)
+    assert fake.calls() == calls and again.comm_data() == []
+    shown = json.dumps([m["content"] for m in again.of_type("display_data")])
+    assert "Reusing the earlier answer" in shown and "z is 3." in shown
+    # An edited prompt asks again and tells the browser to replace the old cells.
+    fake.push(Turn("Asked again."))
+    edited = kernel.execute("%%ask\nmake z bigger", meta)
+    assert edited.comm_data()[0]["replace_ask_id"] == record["ask_id"]
+    # So does --refresh, and a record whose cells are gone.
+    fake.push(Turn("Refreshed."), Turn("Cells were deleted."))
+    assert kernel.execute("%%ask --refresh\nmake z", meta).comm_data()[-1]["status"] == "done"
+    gone = {**meta, "jupyter_ci_frontend": {"protocol": 1, "generated": []}}
+    assert kernel.execute("%%ask\nmake z", gone).comm_data()[-1]["answer"] == \
+        "Cells were deleted."
+
+
+@pytest.mark.parametrize("script", [[Hang(30)], [code("import time\ntime.sleep(30)")]],
+                         ids=["while-the-model-answers", "while-code-runs"])
+def test_stop_interrupts_the_ask_cleanly(fake: FakeLLM, kernel: Kernel, script: list) -> None:
+    kernel.execute("kept = 'state'")
+    fake.push(*script)
+    run = kernel.execute("%%ask\nslow", FRONTEND, interrupt_after=2.0)
+    assert run.reply["content"]["status"] == "error"
+    assert run.reply["content"]["ename"] == "AskInterrupted"
+    assert run.comm_data()[-1]["status"] == "interrupted"
+    after = kernel.execute("print(kept)")
+    assert after.of_type("stream")[0]["content"]["text"] == "state\n"
+
+
+def test_headless_runs_reuse_a_saved_notebook_and_do_not_ask(
+    fake: FakeLLM, tmp_path: Path
+) -> None:
+    from jupyter_ci.kernel.reuse import prompt_hash
+
+    record = {"version": 1, "ask_id": "a1", "prompt_hash": prompt_hash("make w", None),
+              "model": "openai:gpt-test", "status": "done", "answer": "w is 5.", "steps": 1}
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("%load_ext jupyter_ci"),
+                nbformat.v4.new_code_cell("%%ask\nmake w", metadata={"jupyter_ci": record}),
+                nbformat.v4.new_code_cell("w = 5", metadata={"jupyter_ci": {"ask_id": "a1"}}),
+                nbformat.v4.new_code_cell("print(w * 2)")]
+    nbformat.write(nb, tmp_path / "saved.ipynb")
+    ran = run_cells(["%%ask\nmake w", "w = 5", "print(w * 2)"], openai_env(fake), tmp_path)
+    assert fake.calls() == 0
+    assert "Reusing the earlier answer" in text_of(ran.cells[1])
+    assert text_of(ran.cells[3]).strip() == "10"
+    # Without its generated cells, the saved ask is not reused.
+    nb.cells = nb.cells[:2]
+    nbformat.write(nb, tmp_path / "saved.ipynb")
+    fake.push(Turn("Asked."))
+    run_cells(["%%ask\nmake w"], openai_env(fake), tmp_path)
+    assert fake.calls() == 1
