@@ -1,0 +1,64 @@
+"""The Jupyter Server extension: the panel's config route and the key broker."""
+
+from __future__ import annotations
+
+import os
+
+from jupyter_server.extension.application import ExtensionApp
+from jupyter_server.serverapp import ServerApp
+
+from jupyter_ci.config import JupyterCI
+from jupyter_ci.server.broker import BROKER_ROUTE, ENV_SOCKET, ENV_URL, Broker, broker_url
+from jupyter_ci.server.handlers import routes
+from jupyter_ci.server.relay import make_client
+
+
+class JupyterCIApp(ExtensionApp):
+    """Serve /jupyter-ci/config and keep provider keys out of kernels."""
+
+    name = "jupyter_ci"
+
+    def initialize_settings(self) -> None:
+        """Take the keys out of the environment before any kernel can inherit them."""
+        self.ci = JupyterCI(parent=self)
+        self.broker = Broker.take_from_environ(os.environ)
+        self.client = make_client(self.ci.request_timeout)
+        self._publish_environ()
+        # The port is final only once init_httpserver has run (after extensions load,
+        # and it resolves --port=0 and port retries); the loop's first callback runs
+        # after that and before the server can accept a request that starts a kernel.
+        self._server().io_loop.add_callback(self._publish_environ)
+        self.settings.update({"jupyter_ci": self.ci, "jupyter_ci_broker": self.broker})
+        names = ", ".join(p.name for p in self.broker.configured()) or "none"
+        self.log.info("jupyter-ci: provider keys held by the server broker (%s)", names)
+        for problem in self.broker.misconfigured():
+            self.log.warning("jupyter-ci: %s", problem)
+
+    def initialize_handlers(self) -> None:
+        """Register the routes (see handlers.routes)."""
+        self.handlers.extend(routes(self.ci, self.broker, self.client, self.log))
+
+    async def stop_extension(self) -> None:
+        """Close the upstream connection pool."""
+        await self.client.aclose()
+
+    def _publish_environ(self) -> None:
+        """Put the broker URL, token and providers into os.environ for new kernels."""
+        server = self._server()
+        # Drop values inherited from a parent server: they would point at another broker.
+        for var in (ENV_URL, ENV_SOCKET):
+            os.environ.pop(var, None)
+        url = None
+        if server.sock:
+            # A Unix socket has no port: kernels connect through it (ENV_SOCKET).
+            url = f"http://localhost{server.base_url.rstrip('/')}/{BROKER_ROUTE}"
+        elif server.port:  # 0 until init_httpserver picks the port (--port=0)
+            scheme = "https" if server.certfile else "http"
+            url = broker_url(scheme, server.ip, server.port, server.base_url)
+        # The model set in the server's config becomes the kernels' default too.
+        os.environ.update(self.broker.kernel_environ(url, server.sock, self.ci.model))
+
+    def _server(self) -> ServerApp:
+        """Return the server this extension was loaded into."""
+        assert self.serverapp is not None, "initialize runs only after linking to a server"
+        return self.serverapp

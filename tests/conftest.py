@@ -1,0 +1,3 @@
+"""Shared pytest setup."""
+
+pytest_plugins = ["pytest_jupyter.jupyter_server"]

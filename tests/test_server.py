@@ -1,0 +1,556 @@
+"""The server extension: config route, key broker, and keys kept out of kernels."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tornado import web
+from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPResponse
+from tornado.httpserver import HTTPServer
+from tornado.netutil import bind_sockets
+from traitlets.config import Config
+
+from jupyter_ci.config import DEFAULT_MODELS
+from jupyter_ci.server.broker import (
+    ENV_MODEL,
+    ENV_PROVIDERS,
+    ENV_SOCKET,
+    ENV_TOKEN,
+    ENV_URL,
+    Broker,
+    broker_url,
+)
+
+OPENAI_KEY = "sk-test-OPENAI-secret-1234"
+ANTHROPIC_KEY = "sk-ant-test-ANTHROPIC-secret-5678"
+SECRETS = (OPENAI_KEY, ANTHROPIC_KEY)
+PROVIDER_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL")
+MANAGED_VARS = (*PROVIDER_VARS, ENV_URL, ENV_TOKEN, ENV_PROVIDERS, ENV_SOCKET, ENV_MODEL)
+
+OPENAI_SSE = [
+    b'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"fake",'
+    b'"choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"},'
+    b'"finish_reason":null}]}\n\n',
+    b'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"fake",'
+    b'"choices":[{"index":0,"delta":{"content":"lo"},"finish_reason":null}]}\n\n',
+    b'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"fake",'
+    b'"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n',
+    b"data: [DONE]\n\n",
+]
+ANTHROPIC_SSE = [
+    b'event: message_start\ndata: {"type":"message_start","message":{"id":"m1","type":'
+    b'"message","role":"assistant","model":"fake","content":[],"stop_reason":null,'
+    b'"stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":0}}}\n\n'
+    b'event: content_block_start\ndata: {"type":"content_block_start","index":0,'
+    b'"content_block":{"type":"text","text":""}}\n\n'
+    b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+    b'"delta":{"type":"text_delta","text":"Hel"}}\n\n',
+    b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+    b'"delta":{"type":"text_delta","text":"lo"}}\n\n',
+    b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n'
+    b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn",'
+    b'"stop_sequence":null},"usage":{"output_tokens":2}}\n\n'
+    b'event: message_stop\ndata: {"type":"message_stop"}\n\n',
+]
+
+
+@dataclass
+class Upstream:
+    """A tiny provider stand-in that records what reached it."""
+
+    url: str
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    # Set by a test to hold the stream after its first chunk until the client has it.
+    gate: asyncio.Event | None = None
+    gate_timed_out: bool = False
+
+
+class UpstreamHandler(web.RequestHandler):
+    """Record the request; answer by path like the real providers would."""
+
+    def initialize(self, upstream: Upstream) -> None:
+        self.upstream = upstream
+
+    async def get(self, path: str) -> None:
+        await self.post(path)
+
+    async def post(self, path: str) -> None:
+        self.upstream.requests.append(
+            {"path": self.request.uri, "method": self.request.method,
+             "headers": dict(self.request.headers), "body": self.request.body}
+        )
+        if path == "v1/slow":
+            await asyncio.sleep(3)
+        if path == "v1/broken":
+            self.write(OPENAI_SSE[0])
+            await self.flush()
+            self.request.connection.close()  # type: ignore[union-attr]
+            return
+        if path == "v1/limited":
+            self.set_status(429)
+            self.set_header("Retry-After", "7")
+            self.set_header("Set-Cookie", "upstream=1")
+            self.finish({"error": {"message": "slow down", "type": "rate_limit"}})
+            return
+        if path in ("v1/chat/completions", "v1/messages"):
+            await self._stream(OPENAI_SSE if path.endswith("completions") else ANTHROPIC_SSE)
+            return
+        self.finish({"object": "list", "data": [{"id": "fake", "object": "model"}]})
+
+    async def _stream(self, chunks: list[bytes]) -> None:
+        self.set_header("Content-Type", "text/event-stream")
+        for i, chunk in enumerate(chunks):
+            self.write(chunk)
+            await self.flush()
+            if i == 0 and self.upstream.gate is not None:
+                try:
+                    await asyncio.wait_for(self.upstream.gate.wait(), 5)
+                except asyncio.TimeoutError:
+                    self.upstream.gate_timed_out = True
+
+
+@pytest.fixture
+def upstream(jp_asyncio_loop: asyncio.AbstractEventLoop) -> Iterator[Upstream]:
+    """Serve a fake provider on 127.0.0.1 in the test's event loop."""
+    sockets = bind_sockets(0, "127.0.0.1")
+    up = Upstream(f"http://127.0.0.1:{sockets[0].getsockname()[1]}")
+    app = web.Application([(r"/(.*)", UpstreamHandler, {"upstream": up})])
+
+    async def start() -> HTTPServer:
+        server = HTTPServer(app)
+        server.add_sockets(sockets)
+        return server
+
+    server = jp_asyncio_loop.run_until_complete(start())
+    yield up
+    server.stop()
+
+
+@pytest.fixture
+def server_env(request: pytest.FixtureRequest) -> dict[str, str]:
+    """Provider variables the server starts with (override with indirect parametrize)."""
+    return getattr(request, "param", {"OPENAI_API_KEY": OPENAI_KEY,
+                                      "ANTHROPIC_API_KEY": ANTHROPIC_KEY})
+
+
+@pytest.fixture
+def ci_config() -> dict[str, Any]:
+    """The c.JupyterCI section of the server config."""
+    return {}
+
+
+@pytest.fixture
+def jp_server_config(
+    monkeypatch: pytest.MonkeyPatch, upstream: Upstream, server_env: dict[str, str],
+    ci_config: dict[str, Any],
+) -> Config:
+    """Enable the extension, with the provider environment set before it loads."""
+    for var in MANAGED_VARS:
+        # setenv first so monkeypatch restores even variables the extension creates.
+        monkeypatch.setenv(var, "")
+        monkeypatch.delenv(var)
+    env = {"OPENAI_BASE_URL": f"{upstream.url}/v1", "ANTHROPIC_BASE_URL": upstream.url}
+    env = {k: v for k, v in env.items() if k not in server_env}
+    for var, value in {**env, **server_env}.items():
+        if value:
+            monkeypatch.setenv(var, value)
+    return Config({"ServerApp": {"jpserver_extensions": {"jupyter_ci": True}},
+                   "JupyterCI": ci_config})
+
+
+@pytest.fixture
+def live_server(jp_serverapp: Any, http_server_client: Any) -> Any:
+    """Return the server app with its HTTP server listening (the kernels' broker URL)."""
+    return jp_serverapp
+
+
+@pytest.fixture
+def capture(caplog: pytest.LogCaptureFixture) -> Iterator[pytest.LogCaptureFixture]:
+    """Capture every log record and check no key was logged."""
+    caplog.set_level(logging.DEBUG)
+    yield caplog
+    for secret in SECRETS:
+        assert secret not in caplog.text
+
+
+async def broker_fetch(
+    provider_path: str, headers: dict[str, str] | None = None, body: bytes | None = None,
+    method: str = "POST", **kwargs: Any,
+) -> HTTPResponse:
+    """Call the broker at the URL kernels are given; return the response, even an error."""
+    url = f"{os.environ[ENV_URL]}/{provider_path}"
+    try:
+        response = await AsyncHTTPClient().fetch(
+            url, method=method, headers=headers, body=body, request_timeout=20, **kwargs
+        )
+    except HTTPClientError as err:
+        assert err.response is not None
+        response = err.response
+    text = (response.body or b"").decode() + str(dict(response.headers))
+    for secret in SECRETS:
+        assert secret not in text
+    return response
+
+
+def bearer() -> dict[str, str]:
+    """Headers the OpenAI SDK sends in a kernel."""
+    return {"Authorization": f"Bearer {os.environ[ENV_TOKEN]}"}
+
+
+CHAT = json.dumps({"model": "fake", "messages": [], "stream": True}).encode()
+
+
+async def test_config_lists_default_models(jp_fetch: Any, capture: Any) -> None:
+    response = await jp_fetch("jupyter-ci", "config")
+    reply = json.loads(response.body)
+    assert reply == {"models": [DEFAULT_MODELS["openai"], DEFAULT_MODELS["anthropic"]],
+                     "default_model": DEFAULT_MODELS["openai"], "problem": None}
+    assert OPENAI_KEY not in response.body.decode()
+
+
+@pytest.mark.parametrize("server_env", [{"OPENAI_BASE_URL": "", "ANTHROPIC_BASE_URL": ""}],
+                         indirect=True)
+async def test_config_without_providers_names_the_variables(jp_fetch: Any) -> None:
+    reply = json.loads((await jp_fetch("jupyter-ci", "config")).body)
+    assert reply["models"] == [] and reply["default_model"] is None
+    assert "OPENAI_API_KEY" in reply["problem"] and "ANTHROPIC_API_KEY" in reply["problem"]
+    assert os.environ[ENV_PROVIDERS] == ""
+
+
+@pytest.mark.parametrize("server_env", [{"ANTHROPIC_BASE_URL": ""}], indirect=True)
+async def test_config_keyless_local_server_asks_for_a_model(jp_fetch: Any) -> None:
+    reply = json.loads((await jp_fetch("jupyter-ci", "config")).body)
+    assert reply["models"] == [] and "JUPYTER_CI_MODEL" in reply["problem"]
+    assert os.environ[ENV_PROVIDERS] == "openai"
+
+
+@pytest.mark.parametrize("ci_config", [{"model": "anthropic:claude-opus-4-1",
+                                        "models": ["openai:gpt-4.1-mini"]}])
+async def test_config_follows_server_settings(jp_fetch: Any, ci_config: Any) -> None:
+    reply = json.loads((await jp_fetch("jupyter-ci", "config")).body)
+    assert reply["models"] == ["anthropic:claude-opus-4-1", "openai:gpt-4.1-mini"]
+    assert reply["default_model"] == "anthropic:claude-opus-4-1"
+    # Kernels share the server's default model.
+    assert os.environ[ENV_MODEL] == "anthropic:claude-opus-4-1"
+
+
+async def test_keys_leave_the_environment(jp_serverapp: Any, jp_base_url: str) -> None:
+    for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL"):
+        assert var not in os.environ
+    port = jp_serverapp.port
+    assert os.environ[ENV_URL] == f"http://127.0.0.1:{port}{jp_base_url}jupyter-ci/broker"
+    assert len(os.environ[ENV_TOKEN]) >= 32
+    assert os.environ[ENV_PROVIDERS] == "openai,anthropic"
+    assert OPENAI_KEY not in repr(jp_serverapp.web_app.settings["jupyter_ci_broker"])
+
+
+KERNEL_CODE = """
+import json, os, openai
+client = openai.OpenAI(base_url=os.environ["JUPYTER_CI_BROKER_URL"] + "/openai",
+                       api_key=os.environ["JUPYTER_CI_BROKER_TOKEN"], max_retries=0)
+stream = client.chat.completions.create(model="fake", messages=[], stream=True)
+text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+names = [k for k in os.environ if "API_KEY" in k or k.startswith("JUPYTER_CI_")]
+print(json.dumps({"names": sorted(names), "text": text,
+                  "leak": any(s in repr(dict(os.environ)) for s in %r)}))
+"""
+
+
+async def test_real_kernel_gets_broker_not_keys(
+    live_server: Any, upstream: Upstream, capture: Any
+) -> None:
+    km = live_server.kernel_manager
+    kernel_id = await km.start_kernel()
+    client = km.get_kernel(kernel_id).client()
+    client.start_channels()
+    try:
+        await client.wait_for_ready(timeout=60)
+        out: list[str] = []
+
+        def hook(msg: dict[str, Any]) -> None:
+            if msg["msg_type"] == "stream":
+                out.append(msg["content"]["text"])
+            elif msg["msg_type"] == "error":
+                out.append("\n".join(msg["content"]["traceback"]))
+
+        await client.execute_interactive(KERNEL_CODE % (SECRETS,), output_hook=hook,
+                                         timeout=60)
+    finally:
+        client.stop_channels()
+        await km.shutdown_kernel(kernel_id, now=True)
+    seen = json.loads("".join(out))
+    assert seen == {"names": [ENV_PROVIDERS, ENV_TOKEN, ENV_URL], "text": "Hello",
+                    "leak": False}
+    assert upstream.requests[-1]["headers"]["Authorization"] == f"Bearer {OPENAI_KEY}"
+
+
+async def test_openai_stream_is_relayed_live_with_the_real_key(
+    live_server: Any, upstream: Upstream, capture: Any
+) -> None:
+    upstream.gate = asyncio.Event()
+    chunks: list[bytes] = []
+
+    def on_chunk(chunk: bytes) -> None:
+        chunks.append(chunk)
+        upstream.gate.set()  # type: ignore[union-attr]
+
+    headers = {**bearer(), "Cookie": "_xsrf=abc", "OpenAI-Organization": "org-1"}
+    response = await broker_fetch("openai/chat/completions?x=1", headers, CHAT,
+                                  streaming_callback=on_chunk)
+    assert response.code == 200 and not upstream.gate_timed_out
+    assert response.headers["Content-Type"].startswith("text/event-stream")
+    assert b"".join(chunks) == b"".join(OPENAI_SSE)
+    got = upstream.requests[-1]
+    assert got["path"] == "/v1/chat/completions?x=1" and got["body"] == CHAT
+    assert got["headers"]["Authorization"] == f"Bearer {OPENAI_KEY}"
+    assert got["headers"]["Openai-Organization"] == "org-1"
+    assert "Cookie" not in got["headers"]
+    assert os.environ[ENV_TOKEN] not in json.dumps(got["headers"])
+
+
+async def test_anthropic_request_gets_x_api_key(
+    jp_fetch: Any, jp_auth_header: dict[str, str], upstream: Upstream, capture: Any
+) -> None:
+    # jp_fetch adds the Jupyter token too: it must be ignored and never forwarded.
+    headers = {"x-api-key": os.environ[ENV_TOKEN], "anthropic-version": "2023-06-01"}
+    response = await jp_fetch("jupyter-ci", "broker", "anthropic", "v1", "messages",
+                              method="POST", body=CHAT, headers=headers)
+    assert response.body == b"".join(ANTHROPIC_SSE)
+    got = upstream.requests[-1]["headers"]
+    assert got["X-Api-Key"] == ANTHROPIC_KEY and got["Anthropic-Version"] == "2023-06-01"
+    assert "Authorization" not in got
+    assert jp_auth_header["Authorization"].split()[-1] not in json.dumps(got)
+
+
+async def test_real_sdks_stream_through_the_broker(live_server: Any, capture: Any) -> None:
+    import anthropic
+    import openai
+
+    base, token = os.environ[ENV_URL], os.environ[ENV_TOKEN]
+    oai = openai.AsyncOpenAI(base_url=f"{base}/openai", api_key=token, max_retries=0)
+    stream = await oai.chat.completions.create(model="fake", messages=[], stream=True)
+    text = "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
+    assert text == "Hello"
+    ant = anthropic.AsyncAnthropic(base_url=f"{base}/anthropic", api_key=token, max_retries=0)
+    events = await ant.messages.create(model="fake", max_tokens=10, stream=True,
+                                       messages=[{"role": "user", "content": "hi"}])
+    deltas = [e.delta async for e in events if e.type == "content_block_delta"]
+    assert "".join(d.text for d in deltas if isinstance(d, anthropic.types.TextDelta)) == "Hello"
+
+
+async def test_upstream_errors_are_relayed(live_server: Any, capture: Any) -> None:
+    response = await broker_fetch("openai/limited", bearer(), CHAT)
+    assert response.code == 429 and response.headers["Retry-After"] == "7"
+    assert json.loads(response.body)["error"]["message"] == "slow down"
+    assert "Set-Cookie" not in response.headers
+
+
+@pytest.mark.parametrize("headers", [
+    {}, {"Authorization": "Bearer wrong"}, {"x-api-key": "wrong"}, "jupyter", "jupyter-query",
+])
+async def test_broker_rejects_other_credentials(
+    live_server: Any, jp_auth_header: dict[str, str], upstream: Upstream, headers: Any,
+    capture: Any,
+) -> None:
+    path = "openai/models"
+    jupyter_token = jp_auth_header["Authorization"].split()[-1]
+    if headers == "jupyter":
+        headers = jp_auth_header
+    elif headers == "jupyter-query":
+        headers, path = {"Authorization": f"Bearer {jupyter_token}"}, f"{path}?token=" + (
+            jupyter_token)
+    response = await broker_fetch(path, headers, method="GET")
+    assert response.code == 403
+    assert "broker token" in json.loads(response.body)["error"]["message"]
+    assert upstream.requests == []
+
+
+@pytest.mark.parametrize("route", ["api/kernels", "jupyter-ci/config"])
+@pytest.mark.parametrize("scheme", ["token", "Bearer"])
+async def test_broker_token_opens_nothing_else(
+    jp_serverapp: Any, http_server_client: Any, jp_base_url: str, route: str, scheme: str
+) -> None:
+    headers = {"Authorization": f"{scheme} {os.environ[ENV_TOKEN]}"}
+    with pytest.raises(HTTPClientError) as caught:
+        await http_server_client.fetch(f"{jp_base_url}{route}", headers=headers)
+    assert caught.value.code == 403
+
+
+@pytest.mark.parametrize("server_env", [{"ANTHROPIC_API_KEY": OPENAI_KEY,
+                                         "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}],
+                         indirect=True)
+async def test_unreachable_upstream_is_a_502(live_server: Any, capture: Any) -> None:
+    response = await broker_fetch("anthropic/v1/messages", {"x-api-key": os.environ[ENV_TOKEN]},
+                                  CHAT)
+    assert response.code == 502
+    error = json.loads(response.body)
+    assert error["type"] == "error"
+    assert "could not reach http://127.0.0.1:9/v1/messages" in error["error"]["message"]
+
+
+@pytest.mark.parametrize("server_env", [{"ANTHROPIC_BASE_URL": ""}], indirect=True)
+async def test_missing_key_is_a_401_naming_the_variable(
+    live_server: Any, upstream: Upstream, capture: Any
+) -> None:
+    response = await broker_fetch("anthropic/v1/messages", {"x-api-key": os.environ[ENV_TOKEN]},
+                                  CHAT)
+    assert response.code == 401
+    assert "ANTHROPIC_API_KEY" in json.loads(response.body)["error"]["message"]
+    # A keyless OpenAI-compatible server (Ollama) is forwarded to without any key.
+    response = await broker_fetch("openai/chat/completions", bearer(), CHAT)
+    assert response.code == 200
+    assert "Authorization" not in upstream.requests[-1]["headers"]
+
+
+@pytest.mark.parametrize("ci_config", [{"request_timeout": 0.5}])
+async def test_silent_upstream_is_a_504(live_server: Any, ci_config: Any) -> None:
+    response = await broker_fetch("openai/slow", bearer(), CHAT)
+    assert response.code == 504
+    assert "no answer" in json.loads(response.body)["error"]["message"]
+
+
+async def test_kernel_hanging_up_cancels_the_upstream_request(
+    live_server: Any, upstream: Upstream, capture: Any
+) -> None:
+    upstream.gate = asyncio.Event()  # never set: the upstream holds the stream open
+    with pytest.raises(HTTPClientError):
+        await AsyncHTTPClient().fetch(f"{os.environ[ENV_URL]}/openai/chat/completions",
+                                      method="POST", headers=bearer(), body=CHAT,
+                                      request_timeout=0.5)
+    await asyncio.sleep(0.2)
+    assert "closed" in capture.text and "early" in capture.text
+
+
+def _wait_for_server_info(runtime: Path, proc: subprocess.Popen[bytes]) -> dict[str, Any]:
+    """Wait for the jpserver-<pid>.json a started server writes, and read it."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "jupyter server exited"
+        for info in runtime.glob("jpserver-*.json"):
+            return dict(json.loads(info.read_text()))
+        time.sleep(0.2)
+    raise AssertionError("jupyter server did not start")
+
+
+def _child_environ(pid: int) -> dict[str, str]:
+    """Read the environment of the one child process of `pid` (the kernel)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+                if int(fields[1]) == pid:
+                    raw = (stat.parent / "environ").read_bytes()
+                    return dict(e.split("=", 1) for e in raw.decode().split("\0") if "=" in e)
+            except (OSError, IndexError):
+                continue
+        time.sleep(0.2)
+    raise AssertionError("no kernel process found")
+
+
+def _request(url: str, token: str, method: str = "GET") -> tuple[int, str]:
+    """Send one request with a bearer token; return status and body."""
+    request = urllib.request.Request(url, method=method, data=b"{}" if method == "POST" else None,
+                                     headers={"Authorization": f"Bearer {token}"})
+    for _ in range(100):
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as err:
+            return err.code, err.read().decode()
+        except urllib.error.URLError:
+            # The server writes its info file before its loop binds the port.
+            time.sleep(0.1)
+    raise AssertionError(f"{url} is not reachable")
+
+
+@pytest.fixture
+def busy_port() -> Iterator[int]:
+    """Hold a port, so a server asked for it must move to the next one."""
+    sockets = bind_sockets(0, "127.0.0.1")
+    yield sockets[0].getsockname()[1]
+    for sock in sockets:
+        sock.close()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("port", ["0", "busy"])
+def test_kernels_get_the_port_the_server_bound(
+    tmp_path: Path, port: str, busy_port: int
+) -> None:
+    """A real `jupyter server --port=0` (or a busy port, retried): kernels get the bound port."""
+    config, runtime = tmp_path / "config", tmp_path / "runtime"
+    config.mkdir()
+    (config / "jupyter_server_config.json").write_text(
+        json.dumps({"ServerApp": {"jpserver_extensions": {"jupyter_ci": True}}}))
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(config), "JUPYTER_RUNTIME_DIR": str(runtime),
+           "JUPYTER_DATA_DIR": str(tmp_path / "data"), "HOME": str(tmp_path),
+           "PYTHONPATH": str(Path(__file__).parent.parent), "OPENAI_API_KEY": OPENAI_KEY,
+           "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}
+    log = tmp_path / "server.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "jupyter_server", "--no-browser", "--allow-root",
+             f"--port={busy_port if port == 'busy' else 0}", "--ip=127.0.0.1",
+             "--IdentityProvider.token=jupyter-secret", "--ServerApp.log_level=DEBUG",
+             f"--ServerApp.root_dir={tmp_path}"],
+            env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        info = _wait_for_server_info(runtime, proc)
+        assert info["port"] not in (0, busy_port)
+        status, _ = _request(f"{info['url']}api/kernels", "jupyter-secret", "POST")
+        assert status == 201
+        kernel_env = _child_environ(proc.pid)
+        assert "OPENAI_API_KEY" not in kernel_env and "OPENAI_BASE_URL" not in kernel_env
+        assert kernel_env[ENV_URL] == f"http://127.0.0.1:{info['port']}/jupyter-ci/broker"
+        assert kernel_env[ENV_PROVIDERS] == "openai"
+        status, body = _request(f"{kernel_env[ENV_URL]}/openai/models", kernel_env[ENV_TOKEN])
+        assert status == 502 and "could not reach http://127.0.0.1:9/v1/models" in body
+        assert _request(f"{kernel_env[ENV_URL]}/openai/models", "jupyter-secret")[0] == 403
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    assert OPENAI_KEY not in log.read_text()
+
+
+async def test_upstream_dying_mid_stream_breaks_the_kernel_stream(
+    live_server: Any, capture: Any
+) -> None:
+    chunks: list[bytes] = []
+    with pytest.raises(Exception) as caught:
+        await AsyncHTTPClient().fetch(f"{os.environ[ENV_URL]}/openai/broken", method="POST",
+                                      headers=bearer(), body=CHAT, request_timeout=10,
+                                      streaming_callback=chunks.append)
+    # A cut stream, never a clean end that the SDK would take as a complete answer.
+    assert b"".join(chunks) == OPENAI_SSE[0], caught.value
+
+
+@pytest.mark.parametrize(("ip", "host"), [
+    ("", "127.0.0.1"), ("0.0.0.0", "127.0.0.1"), ("localhost", "127.0.0.1"),
+    ("::", "[::1]"), ("10.1.2.3", "10.1.2.3"), ("fe80::1", "[fe80::1]"),
+])
+def test_broker_url_reaches_the_bound_address(ip: str, host: str) -> None:
+    assert broker_url("http", ip, 8888, "/user/a/") == (
+        f"http://{host}:8888/user/a/jupyter-ci/broker")
+
+
+def test_broker_keeps_keys_out_of_reprs_and_environ() -> None:
+    environ = {"OPENAI_API_KEY": OPENAI_KEY, "ANTHROPIC_BASE_URL": "localhost:8080", "X": "1"}
+    broker = Broker.take_from_environ(environ)
+    assert environ == {"X": "1"}
+    assert OPENAI_KEY not in repr(broker) and broker.token not in repr(broker)
+    assert [p.name for p in broker.configured()] == ["openai", "anthropic"]
+    assert "ANTHROPIC_BASE_URL must start with http" in broker.misconfigured()[0]
