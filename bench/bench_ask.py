@@ -1,0 +1,101 @@
+"""Measure what %%ask costs beyond the code it runs, side by side in one run.
+
+Prints ratios, not pass/fail: these machines are noisy, so every figure is compared with a
+baseline measured in the same kernel, interleaved.
+
+    python bench/bench_ask.py [--rounds 20] [--steps 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from typing import Any
+
+from jupyter_client.manager import start_new_kernel
+
+SETUP = """
+import time as _t
+from jupyter_ci.agent.types import ModelReply
+from jupyter_ci.models.scripted import ScriptedModel, code_call
+import jupyter_ci.kernel.magics as _m
+
+def _bench_model(steps):
+    replies = [code_call(f"x_{i} = {i}") for i in range(steps)] + [ModelReply(text="done")]
+    return ScriptedModel.of(replies)
+
+_m.resolve_model = lambda spec, settings, env=None: _bench_model(_STEPS)
+"""
+
+
+def execute(kc: Any, code: str) -> float:
+    """Run code and return wall seconds until the reply (outputs drained)."""
+    start = time.perf_counter()
+    msg_id = kc.execute(code)
+    reply = kc.get_shell_msg(timeout=60)
+    while reply["parent_header"].get("msg_id") != msg_id:
+        reply = kc.get_shell_msg(timeout=60)
+    elapsed = time.perf_counter() - start
+    if reply["content"]["status"] != "ok":
+        raise RuntimeError(f"{code!r} failed: {reply['content']}")
+    while True:  # drain iopub so queues don't grow between samples
+        msg = kc.get_iopub_msg(timeout=10)
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle" and \
+                msg["parent_header"].get("msg_id") == msg_id:
+            break
+    return elapsed
+
+
+def load_ext_times(rounds: int) -> tuple[float, float]:
+    """Median seconds for `%load_ext jupyter_ci` and `%load_ext autoreload` in fresh kernels."""
+    ours, base = [], []
+    for _ in range(rounds):
+        km, kc = start_new_kernel(kernel_name="python3")
+        try:
+            execute(kc, "pass")
+            base.append(execute(kc, "%load_ext autoreload"))
+            ours.append(execute(kc, "%load_ext jupyter_ci"))
+        finally:
+            kc.stop_channels()
+            km.shutdown_kernel(now=True)
+    return statistics.median(ours), statistics.median(base)
+
+
+def step_overhead(rounds: int, steps: int) -> tuple[float, float]:
+    """Median seconds per plain cell, and per %%ask step (scripted model: no network)."""
+    km, kc = start_new_kernel(kernel_name="python3")
+    try:
+        execute(kc, "%load_ext jupyter_ci")
+        execute(kc, f"_STEPS = {steps}\n" + SETUP)
+        plain, per_step = [], []
+        for i in range(rounds):
+            plain.append(statistics.mean(execute(kc, f"x_{j} = {j}") for j in range(steps)))
+            ask = execute(kc, f"%%ask --new\nround {i}")
+            execute(kc, "_STEPS = 0")
+            empty = execute(kc, f"%%ask --new\nempty {i}")
+            execute(kc, f"_STEPS = {steps}")
+            per_step.append((ask - empty) / steps)
+        return statistics.median(plain), statistics.median(per_step)
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+def main() -> None:
+    """Run both benchmarks and print figures with their ratios."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--steps", type=int, default=5)
+    args = parser.parse_args()
+    plain, step = step_overhead(args.rounds, args.steps)
+    print(f"plain cell            {plain * 1e3:7.2f} ms")
+    print(f"%%ask step (scripted) {step * 1e3:7.2f} ms   ratio {step / plain:5.2f}x a plain cell,"
+          f" overhead {(step - plain) * 1e3:+.2f} ms")
+    ours, base = load_ext_times(max(3, args.rounds // 3))
+    print(f"%load_ext jupyter_ci  {ours * 1e3:7.2f} ms   ratio {ours / base:5.2f}x "
+          f"%load_ext autoreload ({base * 1e3:.2f} ms); budget 150 ms -> {ours / 0.150:.2f}")
+
+
+if __name__ == "__main__":
+    main()
