@@ -291,3 +291,14 @@ def test_adapters_do_not_import_sdks() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_openai_behind_the_broker_uses_the_upstream_hosts_token_option() -> None:
+    request = ModelRequest("sys", (Message("user", "hi"),), (), max_tokens=99)
+    with FakeLLM([Turn("a"), Turn("b")]) as fake:
+        for host in ("api.openai.com", None):
+            endpoint = Endpoint("k", fake.openai_base_url, upstream_host=host)
+            OpenAIChatModel("gpt-x", endpoint).complete(request, lambda _: None)
+        official, compatible = (r.body for r in fake.requests)
+    assert official["max_completion_tokens"] == 99 and "max_tokens" not in official
+    assert compatible["max_tokens"] == 99 and "max_completion_tokens" not in compatible

@@ -57,9 +57,11 @@ def test_missing_key_for_the_chosen_provider() -> None:
 
 def test_the_broker_replaces_keys_under_jupyter_server() -> None:
     env = {"JUPYTER_CI_BROKER_URL": "http://127.0.0.1:8888/jupyter-ci/broker",
-           "JUPYTER_CI_BROKER_TOKEN": "tok", "JUPYTER_CI_BROKER_PROVIDERS": "anthropic"}
+           "JUPYTER_CI_BROKER_TOKEN": "tok", "JUPYTER_CI_BROKER_PROVIDERS": "anthropic",
+           "JUPYTER_CI_BROKER_OPENAI_HOST": "api.openai.com"}
     assert default_model_id(ModelSettings(), env) == "anthropic:claude-sonnet-4-5"
     ep = endpoint_for("anthropic", ModelSettings(), env)
-    assert ep.api_key == "tok" and ep.base_url.endswith("/broker/anthropic")  # type: ignore[union-attr]
+    assert ep.api_key == "tok" and str(ep.base_url).endswith("/broker/anthropic")
+    assert ep.upstream_host == "api.openai.com"
     with pytest.raises(ModelConfigError, match="no key for openai"):
         endpoint_for("openai", ModelSettings(), env)

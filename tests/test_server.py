@@ -26,6 +26,7 @@ from traitlets.config import Config
 from jupyter_ci.config import DEFAULT_MODELS
 from jupyter_ci.server.broker import (
     ENV_MODEL,
+    ENV_OPENAI_HOST,
     ENV_PROVIDERS,
     ENV_SOCKET,
     ENV_TOKEN,
@@ -292,7 +293,7 @@ async def test_real_kernel_gets_broker_not_keys(
         client.stop_channels()
         await km.shutdown_kernel(kernel_id, now=True)
     seen = json.loads("".join(out))
-    assert seen == {"names": [ENV_PROVIDERS, ENV_TOKEN, ENV_URL], "text": "Hello",
+    assert seen == {"names": [ENV_OPENAI_HOST, ENV_PROVIDERS, ENV_TOKEN, ENV_URL], "text": "Hello",
                     "leak": False}
     assert upstream.requests[-1]["headers"]["Authorization"] == f"Bearer {OPENAI_KEY}"
 

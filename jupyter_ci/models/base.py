@@ -37,3 +37,5 @@ class Endpoint:
     base_url: str | None = None
     timeout: float = 120.0
     max_retries: int = 3
+    #: The provider's real host when `base_url` is the server's broker, which hides it.
+    upstream_host: str | None = None

@@ -67,8 +67,8 @@ class OpenAIChatModel:
         client = self.client()
         # Reasoning models on api.openai.com refuse max_tokens; compatible servers may not
         # know its successor max_completion_tokens.
-        limit = ("max_completion_tokens" if client.base_url.host == "api.openai.com"
-                 else "max_tokens")
+        host = self.endpoint.upstream_host or client.base_url.host
+        limit = "max_completion_tokens" if host == "api.openai.com" else "max_tokens"
         options: dict[str, Any] = {limit: request.max_tokens}
         if request.tools:
             options["tools"] = [_tool(t.name, t.description, t.parameters) for t in request.tools]

@@ -88,7 +88,7 @@ def endpoint_for(provider: str, settings: ModelSettings, env: Mapping[str, str])
                 "then restart it.",
             )
         return Endpoint(token, f"{broker.rstrip('/')}/{provider}", settings.timeout,
-                        settings.retries)
+                        settings.retries, env.get("JUPYTER_CI_BROKER_OPENAI_HOST") or None)
     key = env.get(KEY_VARS[provider], "")
     base_url = env.get(URL_VARS[provider]) or None
     if not key and provider == "openai" and base_url:

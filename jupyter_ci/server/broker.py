@@ -17,6 +17,8 @@ ENV_TOKEN = "JUPYTER_CI_BROKER_TOKEN"
 ENV_PROVIDERS = "JUPYTER_CI_BROKER_PROVIDERS"
 ENV_SOCKET = "JUPYTER_CI_BROKER_SOCKET"
 ENV_MODEL = "JUPYTER_CI_MODEL"
+# The kernel sees only the broker's host; request options differ for api.openai.com.
+ENV_OPENAI_HOST = "JUPYTER_CI_BROKER_OPENAI_HOST"
 
 PROVIDERS = ("openai", "anthropic")
 KEY_VARS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
@@ -199,6 +201,9 @@ class Broker:
         }
         if url:
             env[ENV_URL] = url
+        openai = next((p for p in self.configured() if p.name == "openai"), None)
+        if openai is not None:
+            env[ENV_OPENAI_HOST] = urlsplit(openai.base_url).hostname or ""
         if socket:
             env[ENV_SOCKET] = socket
         if model:
