@@ -1,0 +1,270 @@
+/**
+ * Turn the kernel's ask messages into real cells of one notebook model.
+ */
+import type { ICellModel, ICodeCellModel } from '@jupyterlab/cells';
+import type * as nbformat from '@jupyterlab/nbformat';
+import type { INotebookModel } from '@jupyterlab/notebook';
+import type { PartialJSONObject } from '@lumino/coreutils';
+
+import {
+  askIdOf,
+  asGeneratedRecord,
+  IAttempt,
+  IGeneratedRecord,
+  IStepEnd,
+  METADATA_KEY
+} from './protocol';
+
+/** Return the index of the cell with this id, or -1. */
+export function cellIndex(model: INotebookModel, cellId: string): number {
+  const cells = model.cells;
+  for (let i = 0; i < cells.length; i++) {
+    if (cells.get(i).id === cellId) {
+      return i;
+    }
+  }
+  return -1;
+}
+
+/** Return the cell with this id, or null. */
+export function findCell(model: INotebookModel, cellId: string): ICellModel | null {
+  const index = cellIndex(model, cellId);
+  return index < 0 ? null : model.cells.get(index);
+}
+
+function isCode(cell: ICellModel | null): cell is ICodeCellModel {
+  return cell !== null && cell.type === 'code';
+}
+
+function generatedRecord(cell: ICellModel): IGeneratedRecord | null {
+  return asGeneratedRecord(cell.getMetadata(METADATA_KEY));
+}
+
+/**
+ * Ids of the generated cells after `cellId` that belong to its ask, in order.
+ *
+ * This is `jupyter_ci_frontend.generated` of docs/protocol.md section 1. Only
+ * generated cells count (a pasted copy of the `%%ask` cell carries the same
+ * ask id but is not one of its steps), and a generated cell itself has none.
+ */
+export function generatedAfter(model: INotebookModel, cellId: string): string[] {
+  const start = cellIndex(model, cellId);
+  if (start < 0) {
+    return [];
+  }
+  const value = model.cells.get(start).getMetadata(METADATA_KEY);
+  const askId = askIdOf(value);
+  if (askId === null || asGeneratedRecord(value) !== null) {
+    return [];
+  }
+  const ids: string[] = [];
+  for (let i = start + 1; i < model.cells.length; i++) {
+    const cell = model.cells.get(i);
+    if (generatedRecord(cell)?.ask_id === askId) {
+      ids.push(cell.id);
+    }
+  }
+  return ids;
+}
+
+/** Delete the generated cells of an ask (a re-ask replaces them); keep `keepId`. */
+export function deleteAskCells(model: INotebookModel, askId: string, keepId: string): void {
+  const doomed: number[] = [];
+  for (let i = 0; i < model.cells.length; i++) {
+    const cell = model.cells.get(i);
+    const record = generatedRecord(cell);
+    if (cell.id !== keepId && record !== null && record.ask_id === askId) {
+      doomed.push(i);
+    }
+  }
+  if (doomed.length === 0) {
+    return;
+  }
+  model.sharedModel.transact(() => {
+    for (const index of doomed.reverse()) {
+      model.sharedModel.deleteCell(index);
+    }
+  });
+}
+
+function toJSON(record: IGeneratedRecord): PartialJSONObject {
+  const value: PartialJSONObject = {
+    ask_id: record.ask_id,
+    step: record.step,
+    model: record.model,
+    attempts: record.attempts as unknown as PartialJSONObject[]
+  };
+  if (record.interrupted) {
+    value.interrupted = true;
+  }
+  return value;
+}
+
+/**
+ * The cells of one running ask in one notebook.
+ *
+ * Cells are found by id on every message: the user may move, edit or delete
+ * them while the ask runs, and a missing cell is skipped rather than recreated
+ * somewhere surprising.
+ */
+export class AskCells {
+  constructor(
+    private readonly _model: INotebookModel,
+    readonly askId: string,
+    readonly askCellId: string,
+    private readonly _modelName: string
+  ) {}
+
+  /** Insert the step's cell (attempt 1) or reset it for a new attempt. */
+  startStep(step: number, attempt: number, code: string): void {
+    this._codes.set(step, code);
+    const existing = this._stepCell(step);
+    if (attempt > 1 && existing !== null) {
+      this._model.sharedModel.transact(() => {
+        existing.sharedModel.setSource(code);
+        existing.outputs.clear();
+        existing.executionCount = null;
+      });
+      existing.executionState = 'running';
+      return;
+    }
+    const index = this._insertionIndex();
+    if (index < 0) {
+      return;
+    }
+    const record: IGeneratedRecord = {
+      ask_id: this.askId,
+      step,
+      model: this._modelName,
+      attempts: []
+    };
+    this._model.sharedModel.insertCell(index, {
+      cell_type: 'code',
+      source: code,
+      metadata: { [METADATA_KEY]: toJSON(record) }
+    });
+    const cell = this._model.cells.get(index);
+    if (isCode(cell)) {
+      // The outputs come from the user's own kernel, as if they ran the cell.
+      cell.trusted = true;
+      cell.executionState = 'running';
+      this._stepIds.set(step, cell.id);
+      this._lastId = cell.id;
+    }
+  }
+
+  /** Append one nbformat output to the step's cell. */
+  output(step: number, output: nbformat.IOutput): void {
+    this._stepCell(step)?.outputs.add(output);
+  }
+
+  /** Clear the step cell's outputs, now or (wait) on its next output. */
+  clearOutput(step: number, wait: boolean): void {
+    this._stepCell(step)?.outputs.clear(wait);
+  }
+
+  /** Record the attempt's result on the step's cell. */
+  endStep(msg: IStepEnd): void {
+    const cell = this._stepCell(msg.step);
+    if (cell === null) {
+      return;
+    }
+    const record = generatedRecord(cell) ?? {
+      ask_id: this.askId,
+      step: msg.step,
+      model: this._modelName,
+      attempts: []
+    };
+    const attempt: IAttempt = {
+      attempt: msg.attempt,
+      status: msg.status,
+      ename: msg.error?.ename ?? null,
+      evalue: msg.error?.evalue ?? null,
+      duration_s: msg.duration_s,
+      code: this._codes.get(msg.step) ?? cell.sharedModel.getSource()
+    };
+    record.attempts = [...record.attempts, attempt];
+    cell.executionCount = msg.execution_count;
+    cell.executionState = 'idle';
+    cell.setMetadata(METADATA_KEY, toJSON(record));
+  }
+
+  /** Mark every cell of this ask as interrupted (they stay in the notebook). */
+  markInterrupted(): void {
+    for (let i = 0; i < this._model.cells.length; i++) {
+      const cell = this._model.cells.get(i);
+      const record = generatedRecord(cell);
+      if (record !== null && record.ask_id === this.askId) {
+        record.interrupted = true;
+        cell.setMetadata(METADATA_KEY, toJSON(record));
+      }
+      if (isCode(cell) && this._isStepId(cell.id)) {
+        cell.executionState = 'idle';
+      }
+    }
+  }
+
+  /** Write the ask record into the `%%ask` cell's metadata. */
+  writeRecord(record: Record<string, unknown> | null): void {
+    const cell = findCell(this._model, this.askCellId);
+    if (cell !== null && record !== null && typeof record === 'object') {
+      cell.setMetadata(METADATA_KEY, record);
+    }
+  }
+
+  /** Reset the running prompt of cells whose step never ended. */
+  settle(): void {
+    for (const step of this._stepIds.keys()) {
+      const cell = this._stepCell(step);
+      if (cell !== null && cell.executionState === 'running') {
+        cell.executionState = 'idle';
+      }
+    }
+  }
+
+  private _isStepId(cellId: string): boolean {
+    for (const id of this._stepIds.values()) {
+      if (id === cellId) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private _stepCell(step: number): ICodeCellModel | null {
+    const id = this._stepIds.get(step);
+    if (id === undefined) {
+      return null;
+    }
+    const cell = findCell(this._model, id);
+    return isCode(cell) ? cell : null;
+  }
+
+  /** Below the last cell inserted for this ask, else below the `%%ask` cell. */
+  private _insertionIndex(): number {
+    if (this._lastId !== null) {
+      const last = cellIndex(this._model, this._lastId);
+      if (last >= 0) {
+        return last + 1;
+      }
+    }
+    let index = cellIndex(this._model, this.askCellId);
+    if (index < 0) {
+      return -1;
+    }
+    // Skip cells of this ask already below the ask cell (e.g. when the last
+    // inserted one was deleted by the user).
+    while (index + 1 < this._model.cells.length) {
+      const record = generatedRecord(this._model.cells.get(index + 1));
+      if (record === null || record.ask_id !== this.askId) {
+        break;
+      }
+      index++;
+    }
+    return index + 1;
+  }
+
+  private readonly _stepIds = new Map<number, string>();
+  private readonly _codes = new Map<number, string>();
+  private _lastId: string | null = null;
+}

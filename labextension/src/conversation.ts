@@ -1,0 +1,209 @@
+/**
+ * What the side panel shows for one notebook: its asks, their steps and answers.
+ */
+import { ISignal, Signal } from '@lumino/signaling';
+
+import type { IAskEnd, IAskStart, IStepEnd, IStepStart, StepStatus } from './protocol';
+
+export type AskViewStatus = 'pending' | 'running' | 'done' | 'failed' | 'interrupted';
+
+export interface IStepView {
+  step: number;
+  attempt: number;
+  status: 'running' | StepStatus;
+  /** Attempts that failed before the current one. */
+  failedAttempts: number;
+  durationS: number | null;
+  error: string | null;
+}
+
+export interface IAskView {
+  /** The `%%ask` cell; known before the kernel answers when sent from the panel. */
+  cellId: string;
+  askId: string | null;
+  prompt: string;
+  model: string;
+  status: AskViewStatus;
+  steps: IStepView[];
+  /** Streamed answer text, replaced by the final answer at the end. */
+  answer: string;
+  error: string | null;
+}
+
+/**
+ * The asks of one notebook, in the order they started.
+ */
+export class Conversation {
+  /** Emitted whenever anything in the conversation changes. */
+  get changed(): ISignal<this, void> {
+    return this._changed;
+  }
+
+  get asks(): readonly IAskView[] {
+    return this._asks;
+  }
+
+  /** Whether an ask is waiting for or running in the kernel. */
+  get busy(): boolean {
+    return this._asks.some(a => a.status === 'pending' || a.status === 'running');
+  }
+
+  /** Show a prompt sent from the panel before the kernel starts the ask. */
+  addPending(cellId: string, prompt: string, model: string): void {
+    this._asks.push({
+      cellId,
+      askId: null,
+      prompt,
+      model,
+      status: 'pending',
+      steps: [],
+      answer: '',
+      error: null
+    });
+    this._changed.emit();
+  }
+
+  /** Fail a pending prompt whose cell finished without starting an ask. */
+  settlePending(cellId: string, message: string): void {
+    const ask = this._asks.find(a => a.cellId === cellId && a.status === 'pending');
+    if (ask !== undefined) {
+      ask.status = 'failed';
+      ask.error = message;
+      this._changed.emit();
+    }
+  }
+
+  start(msg: IAskStart): void {
+    let ask = this._asks.find(a => a.cellId === msg.cell_id && a.status === 'pending');
+    if (ask === undefined) {
+      ask = {
+        cellId: msg.cell_id,
+        askId: null,
+        prompt: msg.prompt,
+        model: msg.model,
+        status: 'pending',
+        steps: [],
+        answer: '',
+        error: null
+      };
+      this._asks.push(ask);
+    }
+    ask.askId = msg.ask_id;
+    ask.prompt = msg.prompt;
+    ask.model = msg.model;
+    ask.status = 'running';
+    this._changed.emit();
+  }
+
+  stepStart(msg: IStepStart): void {
+    const ask = this._find(msg.ask_id);
+    if (ask === undefined) {
+      return;
+    }
+    const step = ask.steps.find(s => s.step === msg.step);
+    if (step === undefined) {
+      ask.steps.push({
+        step: msg.step,
+        attempt: msg.attempt,
+        status: 'running',
+        failedAttempts: 0,
+        durationS: null,
+        error: null
+      });
+    } else {
+      step.attempt = msg.attempt;
+      step.status = 'running';
+      step.durationS = null;
+    }
+    this._changed.emit();
+  }
+
+  stepEnd(msg: IStepEnd): void {
+    const step = this._find(msg.ask_id)?.steps.find(s => s.step === msg.step);
+    if (step === undefined) {
+      return;
+    }
+    step.status = msg.status;
+    step.durationS = msg.duration_s;
+    step.error = msg.error ? `${msg.error.ename}: ${msg.error.evalue}` : null;
+    if (msg.status !== 'ok') {
+      step.failedAttempts += 1;
+    }
+    this._changed.emit();
+  }
+
+  answerDelta(askId: string, text: string): void {
+    const ask = this._find(askId);
+    if (ask !== undefined) {
+      ask.answer += text;
+      this._changed.emit();
+    }
+  }
+
+  end(msg: IAskEnd): void {
+    const ask = this._find(msg.ask_id);
+    if (ask === undefined) {
+      return;
+    }
+    ask.status = msg.status;
+    if (msg.answer) {
+      ask.answer = msg.answer;
+    }
+    ask.error = msg.error;
+    for (const step of ask.steps) {
+      if (step.status === 'running') {
+        step.status = 'interrupted';
+      }
+    }
+    this._changed.emit();
+  }
+
+  /** End one ask that stopped without an `ask_end`. */
+  abandon(askId: string, reason: string): void {
+    const ask = this._find(askId);
+    if (ask !== undefined && ask.status === 'running') {
+      ask.status = 'failed';
+      ask.error = reason;
+      this._changed.emit();
+    }
+  }
+
+  /** End every running ask: the kernel restarted or died under it. */
+  kernelLost(reason: string): void {
+    let touched = false;
+    for (const ask of this._asks) {
+      if (ask.status === 'running' || ask.status === 'pending') {
+        ask.status = 'interrupted';
+        ask.error = reason;
+        touched = true;
+      }
+    }
+    if (touched) {
+      this._changed.emit();
+    }
+  }
+
+  private _find(askId: string): IAskView | undefined {
+    return this._asks.find(a => a.askId === askId);
+  }
+
+  private readonly _asks: IAskView[] = [];
+  private readonly _changed = new Signal<this, void>(this);
+}
+
+/**
+ * One conversation per open notebook document (shared by all its views).
+ */
+export class Conversations {
+  /** Return the conversation of a document, creating it on first use. */
+  get(document: object): Conversation {
+    let conversation = this._map.get(document);
+    if (conversation === undefined) {
+      conversation = new Conversation();
+      this._map.set(document, conversation);
+    }
+    return conversation;
+  }
+
+  private readonly _map = new WeakMap<object, Conversation>();
+}

@@ -1,0 +1,111 @@
+/**
+ * The jupyter-ci JupyterLab / Notebook 7 plugin: wires the pieces together.
+ */
+import {
+  ILayoutRestorer,
+  JupyterFrontEnd,
+  JupyterFrontEndPlugin
+} from '@jupyterlab/application';
+import { ICommandPalette, ISessionContextDialogs } from '@jupyterlab/apputils';
+import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+import { ISettingRegistry } from '@jupyterlab/settingregistry';
+import { ITranslator } from '@jupyterlab/translation';
+
+import { NotebookComm } from './comm';
+import { addCommands, askSource, CommandIDs, insertAndRunAsk, PANEL_ID } from './commands';
+import { Conversations } from './conversation';
+import { CellDecorator } from './decoration';
+import { FrontendAnnouncer } from './frontend';
+import { askIcon, AskPanel } from './panel';
+import { PanelModel } from './panelmodel';
+
+const PLUGIN_ID = 'jupyter-ci:plugin';
+
+/** Attach comm handling and the frontend announcement once per notebook document. */
+function manageNotebooks(tracker: INotebookTracker, conversations: Conversations): void {
+  const managed = new WeakSet<object>();
+  const manage = (panel: NotebookPanel): void => {
+    new CellDecorator(panel.content);
+    const context = panel.context;
+    if (managed.has(context)) {
+      return; // another view of the same document
+    }
+    managed.add(context);
+    const model = () => (context.isDisposed ? null : context.model);
+    const comm = new NotebookComm(panel.sessionContext, model, conversations.get(context));
+    const announcer = new FrontendAnnouncer(panel.sessionContext, model);
+    context.disposed.connect(() => {
+      comm.dispose();
+      announcer.dispose();
+    });
+  };
+  tracker.forEach(manage);
+  tracker.widgetAdded.connect((_, panel) => manage(panel));
+}
+
+const plugin: JupyterFrontEndPlugin<void> = {
+  id: PLUGIN_ID,
+  description: 'Generated %%ask steps become notebook cells; a side panel to ask from.',
+  autoStart: true,
+  requires: [INotebookTracker, IRenderMimeRegistry],
+  optional: [ISettingRegistry, ISessionContextDialogs, ITranslator, ICommandPalette, ILayoutRestorer],
+  activate: (
+    app: JupyterFrontEnd,
+    tracker: INotebookTracker,
+    rendermime: IRenderMimeRegistry,
+    settingRegistry: ISettingRegistry | null,
+    dialogs: ISessionContextDialogs | null,
+    translator: ITranslator | null,
+    palette: ICommandPalette | null,
+    restorer: ILayoutRestorer | null
+  ): void => {
+    const conversations = new Conversations();
+    manageNotebooks(tracker, conversations);
+
+    const ask = (panel: NotebookPanel, prompt: string, model: string | null) => {
+      const inserted = insertAndRunAsk(panel, askSource(prompt, model), dialogs, translator);
+      if (inserted !== null) {
+        const conversation = conversations.get(panel.context);
+        conversation.addPending(inserted.cellId, prompt.trim(), model ?? '');
+        void inserted.done.then(() =>
+          conversation.settlePending(
+            inserted.cellId,
+            'The %%ask cell ran without starting an ask: see its output in the notebook.'
+          )
+        );
+      }
+      return inserted;
+    };
+    addCommands(app, { tracker, ask });
+
+    const model = new PanelModel({ tracker, conversations, ask });
+    const panel = new AskPanel(model, rendermime);
+    panel.id = PANEL_ID;
+    panel.title.icon = askIcon;
+    panel.title.caption = 'jupyter-ci: ask in the current notebook';
+    app.shell.add(panel, 'right', { rank: 600 });
+    restorer?.add(panel, PANEL_ID);
+    void model.refreshConfig();
+
+    if (settingRegistry !== null) {
+      settingRegistry
+        .load(PLUGIN_ID)
+        .then(settings => {
+          model.settings = settings;
+          const read = () => {
+            const value = settings.get('model').composite;
+            model.setPickedFromSettings(typeof value === 'string' ? value : '');
+          };
+          read();
+          settings.changed.connect(read);
+        })
+        .catch(error => console.error('jupyter-ci: could not load settings', error));
+    }
+
+    palette?.addItem({ command: CommandIDs.openPanel, category: 'jupyter-ci' });
+    palette?.addItem({ command: CommandIDs.stop, category: 'jupyter-ci' });
+  }
+};
+
+export default plugin;

@@ -1,0 +1,232 @@
+/**
+ * The side panel: ask in the current notebook, follow its asks, pick the model, stop.
+ *
+ * Every interactive element has a `data-jupyter-ci` attribute for browser tests.
+ */
+import type { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+import { LabIcon, VDomRenderer } from '@jupyterlab/ui-components';
+import * as React from 'react';
+
+import type { IAskView, IStepView } from './conversation';
+import type { PanelModel } from './panelmodel';
+
+const ICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="16">
+<g class="jp-icon3" fill="#616161">
+<path d="M4 3h16a2 2 0 0 1 2 2v10a2 2 0 0 1-2 2h-7l-5 4v-4H4a2 2 0 0 1-2-2V5a2 2 0 0 1 2-2zm3.3 4.3L5.6 9l1.7 1.7 1.1-1.1L7.8 9l.6-.6-1.1-1.1zm3.2 4.2h5v-1.5h-5v1.5z"/>
+</g></svg>`;
+
+export const askIcon = new LabIcon({ name: 'jupyter-ci:ask', svgstr: ICON_SVG });
+
+/** Render Markdown with the application's rendermime registry (sanitized). */
+function Markdown(props: { source: string; rendermime: IRenderMimeRegistry }): JSX.Element {
+  const host = React.useRef<HTMLDivElement>(null);
+  React.useEffect(() => {
+    const node = host.current;
+    if (node === null) {
+      return;
+    }
+    const renderer = props.rendermime.createRenderer('text/markdown');
+    const model = props.rendermime.createModel({
+      data: { 'text/markdown': props.source },
+      trusted: false
+    });
+    node.appendChild(renderer.node);
+    void renderer.renderModel(model).catch(error => {
+      node.textContent = props.source;
+      console.warn('jupyter-ci: could not render the answer', error);
+    });
+    return () => {
+      renderer.dispose();
+      node.textContent = '';
+    };
+  }, [props.source, props.rendermime]);
+  return <div ref={host} className="jp-ci-answer" data-jupyter-ci="answer" />;
+}
+
+function stepText(step: IStepView): string {
+  const parts = [`step ${step.step}`];
+  if (step.status === 'running') {
+    parts.push(step.attempt > 1 ? `running (attempt ${step.attempt})` : 'running');
+  } else if (step.status === 'ok') {
+    parts.push(step.failedAttempts > 0 ? 'failed → fixed' : 'done');
+  } else {
+    parts.push(step.status === 'error' ? 'failed' : step.status);
+  }
+  if (step.durationS !== null) {
+    parts.push(`${step.durationS.toFixed(1)} s`);
+  }
+  return parts.join(' · ');
+}
+
+const STATUS_TEXT: Record<IAskView['status'], string> = {
+  pending: 'waiting for the kernel…',
+  running: 'running…',
+  done: 'done',
+  failed: 'failed',
+  interrupted: 'interrupted'
+};
+
+function Ask(props: { ask: IAskView; rendermime: IRenderMimeRegistry }): JSX.Element {
+  const { ask } = props;
+  const finished = ask.status !== 'pending' && ask.status !== 'running';
+  return (
+    <li className="jp-ci-ask-entry" data-jupyter-ci="ask" data-jupyter-ci-status={ask.status}>
+      <div className="jp-ci-prompt-text">{ask.prompt}</div>
+      <div className="jp-ci-ask-meta">
+        {ask.model ? <span className="jp-ci-ask-model">{ask.model}</span> : null}
+        <span className="jp-ci-ask-status">{STATUS_TEXT[ask.status]}</span>
+      </div>
+      {ask.steps.length > 0 ? (
+        <ol className="jp-ci-steps">
+          {ask.steps.map(step => (
+            <li
+              key={step.step}
+              className="jp-ci-step"
+              data-jupyter-ci="step"
+              data-jupyter-ci-status={step.status}
+              title={step.error ?? undefined}
+            >
+              {stepText(step)}
+            </li>
+          ))}
+        </ol>
+      ) : null}
+      {ask.answer && finished ? (
+        <Markdown source={ask.answer} rendermime={props.rendermime} />
+      ) : null}
+      {ask.answer && !finished ? (
+        <div className="jp-ci-answer-stream" data-jupyter-ci="answer-stream">
+          {ask.answer}
+        </div>
+      ) : null}
+      {ask.error ? (
+        <div className="jp-ci-error" data-jupyter-ci="error">
+          {ask.error}
+        </div>
+      ) : null}
+    </li>
+  );
+}
+
+function Prompt(props: { model: PanelModel }): JSX.Element {
+  const [text, setText] = React.useState('');
+  const { model } = props;
+  const enabled = model.notebook !== null && model.hasKernel;
+  const send = (): void => {
+    if (enabled && model.send(text)) {
+      setText('');
+    }
+  };
+  return (
+    <div className="jp-ci-prompt-row">
+      <textarea
+        className="jp-ci-prompt"
+        data-jupyter-ci="prompt"
+        rows={3}
+        placeholder="Ask… (Enter sends, Shift+Enter: new line)"
+        value={text}
+        disabled={!enabled}
+        onChange={event => setText(event.target.value)}
+        onKeyDown={event => {
+          if (event.key === 'Enter' && !event.shiftKey && !event.nativeEvent.isComposing) {
+            event.preventDefault();
+            send();
+          }
+        }}
+      />
+      <div className="jp-ci-buttons">
+        <button
+          className="jp-mod-styled jp-mod-warn jp-ci-stop"
+          data-jupyter-ci="stop"
+          disabled={!model.canStop}
+          title="Interrupt the kernel of this notebook"
+          onClick={() => void model.stop()}
+        >
+          Stop
+        </button>
+        <button
+          className="jp-mod-styled jp-mod-accept jp-ci-send"
+          data-jupyter-ci="send"
+          disabled={!enabled || !text.trim()}
+          title="Put an %%ask cell below the active cell and run it"
+          onClick={send}
+        >
+          Send
+        </button>
+      </div>
+    </div>
+  );
+}
+
+function ModelPicker(props: { model: PanelModel }): JSX.Element {
+  const { model } = props;
+  const config = model.config;
+  const offered = config?.models ?? [];
+  const picked = model.pickedModel;
+  const options = picked && !offered.includes(picked) ? [picked, ...offered] : offered;
+  const fallback = config?.default_model ? `server default (${config.default_model})` : 'server default';
+  return (
+    <label className="jp-ci-model-row">
+      <span>Model</span>
+      <select
+        className="jp-ci-model"
+        data-jupyter-ci="model"
+        value={picked}
+        onChange={event => void model.pickModel(event.target.value)}
+      >
+        <option value="">{fallback}</option>
+        {options.map(name => (
+          <option key={name} value={name}>
+            {name}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
+}
+
+/** The side panel widget (re-renders whenever its model changes). */
+export class AskPanel extends VDomRenderer<PanelModel> {
+  constructor(model: PanelModel, private readonly _rendermime: IRenderMimeRegistry) {
+    super(model);
+    this.addClass('jp-ci-panel');
+    this.node.dataset.jupyterCi = 'panel';
+  }
+
+  protected override onAfterShow(): void {
+    void this.model.refreshConfig();
+  }
+
+  protected render(): JSX.Element {
+    const model = this.model;
+    const asks = model.conversation?.asks ?? [];
+    const notebook = model.notebook;
+    return (
+      <div className="jp-ci-panel-body">
+        <header className="jp-ci-header">
+          <span className="jp-ci-title">Ask</span>
+          <span className="jp-ci-notebook" data-jupyter-ci="notebook">
+            {notebook ? notebook.title.label : 'no notebook'}
+          </span>
+        </header>
+        {model.messages.map(message => (
+          <div
+            key={message.kind}
+            className="jp-ci-message"
+            data-jupyter-ci="message"
+            data-jupyter-ci-kind={message.kind}
+          >
+            {message.text}
+          </div>
+        ))}
+        <ModelPicker model={model} />
+        <ol className="jp-ci-conversation" data-jupyter-ci="conversation">
+          {asks.map((ask, i) => (
+            <Ask key={`${ask.cellId}-${i}`} ask={ask} rendermime={this._rendermime} />
+          ))}
+        </ol>
+        <Prompt model={model} />
+      </div>
+    );
+  }
+}

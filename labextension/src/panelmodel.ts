@@ -1,0 +1,198 @@
+/**
+ * State of the side panel: the current notebook, its kernel, its conversation, the model.
+ */
+import type { ISessionContext } from '@jupyterlab/apputils';
+import type { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import type { ISettingRegistry } from '@jupyterlab/settingregistry';
+import { VDomModel } from '@jupyterlab/ui-components';
+
+import { ApiError, fetchConfig, IServerConfig } from './api';
+import type { IAskInserted } from './commands';
+import type { Conversation, Conversations } from './conversation';
+
+export type MessageKind = 'no-notebook' | 'no-kernel' | 'no-model' | 'config';
+
+export interface IPanelMessage {
+  kind: MessageKind;
+  text: string;
+}
+
+export interface IPanelModelOptions {
+  tracker: INotebookTracker;
+  conversations: Conversations;
+  ask: (panel: NotebookPanel, prompt: string, model: string | null) => IAskInserted | null;
+}
+
+const NO_KERNEL_STATUSES = new Set(['dead', 'terminating']);
+
+export class PanelModel extends VDomModel {
+  constructor(private readonly _options: IPanelModelOptions) {
+    super();
+    _options.tracker.currentChanged.connect(this._onCurrentChanged, this);
+    this._onCurrentChanged();
+  }
+
+  get notebook(): NotebookPanel | null {
+    return this._notebook;
+  }
+
+  get conversation(): Conversation | null {
+    return this._notebook ? this._options.conversations.get(this._notebook.context) : null;
+  }
+
+  get config(): IServerConfig | null {
+    return this._config;
+  }
+
+  /** The model picked in the panel ('' = the server's default). */
+  get pickedModel(): string {
+    return this._picked;
+  }
+
+  /** The model an ask sent now would use, if known. */
+  get activeModel(): string | null {
+    return this._picked || this._config?.default_model || null;
+  }
+
+  get hasKernel(): boolean {
+    const session = this._notebook?.sessionContext;
+    if (!session?.session?.kernel) {
+      return false;
+    }
+    return !NO_KERNEL_STATUSES.has(session.kernelDisplayStatus);
+  }
+
+  get canStop(): boolean {
+    const session = this._notebook?.sessionContext;
+    if (!this.hasKernel || !session) {
+      return false;
+    }
+    return session.kernelDisplayStatus === 'busy' || (this.conversation?.busy ?? false);
+  }
+
+  get messages(): IPanelMessage[] {
+    const out: IPanelMessage[] = [];
+    const notebook = this._notebook;
+    if (notebook === null) {
+      out.push({ kind: 'no-notebook', text: 'Open a notebook to ask: asks run in its kernel.' });
+    } else if (!this.hasKernel) {
+      out.push({ kind: 'no-kernel', text: this._noKernelText(notebook.sessionContext) });
+    }
+    if (this._configError !== null) {
+      out.push({ kind: 'config', text: this._configError });
+    } else if (this._config !== null) {
+      if (this._config.problem) {
+        out.push({ kind: 'no-model', text: this._config.problem });
+      } else if (this._config.models.length === 0 && !this._config.default_model) {
+        out.push({
+          kind: 'no-model',
+          text: 'No model is configured: set a provider key (e.g. OPENAI_API_KEY) for the Jupyter server.'
+        });
+      }
+    }
+    return out;
+  }
+
+  /** Use the setting's stored value (called on load and on change). */
+  setPickedFromSettings(value: string): void {
+    if (value !== this._picked) {
+      this._picked = value;
+      this.stateChanged.emit();
+    }
+  }
+
+  /** Store a new pick (in the settings registry when there is one). */
+  async pickModel(value: string): Promise<void> {
+    this.setPickedFromSettings(value);
+    await this._settings?.set('model', value);
+  }
+
+  set settings(settings: ISettingRegistry.ISettings | null) {
+    this._settings = settings;
+  }
+
+  async refreshConfig(): Promise<void> {
+    try {
+      this._config = await fetchConfig();
+      this._configError = null;
+    } catch (error) {
+      this._config = null;
+      this._configError = error instanceof ApiError ? error.message : String(error);
+    }
+    this.stateChanged.emit();
+  }
+
+  /** Ask in the notebook that is current now; return whether it was sent. */
+  send(prompt: string): boolean {
+    const notebook = this._notebook;
+    if (notebook === null || !prompt.trim() || !this.hasKernel) {
+      return false;
+    }
+    const model = this._picked || null;
+    const inserted = this._options.ask(notebook, prompt, model);
+    return inserted !== null;
+  }
+
+  async stop(): Promise<void> {
+    await this._notebook?.sessionContext.session?.kernel?.interrupt();
+  }
+
+  override dispose(): void {
+    if (this.isDisposed) {
+      return;
+    }
+    this._bind(null);
+    this._options.tracker.currentChanged.disconnect(this._onCurrentChanged, this);
+    super.dispose();
+  }
+
+  private _noKernelText(session: ISessionContext): string {
+    const name = this._notebook?.title.label ?? 'this notebook';
+    if (session.kernelDisplayStatus === 'dead') {
+      return `The kernel of ${name} is dead: restart it to ask.`;
+    }
+    return `No kernel is running for ${name}: start one (Kernel › Change Kernel…) to ask.`;
+  }
+
+  private _onCurrentChanged(): void {
+    this._bind(this._options.tracker.currentWidget);
+    this.stateChanged.emit();
+  }
+
+  private _bind(notebook: NotebookPanel | null): void {
+    const old = this._notebook;
+    if (old !== null) {
+      old.sessionContext.statusChanged.disconnect(this._emit, this);
+      old.sessionContext.kernelChanged.disconnect(this._emit, this);
+      old.sessionContext.connectionStatusChanged.disconnect(this._emit, this);
+      old.title.changed.disconnect(this._emit, this);
+      this.conversation?.changed.disconnect(this._emit, this);
+    }
+    this._notebook = notebook;
+    if (notebook !== null) {
+      notebook.sessionContext.statusChanged.connect(this._emit, this);
+      notebook.sessionContext.kernelChanged.connect(this._emit, this);
+      notebook.sessionContext.connectionStatusChanged.connect(this._emit, this);
+      notebook.title.changed.connect(this._emit, this);
+      this.conversation?.changed.connect(this._emit, this);
+      notebook.disposed.connect(this._onNotebookDisposed, this);
+    }
+  }
+
+  private _onNotebookDisposed(notebook: NotebookPanel): void {
+    if (notebook === this._notebook) {
+      this._bind(null);
+      this.stateChanged.emit();
+    }
+  }
+
+  private _emit(): void {
+    this.stateChanged.emit();
+  }
+
+  private _notebook: NotebookPanel | null = null;
+  private _config: IServerConfig | null = null;
+  private _configError: string | null = null;
+  private _picked = '';
+  private _settings: ISettingRegistry.ISettings | null = null;
+}

@@ -1,0 +1,166 @@
+/**
+ * Types of the kernel ↔ JupyterLab protocol (docs/protocol.md, version 1).
+ */
+import type * as nbformat from '@jupyterlab/nbformat';
+
+/** Protocol version announced in every execute_request. */
+export const PROTOCOL_VERSION = 1;
+
+/** Comm target the kernel opens one comm on per ask. */
+export const COMM_TARGET = 'jupyter_ci';
+
+/** Key of the frontend announcement in execute_request metadata. */
+export const FRONTEND_KEY = 'jupyter_ci_frontend';
+
+/** Cell metadata key of ask records and generated-cell records. */
+export const METADATA_KEY = 'jupyter_ci';
+
+export type StepStatus = 'ok' | 'error' | 'timeout' | 'interrupted' | 'died';
+export type AskStatus = 'done' | 'failed' | 'interrupted';
+
+export interface IAskStart {
+  type: 'ask_start';
+  ask_id: string;
+  cell_id: string;
+  prompt: string;
+  model: string;
+  replace_ask_id: string | null;
+}
+
+export interface IStepStart {
+  type: 'step_start';
+  ask_id: string;
+  step: number;
+  attempt: number;
+  code: string;
+}
+
+export interface IOutputMessage {
+  type: 'output';
+  ask_id: string;
+  step: number;
+  output: nbformat.IOutput;
+}
+
+export interface IClearOutput {
+  type: 'clear_output';
+  ask_id: string;
+  step: number;
+  wait: boolean;
+}
+
+export interface IStepError {
+  ename: string;
+  evalue: string;
+}
+
+export interface IStepEnd {
+  type: 'step_end';
+  ask_id: string;
+  step: number;
+  attempt: number;
+  status: StepStatus;
+  execution_count: number | null;
+  duration_s: number;
+  error: IStepError | null;
+}
+
+export interface IAnswerDelta {
+  type: 'answer_delta';
+  ask_id: string;
+  text: string;
+}
+
+export interface IAskEnd {
+  type: 'ask_end';
+  ask_id: string;
+  status: AskStatus;
+  answer: string;
+  error: string | null;
+  record: Record<string, unknown> | null;
+}
+
+export type KernelMessage =
+  | IAskStart
+  | IStepStart
+  | IOutputMessage
+  | IClearOutput
+  | IStepEnd
+  | IAnswerDelta
+  | IAskEnd;
+
+const TYPES = new Set<string>([
+  'ask_start',
+  'step_start',
+  'output',
+  'clear_output',
+  'step_end',
+  'answer_delta',
+  'ask_end'
+]);
+
+/**
+ * Return the message if `data` looks like a protocol message, else null.
+ *
+ * Only `type` and `ask_id` are checked: the kernel is trusted to send the
+ * fields of each type (it is the user's own kernel).
+ */
+export function parseMessage(data: unknown): KernelMessage | null {
+  if (typeof data !== 'object' || data === null) {
+    return null;
+  }
+  const record = data as { type?: unknown; ask_id?: unknown };
+  if (typeof record.type !== 'string' || !TYPES.has(record.type)) {
+    return null;
+  }
+  if (typeof record.ask_id !== 'string') {
+    return null;
+  }
+  return data as KernelMessage;
+}
+
+/** One entry of a generated cell's `metadata.jupyter_ci.attempts`. */
+export interface IAttempt {
+  attempt: number;
+  status: StepStatus;
+  ename: string | null;
+  evalue: string | null;
+  duration_s: number;
+  code: string;
+}
+
+/** `metadata.jupyter_ci` of a generated cell. */
+export interface IGeneratedRecord {
+  ask_id: string;
+  step: number;
+  model: string;
+  attempts: IAttempt[];
+  interrupted?: boolean;
+}
+
+/** Return the generated-cell record in a cell's metadata value, if it is one. */
+export function asGeneratedRecord(value: unknown): IGeneratedRecord | null {
+  if (typeof value !== 'object' || value === null) {
+    return null;
+  }
+  const record = value as Partial<IGeneratedRecord>;
+  if (typeof record.ask_id !== 'string' || typeof record.step !== 'number') {
+    return null;
+  }
+  return {
+    ask_id: record.ask_id,
+    step: record.step,
+    model: typeof record.model === 'string' ? record.model : '',
+    attempts: Array.isArray(record.attempts) ? record.attempts : [],
+    interrupted: record.interrupted === true ? true : undefined
+  };
+}
+
+/** Return the ask id in a cell's `metadata.jupyter_ci` value, if any. */
+export function askIdOf(value: unknown): string | null {
+  if (typeof value !== 'object' || value === null) {
+    return null;
+  }
+  const askId = (value as { ask_id?: unknown }).ask_id;
+  return typeof askId === 'string' ? askId : null;
+}
