@@ -127,3 +127,16 @@ def test_headless_runs_reuse_a_saved_notebook_and_do_not_ask(
     fake.push(Turn("Asked."))
     run_cells(["%%ask\nmake w"], openai_env(fake), tmp_path)
     assert fake.calls() == 1
+
+
+def test_a_display_updated_in_place_resends_the_step_outputs(
+    fake: FakeLLM, kernel: Kernel
+) -> None:
+    fake.push(code("print('before')\nh = display('first', display_id=True)\nh.update('second')"),
+              Turn("Updated."))
+    data = kernel.execute("%%ask\nprogress", FRONTEND).comm_data()
+    sent = [d for d in data if d["type"] in ("output", "set_outputs")]
+    assert [d["type"] for d in sent] == ["output", "output", "set_outputs"]
+    assert "transient" not in sent[1]["output"]
+    final = sent[-1]["outputs"]
+    assert final[0]["text"] == "before\n" and final[1]["data"]["text/plain"] == "'second'"

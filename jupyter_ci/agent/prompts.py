@@ -39,6 +39,8 @@ How to work:
 - When code fails, read the error and fix the cause in the next call. Do not repeat code \
 that already succeeded: its variables still exist.
 - input() and interactive prompts are unavailable; never call sys.exit() or exit().
+- Top-level `await` does not work here (the kernel's event loop is busy running you); use \
+synchronous APIs, or `asyncio.run` in a separate thread if you must.
 - Do not install packages or touch files outside the working directory unless asked.
 - When done, answer in concise Markdown: what you did and what it shows, with key numbers. \
 Do not paste the code again in the answer.
