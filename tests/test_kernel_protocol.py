@@ -140,3 +140,30 @@ def test_a_display_updated_in_place_resends_the_step_outputs(
     assert "transient" not in sent[1]["output"]
     final = sent[-1]["outputs"]
     assert final[0]["text"] == "before\n" and final[1]["data"]["text/plain"] == "'second'"
+
+
+def test_queued_cells_of_a_replaced_ask_are_skipped(fake: FakeLLM, kernel: Kernel) -> None:
+    fake.push(code("old_value = 1"), Turn("Old."))
+    record = kernel.execute("%%ask\nold prompt", FRONTEND).comm_data()[-1]["record"]
+    old_cell = {"jupyter_ci": {"ask_id": record["ask_id"], "step": 1}, "cellId": "gen-1",
+                **{k: v for k, v in FRONTEND.items() if k != "cellId"}}
+    # Run All after editing the prompt: the re-ask, then the old generated cell, queued.
+    fake.push(code("new_value = 2"), Turn("New."))
+    edited = kernel.execute("%%ask\nnew prompt", {"jupyter_ci": record, **FRONTEND})
+    assert edited.comm_data()[0]["replace_ask_id"] == record["ask_id"]
+    stale = kernel.execute("old_value = 'ran again'", old_cell)
+    assert "skipped" in stale.of_type("stream")[0]["content"]["text"]
+    check = kernel.execute("print(old_value, new_value)")
+    assert check.of_type("stream")[0]["content"]["text"] == "1 2\n"
+
+
+def test_ask_start_carries_the_cell_count_and_a_failed_ask_sends_its_record(
+    fake: FakeLLM, kernel: Kernel
+) -> None:
+    fake.push(code("1/0"), code("1/0"))
+    run = kernel.execute("%%ask --max-fixes 2\nfail", FRONTEND)
+    start, end = run.comm_data()[0], run.comm_data()[-1]
+    assert start["execution_count"] == run.of_type("execute_input")[0]["content"][
+        "execution_count"]
+    assert end["status"] == "failed" and end["record"]["status"] == "failed"
+    assert "ZeroDivisionError" in end["error"]

@@ -41,6 +41,7 @@ class FrontendView:
         self._comm = create_comm(target_name=COMM_TARGET, data=self._msg(
             "ask_start", cell_id=self.info.cell_id, prompt=self.info.prompt,
             model=self.info.model, replace_ask_id=self.info.replace_ask_id,
+            execution_count=self.info.execution_count,
         ))
         self._progress(f"Asking {self.info.model}…")
 
@@ -108,6 +109,8 @@ class FrontendView:
         )
         if result.ok:
             line = f"Step {run.step}: done ({result.duration_s:.1f} s)"
+        elif result.status in ("interrupted", "died"):
+            line = f"Step {run.step}: {result.status}"
         elif result.status == "timeout":
             line = f"Step {run.step}: timed out → fixing"
         else:
@@ -123,11 +126,11 @@ class FrontendView:
         self._progress(f"Done: {record.get('steps', 0)} step(s) with {self.info.model}")
         self._end("done", answer=answer, error=None, record=record)
 
-    def fail(self, error: AskError, status: str) -> None:
+    def fail(self, error: AskError, status: str, record: dict[str, Any]) -> None:
         """Tell the browser the ask ended without an answer."""
         self._send_delta()
         self._progress(f"Ask {status}: {error.message}")
-        self._end(status, answer="", error=str(error), record=None)
+        self._end(status, answer="", error=str(error), record=record)
 
     def _progress(self, line: str, replace: bool = False) -> None:
         if replace and self._log:

@@ -18,6 +18,7 @@ from jupyter_ci.config import JupyterCI
 from jupyter_ci.kernel.options import AskOptions, parse_options
 from jupyter_ci.kernel.reuse import (
     RECORD_VERSION,
+    RequestInfo,
     prompt_hash,
     request_info,
     reusable_from_request,
@@ -37,6 +38,8 @@ class AskMagics(Magics):
         self.ipython = shell  # Magics.shell is Optional; an ask always has its shell
         self.settings = JupyterCI(parent=shell)
         self.memory = Memory(self.settings.memory_tokens)
+        #: Asks whose generated cells the browser deleted on a re-ask.
+        self.replaced_asks: set[str] = set()
 
     @line_cell_magic
     def ask(self, line: str, cell: str | None = None) -> None:
@@ -46,16 +49,16 @@ class AskMagics(Magics):
         <what you want, in plain words>
         """
         opts = parse_options(line, cell)
-        info = request_info(self._parent_header())
+        info = request_info(parent_header(self.ipython))
         phash = prompt_hash(opts.prompt, opts.model)
-        if not opts.refresh and self._reuse(opts, info.has_frontend, info, phash):
+        if not opts.refresh and self._reuse(opts, info, phash):
             return
         model = resolve_model(opts.model, ModelSettings(
             self.settings.model, self.settings.request_timeout, self.settings.retries))
         if opts.new:
             self.memory.clear()
         ask = AskInfo(uuid.uuid4().hex[:12], opts.prompt, model.id, info.cell_id,
-                      (info.record or {}).get("ask_id"))
+                      (info.record or {}).get("ask_id"), self.ipython.execution_count - 1)
         view = self._view(ask, info.has_frontend)
         self._ask(opts, ask, model, view, phash)
 
@@ -66,25 +69,21 @@ class AskMagics(Magics):
         context = collect_context(self.ipython, self.settings.context_tokens)
         loop = AskLoop(opts.prompt, context=context, history=self.memory.messages(),
                        limits=self._limits(opts))
+        if ask.replace_ask_id:
+            self.replaced_asks.add(ask.replace_ask_id)
         view.start()
         try:
             answer = self._drive(loop, model, view)
-        except KeyboardInterrupt:
-            error: AskError = AskInterrupted(
+        except (KeyboardInterrupt, AskError) as exc:
+            error = exc if isinstance(exc, AskError) else AskInterrupted(
                 "The ask was interrupted.", "Cells run so far keep their results.")
-            self._end_failed(opts, loop, view, error, "interrupted")
+            status = "interrupted" if isinstance(error, AskInterrupted) else "failed"
+            # A follow-up ("why did that fail?") needs to know what happened.
+            self.memory.remember(opts.prompt, loop.transcript(), f"(The ask {status}: {error})")
+            view.fail(error, status, ask_record(ask, phash, status, str(error), loop.step))
             raise error from None
-        except AskError as exc:
-            status = "interrupted" if isinstance(exc, AskInterrupted) else "failed"
-            self._end_failed(opts, loop, view, exc, status)
-            raise exc from None
-        record = {
-            "version": RECORD_VERSION, "ask_id": ask.ask_id, "prompt_hash": phash,
-            "model": model.id, "status": "done", "answer": answer, "steps": loop.step,
-            "created": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-        }
         self.memory.remember(opts.prompt, loop.transcript(), answer)
-        view.finish(answer, record)
+        view.finish(answer, ask_record(ask, phash, "done", answer, loop.step))
 
     def _drive(self, loop: AskLoop, model: ChatModel, view: AskView) -> str:
         from jupyter_ci.kernel.executor import ShellExecutor
@@ -109,14 +108,8 @@ class AskMagics(Magics):
             else:
                 raise action.error
 
-    def _end_failed(self, opts: AskOptions, loop: AskLoop, view: AskView, error: AskError,
-                    status: str) -> None:
-        # A follow-up ("why did that fail?") needs to know what happened.
-        self.memory.remember(opts.prompt, loop.transcript(), f"(The ask {status}: {error})")
-        view.fail(error, status)
-
-    def _reuse(self, opts: AskOptions, has_frontend: bool, info: Any, phash: str) -> bool:
-        if has_frontend:
+    def _reuse(self, opts: AskOptions, info: RequestInfo, phash: str) -> bool:
+        if info.has_frontend:
             record = reusable_from_request(info, phash)
         else:
             record = reusable_on_disk(phash, Path.cwd())
@@ -149,16 +142,55 @@ class AskMagics(Magics):
             max_reply_tokens=s.max_reply_tokens,
         )
 
-    def _parent_header(self) -> dict[str, Any]:
-        kernel = getattr(self.shell, "kernel", None)
-        if kernel is not None and hasattr(kernel, "get_parent"):
-            parent = kernel.get_parent("shell")
-        else:
-            parent = getattr(self.shell, "parent_header", None)
-        return parent if isinstance(parent, dict) else {}
+
+def parent_header(shell: InteractiveShell) -> dict[str, Any]:
+    """Return the request being executed (JupyterLab puts cell metadata in it)."""
+    kernel = getattr(shell, "kernel", None)
+    if kernel is not None and hasattr(kernel, "get_parent"):
+        parent = kernel.get_parent("shell")
+    else:
+        parent = getattr(shell, "parent_header", None)
+    return parent if isinstance(parent, dict) else {}
+
+
+def ask_record(ask: AskInfo, phash: str, status: str, answer: str, steps: int
+               ) -> dict[str, Any]:
+    """Build the record the browser keeps in the %%ask cell's metadata (docs/protocol.md)."""
+    return {
+        "version": RECORD_VERSION, "ask_id": ask.ask_id, "prompt_hash": phash,
+        "model": ask.model, "status": status, "answer": answer, "steps": steps,
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+    }
 
 
 def register(ipython: Any) -> None:
-    """Register the magics once per shell."""
-    if "ask" not in ipython.magics_manager.magics["cell"]:
-        ipython.register_magics(AskMagics)
+    """Register the magics once per shell, and the skipping of replaced generated cells."""
+    if "ask" in ipython.magics_manager.magics["cell"]:
+        return
+    magics = AskMagics(ipython)
+    ipython.register_magics(magics)
+    ipython.input_transformers_cleanup.append(StaleCellSkipper(magics))
+
+
+class StaleCellSkipper:
+    """Turn a generated cell of a replaced ask into a no-op.
+
+    Run All sends every cell up front: when an edited %%ask cell re-asks and the browser
+    deletes that ask's old generated cells, their execute_requests are already queued.
+    """
+
+    def __init__(self, magics: AskMagics) -> None:
+        self.magics = magics
+
+    def __call__(self, lines: list[str]) -> list[str]:
+        """Return the cell's lines, or a comment if it belongs to a replaced ask."""
+        if not self.magics.replaced_asks:
+            return lines
+        meta = parent_header(self.magics.ipython).get("metadata") or {}
+        record = meta.get("jupyter_ci")
+        # Generated cells carry a step; the re-asking %%ask cell itself does not.
+        if isinstance(record, dict) and "step" in record and (
+                record.get("ask_id") in self.magics.replaced_asks):
+            return ["print('jupyter-ci: skipped: this cell belongs to an ask that was asked "
+                    "again; the new answer is in the cells below the %%ask cell.')\n"]
+        return lines

@@ -25,6 +25,8 @@ class AskInfo:
     model: str
     cell_id: str | None = None
     replace_ask_id: str | None = None
+    #: The %%ask cell's own count; its execute_reply reports the last generated cell's.
+    execution_count: int | None = None
 
 
 class AskView(Protocol):
@@ -39,7 +41,7 @@ class AskView(Protocol):
     def output(self, run: RunCode, output: Output) -> None: ...
     def step_end(self, run: RunCode, result: CodeResult) -> None: ...
     def finish(self, answer: str, record: dict[str, Any]) -> None: ...
-    def fail(self, error: AskError, status: str) -> None: ...
+    def fail(self, error: AskError, status: str, record: dict[str, Any]) -> None: ...
 
 
 @dataclass
@@ -128,6 +130,6 @@ class InlineView:
         steps = record.get("steps", 0)
         self._status.set(f"*{self.info.model} · {steps} step{'s' * (steps != 1)}*")
 
-    def fail(self, error: AskError, status: str) -> None:
+    def fail(self, error: AskError, status: str, record: dict[str, Any]) -> None:
         """The error itself is raised in the cell; keep the status line honest."""
         self._status.set(f"*{self.info.model} · ask {status}*")

@@ -158,6 +158,14 @@ export class AskCells {
     this._stepCell(step)?.outputs.add(output);
   }
 
+  /** Replace all of the step cell's outputs (a display was updated in place). */
+  setOutputs(step: number, outputs: nbformat.IOutput[]): void {
+    const cell = this._stepCell(step);
+    if (cell !== null) {
+      cell.outputs.fromJSON(outputs);
+    }
+  }
+
   /** Clear the step cell's outputs, now or (wait) on its next output. */
   clearOutput(step: number, wait: boolean): void {
     this._stepCell(step)?.outputs.clear(wait);

@@ -2,6 +2,8 @@
  * Receive the `jupyter_ci` comms of one notebook's kernel and dispatch their messages.
  */
 import type { ISessionContext } from '@jupyterlab/apputils';
+import type { Cell, ICodeCellModel } from '@jupyterlab/cells';
+import { NotebookActions } from '@jupyterlab/notebook';
 import type { INotebookModel } from '@jupyterlab/notebook';
 import type { Kernel, KernelMessage as KM } from '@jupyterlab/services';
 import type { IDisposable } from '@lumino/disposable';
@@ -28,6 +30,7 @@ export class NotebookComm implements IDisposable {
     private readonly _conversation: Conversation
   ) {
     _session.kernelChanged.connect(this._onKernelChanged, this);
+    NotebookActions.executed.connect(this._onExecuted, this);
     this._attach(_session.session?.kernel ?? null);
   }
 
@@ -42,7 +45,9 @@ export class NotebookComm implements IDisposable {
     this._isDisposed = true;
     this._attach(null);
     this._session.kernelChanged.disconnect(this._onKernelChanged, this);
+    NotebookActions.executed.disconnect(this._onExecuted, this);
     this._asks.clear();
+    this._counts.clear();
   }
 
   private _onKernelChanged(
@@ -64,6 +69,22 @@ export class NotebookComm implements IDisposable {
       // Comm targets survive restarts of the same kernel connection.
       kernel.registerCommTarget(COMM_TARGET, this._onCommOpen);
       kernel.statusChanged.connect(this._onStatus, this);
+    }
+  }
+
+  /**
+   * Give an `%%ask` cell back its own execution count once its reply is in:
+   * the reply reports the count of the last generated cell, which ran inside it.
+   */
+  private _onExecuted(_: unknown, args: { cell: Cell }): void {
+    const count = this._counts.get(args.cell.model.id);
+    if (count === undefined) {
+      return;
+    }
+    this._counts.delete(args.cell.model.id);
+    const cell = args.cell.model;
+    if (cell.type === 'code') {
+      (cell as ICodeCellModel).executionCount = count;
     }
   }
 
@@ -122,6 +143,9 @@ export class NotebookComm implements IDisposable {
       case 'clear_output':
         cells.clearOutput(msg.step, msg.wait);
         break;
+      case 'set_outputs':
+        cells.setOutputs(msg.step, msg.outputs);
+        break;
       case 'step_end':
         cells.endStep(msg);
         this._conversation.stepEnd(msg);
@@ -150,6 +174,9 @@ export class NotebookComm implements IDisposable {
       deleteAskCells(model, msg.replace_ask_id, msg.cell_id);
     }
     this._asks.set(msg.ask_id, new AskCells(model, msg.ask_id, msg.cell_id, msg.model));
+    if (typeof msg.execution_count === 'number') {
+      this._counts.set(msg.cell_id, msg.execution_count);
+    }
     this._conversation.start(msg);
   }
 
@@ -164,5 +191,6 @@ export class NotebookComm implements IDisposable {
 
   private _kernel: Kernel.IKernelConnection | null = null;
   private readonly _asks = new Map<string, AskCells>();
+  private readonly _counts = new Map<string, number>();
   private _isDisposed = false;
 }

@@ -1,5 +1,6 @@
 /**
- * Announce the labextension in every execute_request a notebook sends.
+ * Announce the labextension in every execute_request a notebook sends, and load
+ * the kernel side (`%load_ext jupyter_ci`) before the first one of each kernel.
  *
  * The kernel learns from `metadata.jupyter_ci_frontend` that generated cells
  * will be inserted here (so it does not also show them inline) and which
@@ -16,11 +17,30 @@ import { FRONTEND_KEY, PROTOCOL_VERSION } from './protocol';
 
 type RequestExecute = Kernel.IKernelConnection['requestExecute'];
 
+/**
+ * Loads the magics silently; a kernel without jupyter_ci (another environment)
+ * or that is not IPython just ignores it.
+ */
+const LOAD_CODE = [
+  'try:',
+  '    get_ipython().run_line_magic("load_ext", "jupyter_ci")',
+  'except Exception:',
+  '    pass'
+].join('\n');
+
+const RESTARTING = new Set<Kernel.Status>(['restarting', 'autorestarting']);
+
 interface IWrapped {
   kernel: Kernel.IKernelConnection;
   original: RequestExecute;
   wrapper: RequestExecute;
   ownProperty: boolean;
+  onStatus: (kernel: Kernel.IKernelConnection, status: Kernel.Status) => void;
+}
+
+/** Tell whether the kernel speaks Python: its reported language, else its spec name. */
+function isPython(kernel: Kernel.IKernelConnection, language: string | null): boolean {
+  return language !== null ? language === 'python' : /python/i.test(kernel.name);
 }
 
 /** Return the execute_request metadata with the frontend announcement added. */
@@ -78,16 +98,37 @@ export class FrontendAnnouncer implements IDisposable {
     const ownProperty = Object.prototype.hasOwnProperty.call(kernel, 'requestExecute');
     const original = kernel.requestExecute;
     const model = this._model;
+    const state: { load: boolean; language: string | null } = { load: true, language: null };
+    kernel.info
+      .then(info => {
+        state.language = info.language_info.name;
+      })
+      .catch(() => undefined); // no info yet: the spec name decides
     const wrapper: RequestExecute = function (this: unknown, content, disposeOnDone, metadata) {
+      if (state.load && isPython(kernel, state.language)) {
+        // Same connection, same shell channel: the kernel runs this before the
+        // user's request, also when Restart & Run All queues every cell at once.
+        state.load = false;
+        original.call(kernel, { code: LOAD_CODE, silent: true, store_history: false }, true);
+      }
       return original.call(kernel, content, disposeOnDone, announce(model(), metadata));
     };
+    const onStatus = (_: Kernel.IKernelConnection, status: Kernel.Status): void => {
+      if (RESTARTING.has(status)) {
+        state.load = true; // a restarted kernel has forgotten its extensions
+      }
+    };
+    kernel.statusChanged.connect(onStatus);
     kernel.requestExecute = wrapper;
-    this._wrapped = { kernel, original, wrapper, ownProperty };
+    this._wrapped = { kernel, original, wrapper, ownProperty, onStatus };
   }
 
   private _unwrap(): void {
     const wrapped = this._wrapped;
     this._wrapped = null;
+    if (wrapped !== null && !wrapped.kernel.isDisposed) {
+      wrapped.kernel.statusChanged.disconnect(wrapped.onStatus);
+    }
     if (wrapped === null || wrapped.kernel.requestExecute !== wrapped.wrapper) {
       // Someone wrapped on top of us: leave their wrapper in place.
       return;

@@ -25,6 +25,8 @@ export interface IAskStart {
   prompt: string;
   model: string;
   replace_ask_id: string | null;
+  /** The `%%ask` cell's own execution count (its reply reports the last step's). */
+  execution_count: number | null;
 }
 
 export interface IStepStart {
@@ -47,6 +49,13 @@ export interface IClearOutput {
   ask_id: string;
   step: number;
   wait: boolean;
+}
+
+export interface ISetOutputs {
+  type: 'set_outputs';
+  ask_id: string;
+  step: number;
+  outputs: nbformat.IOutput[];
 }
 
 export interface IStepError {
@@ -85,6 +94,7 @@ export type KernelMessage =
   | IStepStart
   | IOutputMessage
   | IClearOutput
+  | ISetOutputs
   | IStepEnd
   | IAnswerDelta
   | IAskEnd;
@@ -94,6 +104,7 @@ const TYPES = new Set<string>([
   'step_start',
   'output',
   'clear_output',
+  'set_outputs',
   'step_end',
   'answer_delta',
   'ask_end'
