@@ -65,3 +65,17 @@ def test_the_broker_replaces_keys_under_jupyter_server() -> None:
     assert ep.upstream_host == "api.openai.com"
     with pytest.raises(ModelConfigError, match="no key for openai"):
         endpoint_for("openai", ModelSettings(), env)
+
+
+def test_adapters_are_reused_per_model_and_endpoint() -> None:
+    env = {"OPENAI_API_KEY": "k1"}
+    first = resolve_model("openai:a", ModelSettings(), env)
+    assert resolve_model("openai:a", ModelSettings(), env) is first
+    assert resolve_model("openai:b", ModelSettings(), env) is not first
+    assert resolve_model("openai:a", ModelSettings(), {"OPENAI_API_KEY": "k2"}) is not first
+
+
+def test_an_endpoint_never_shows_its_key() -> None:
+    from jupyter_ci.models.base import Endpoint
+
+    assert "sk-secret" not in repr(Endpoint("sk-secret", "http://h/v1"))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from jupyter_ci.agent.types import ModelReply, ModelRequest
@@ -33,7 +33,7 @@ class ChatModel(Protocol):
 class Endpoint:
     """Where and how an adapter reaches its provider."""
 
-    api_key: str
+    api_key: str = field(repr=False)  # never in a log line or traceback
     base_url: str | None = None
     timeout: float = 120.0
     max_retries: int = 3

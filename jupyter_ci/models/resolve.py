@@ -107,6 +107,17 @@ def resolve_model(
     env = os.environ if env is None else env
     provider, name = parse_model_id(spec or default_model_id(settings, env))
     endpoint = endpoint_for(provider, settings, env)
+    key = (provider, name, endpoint)
+    if key not in _ADAPTERS:
+        _ADAPTERS[key] = _adapter(provider, name, endpoint)
+    return _ADAPTERS[key]
+
+
+# One adapter (and SDK client) per model and endpoint, so later asks reuse its connections.
+_ADAPTERS: dict[tuple[str, str, Endpoint], ChatModel] = {}
+
+
+def _adapter(provider: str, name: str, endpoint: Endpoint) -> ChatModel:
     if provider == "anthropic":
         from jupyter_ci.models.anthropic import AnthropicChatModel
 
