@@ -76,7 +76,8 @@ def test_a_rerun_with_its_cells_present_reuses_the_answer(fake: FakeLLM, kernel:
     meta = {"jupyter_ci": record, "cellId": "ask-cell-1",
             "jupyter_ci_frontend": {"protocol": 1, "generated": ["gen-1"]}}
     again = kernel.execute("%%ask\nmake z", meta)
-    assert fake.calls() == calls and again.comm_data() == []
+    assert fake.calls() == calls
+    assert [(d["type"], d["answer"]) for d in again.comm_data()] == [("ask_reused", "z is 3.")]
     shown = json.dumps([m["content"] for m in again.of_type("display_data")])
     assert "Reusing the earlier answer" in shown and "z is 3." in shown
     # An edited prompt asks again and tells the browser to replace the old cells.

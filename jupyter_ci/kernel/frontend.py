@@ -16,6 +16,17 @@ COMM_TARGET = "jupyter_ci"
 PROTOCOL = 1
 
 
+def announce_reuse(cell_id: str | None, prompt: str, record: dict[str, Any]) -> None:
+    """Tell the panel that a re-run reused its answer (one comm, opened and closed)."""
+    from comm import create_comm
+
+    create_comm(target_name=COMM_TARGET, data={
+        "type": "ask_reused", "ask_id": record.get("ask_id"), "protocol": PROTOCOL,
+        "cell_id": cell_id, "prompt": prompt, "model": record.get("model", ""),
+        "answer": record.get("answer", ""), "steps": record.get("steps", 0),
+    }).close()
+
+
 @dataclass
 class FrontendView:
     """Steps become cells in the browser; the %%ask cell keeps a progress log and the answer."""

@@ -122,6 +122,10 @@ class AskMagics(Magics):
             "with `--refresh` to ask again.*\n\n" + str(record.get("answer", ""))
         ))
         self.memory.remember_summary(opts.prompt, f"Answer: {record.get('answer', '')}")
+        if info.has_frontend:
+            from jupyter_ci.kernel.frontend import announce_reuse
+
+            announce_reuse(info.cell_id, opts.prompt, record)
         return True
 
     def _view(self, ask: AskInfo, has_frontend: bool) -> AskView:

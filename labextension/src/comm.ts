@@ -128,6 +128,13 @@ export class NotebookComm implements IDisposable {
       this._start(msg);
       return;
     }
+    if (msg.type === 'ask_reused') {
+      const model = this._model();
+      if (model !== null && findCell(model, msg.cell_id) !== null) {
+        this._conversation.reused(msg);
+      }
+      return;
+    }
     const cells = this._asks.get(msg.ask_id);
     if (cells === undefined) {
       return; // not an ask of this notebook

@@ -3,7 +3,14 @@
  */
 import { ISignal, Signal } from '@lumino/signaling';
 
-import type { IAskEnd, IAskStart, IStepEnd, IStepStart, StepStatus } from './protocol';
+import type {
+  IAskEnd,
+  IAskReused,
+  IAskStart,
+  IStepEnd,
+  IStepStart,
+  StepStatus
+} from './protocol';
 
 export type AskViewStatus = 'pending' | 'running' | 'done' | 'failed' | 'interrupted';
 
@@ -28,6 +35,8 @@ export interface IAskView {
   /** Streamed answer text, replaced by the final answer at the end. */
   answer: string;
   error: string | null;
+  /** The answer of an earlier run, reused without asking the model. */
+  reused?: boolean;
 }
 
 /**
@@ -155,6 +164,29 @@ export class Conversation {
         step.status = 'interrupted';
       }
     }
+    this._changed.emit();
+  }
+
+  /** Show an ask whose earlier answer a re-run reused (no model call, no new cells). */
+  reused(msg: IAskReused): void {
+    let ask = this._asks.find(a => a.cellId === msg.cell_id && a.status === 'pending');
+    if (ask === undefined) {
+      ask = {
+        cellId: msg.cell_id,
+        askId: null,
+        prompt: msg.prompt,
+        model: msg.model,
+        status: 'done',
+        steps: [],
+        answer: '',
+        error: null
+      };
+      this._asks.push(ask);
+    }
+    ask.askId = msg.ask_id;
+    ask.status = 'done';
+    ask.answer = msg.answer;
+    ask.reused = true;
     this._changed.emit();
   }
 

@@ -74,7 +74,9 @@ function Ask(props: { ask: IAskView; rendermime: IRenderMimeRegistry }): JSX.Ele
       <div className="jp-ci-prompt-text">{ask.prompt}</div>
       <div className="jp-ci-ask-meta">
         {ask.model ? <span className="jp-ci-ask-model">{ask.model}</span> : null}
-        <span className="jp-ci-ask-status">{STATUS_TEXT[ask.status]}</span>
+        <span className="jp-ci-ask-status">
+          {ask.reused ? 'reused' : STATUS_TEXT[ask.status]}
+        </span>
       </div>
       {ask.steps.length > 0 ? (
         <ol className="jp-ci-steps">

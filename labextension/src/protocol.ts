@@ -89,6 +89,17 @@ export interface IAskEnd {
   record: Record<string, unknown> | null;
 }
 
+/** Sent (on a comm opened and closed at once) when a re-run reuses its answer. */
+export interface IAskReused {
+  type: 'ask_reused';
+  ask_id: string;
+  cell_id: string;
+  prompt: string;
+  model: string;
+  answer: string;
+  steps: number;
+}
+
 export type KernelMessage =
   | IAskStart
   | IStepStart
@@ -97,7 +108,8 @@ export type KernelMessage =
   | ISetOutputs
   | IStepEnd
   | IAnswerDelta
-  | IAskEnd;
+  | IAskEnd
+  | IAskReused;
 
 const TYPES = new Set<string>([
   'ask_start',
@@ -107,7 +119,8 @@ const TYPES = new Set<string>([
   'set_outputs',
   'step_end',
   'answer_delta',
-  'ask_end'
+  'ask_end',
+  'ask_reused'
 ]);
 
 /**
