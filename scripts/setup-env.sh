@@ -8,4 +8,4 @@ fi
 python -m pip install -q --upgrade pip
 python -m pip install -q -e ".[$extra]"
 # Serve the labextension from the working tree (a symlink), so `jlpm build` is picked up.
-jupyter labextension develop --overwrite . >/dev/null
+jupyter labextension develop --overwrite . >/dev/null 2>&1
