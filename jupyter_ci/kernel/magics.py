@@ -187,7 +187,7 @@ class StaleCellSkipper:
         self.magics = magics
 
     def __call__(self, lines: list[str]) -> list[str]:
-        """Return the cell's lines, or a comment if it belongs to a replaced ask."""
+        """Return the cell's lines, or a line saying it was skipped (its ask was replaced)."""
         if not self.magics.replaced_asks:
             return lines
         meta = parent_header(self.magics.ipython).get("metadata") or {}
