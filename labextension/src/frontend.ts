@@ -19,11 +19,13 @@ type RequestExecute = Kernel.IKernelConnection['requestExecute'];
 
 /**
  * Loads the magics silently; a kernel without jupyter_ci (another environment)
- * or that is not IPython just ignores it.
+ * or that is not IPython just ignores it. It calls the hook itself rather than
+ * `%load_ext`, so a notebook's own `%load_ext jupyter_ci` does not then print
+ * "already loaded", and it binds no name in the user's namespace.
  */
 const LOAD_CODE = [
   'try:',
-  '    get_ipython().run_line_magic("load_ext", "jupyter_ci")',
+  '    __import__("jupyter_ci").load_ipython_extension(get_ipython())',
   'except Exception:',
   '    pass'
 ].join('\n');
