@@ -65,6 +65,8 @@ def test_multi_step_analysis_leaves_variables_for_later_cells(
     shown = text_of(ask)
     assert "df = pd.DataFrame" in shown and "{'N': 4, 'S': 2}" in shown
     assert "North has the most revenue: **4**." in shown
+    # Three model turns of 11 input + 7 output tokens each (the fake's usage).
+    assert "-test · 2 steps · 54 tokens" in shown
     assert text_of(later).strip() == "40"
     assert fake.calls() == 3
     assert "{'N': 4, 'S': 2}" in tool_results(fake, 2)[-1]

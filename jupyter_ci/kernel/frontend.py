@@ -10,7 +10,7 @@ from typing import Any
 from jupyter_ci.agent.errors import AskError
 from jupyter_ci.agent.loop import RunCode
 from jupyter_ci.agent.types import CodeResult, Output
-from jupyter_ci.kernel.views import REFRESH_S, AskInfo, LiveMarkdown, step_title
+from jupyter_ci.kernel.views import REFRESH_S, AskInfo, LiveMarkdown, step_title, summary
 
 COMM_TARGET = "jupyter_ci"
 PROTOCOL = 1
@@ -134,7 +134,7 @@ class FrontendView:
         if self._answer is None or self._answer.text.strip() != answer.strip():
             self._answer = self._answer or LiveMarkdown()
             self._answer.set(answer)
-        self._progress(f"Done: {record.get('steps', 0)} step(s) with {self.info.model}")
+        self._progress(f"Done: {summary(self.info.model, record)}")
         self._end("done", answer=answer, error=None, record=record)
 
     def fail(self, error: AskError, status: str, record: dict[str, Any]) -> None:

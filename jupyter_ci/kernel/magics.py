@@ -80,10 +80,10 @@ class AskMagics(Magics):
             status = "interrupted" if isinstance(error, AskInterrupted) else "failed"
             # A follow-up ("why did that fail?") needs to know what happened.
             self.memory.remember(opts.prompt, loop.transcript(), f"(The ask {status}: {error})")
-            view.fail(error, status, ask_record(ask, phash, status, str(error), loop.step))
+            view.fail(error, status, ask_record(ask, phash, status, str(error), loop))
             raise error from None
         self.memory.remember(opts.prompt, loop.transcript(), answer)
-        view.finish(answer, ask_record(ask, phash, "done", answer, loop.step))
+        view.finish(answer, ask_record(ask, phash, "done", answer, loop))
 
     def _drive(self, loop: AskLoop, model: ChatModel, view: AskView) -> str:
         from jupyter_ci.kernel.executor import ShellExecutor
@@ -157,12 +157,13 @@ def parent_header(shell: InteractiveShell) -> dict[str, Any]:
     return parent if isinstance(parent, dict) else {}
 
 
-def ask_record(ask: AskInfo, phash: str, status: str, answer: str, steps: int
+def ask_record(ask: AskInfo, phash: str, status: str, answer: str, loop: AskLoop
                ) -> dict[str, Any]:
     """Build the record the browser keeps in the %%ask cell's metadata (docs/protocol.md)."""
     return {
         "version": RECORD_VERSION, "ask_id": ask.ask_id, "prompt_hash": phash,
-        "model": ask.model, "status": status, "answer": answer, "steps": steps,
+        "model": ask.model, "status": status, "answer": answer, "steps": loop.step,
+        "tokens": loop.tokens_used,
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(),
     }
 

@@ -80,6 +80,12 @@ def code_block(code: str) -> str:
     return f"{fence}python\n{code.rstrip()}\n{fence}"
 
 
+def summary(model: str, record: dict[str, Any]) -> str:
+    """Say what an ask took: model, steps and tokens."""
+    steps, tokens = record.get("steps", 0), record.get("tokens", 0)
+    return f"{model} · {steps} step{'s' * (steps != 1)} · {tokens:,} tokens"
+
+
 def step_title(run: RunCode) -> str:
     """Name a step as the user sees it."""
     retry = f" (fix, attempt {run.attempt})" if run.attempt > 1 else ""
@@ -127,8 +133,7 @@ class InlineView:
 
     def finish(self, answer: str, record: dict[str, Any]) -> None:
         """The answer was streamed already; close with a status line."""
-        steps = record.get("steps", 0)
-        self._status.set(f"*{self.info.model} · {steps} step{'s' * (steps != 1)}*")
+        self._status.set(f"*{summary(self.info.model, record)}*")
 
     def fail(self, error: AskError, status: str, record: dict[str, Any]) -> None:
         """The error itself is raised in the cell; keep the status line honest."""
