@@ -116,10 +116,12 @@ class AskMagics(Magics):
         if record is None:
             return False
         steps = record.get("steps", 0)
+        cells = "the generated cell below holds" if steps == 1 else (
+            f"the {steps} generated cells below hold")
         display(Markdown(
-            f"*Reusing the earlier answer ({record.get('model', 'model')}): the {steps} "
-            f"generated cell{'s' * (steps != 1)} below hold its code. Edit the prompt or run "
-            "with `--refresh` to ask again.*\n\n" + str(record.get("answer", ""))
+            f"*Reusing the earlier answer ({record.get('model', 'model')}): {cells} its code. "
+            "Edit the prompt or run with `--refresh` to ask again.*\n\n"
+            + str(record.get("answer", ""))
         ))
         self.memory.remember_summary(opts.prompt, f"Answer: {record.get('answer', '')}")
         if info.has_frontend:

@@ -1,0 +1,1 @@
+"""Browser tests: JupyterLab with the jupyter-ci extension, driven by Playwright."""

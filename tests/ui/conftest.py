@@ -1,0 +1,114 @@
+"""Fixtures for the browser tests: the fake model, a real `jupyter lab`, Debian's Chromium."""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, ConsoleMessage, Error, sync_playwright
+
+from tests.fakellm import FakeLLM
+from tests.nbrun import TEST_KEY
+from tests.ui.lab import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, Lab, LabServer, start_lab
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Keep each phase's report on the item, so fixtures know whether the test failed."""
+    report = yield
+    setattr(item, f"rep_{report.when}", report)
+    return report
+
+
+@pytest.fixture(autouse=True)
+def jp_asyncio_loop() -> Iterator[None]:
+    """Replace pytest-jupyter's autouse loop: it would close Playwright's running loop."""
+    yield None
+
+
+@pytest.fixture(autouse=True)
+def jp_server_cleanup() -> Iterator[None]:
+    """Replace pytest-jupyter's in-process server cleanup: these tests run `jupyter lab`."""
+    yield None
+
+
+def _failed(request: pytest.FixtureRequest) -> bool:
+    report = getattr(request.node, "rep_call", None)
+    return report is None or report.failed
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """Return Debian's Chromium, or fail saying how to install it."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"Chromium is missing at {CHROMIUM}: install it with "
+                    "`apt-get update && apt-get install -y chromium` (scripts/test.sh does). "
+                    "Do not use `playwright install`.", pytrace=False)
+    return CHROMIUM
+
+
+@pytest.fixture(scope="session")
+def fake() -> Iterator[FakeLLM]:
+    """Serve the fake OpenAI API for the whole session; tests push their turns."""
+    with FakeLLM() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def lab_server(fake: FakeLLM, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+    """Start one isolated `jupyter lab` that reaches the fake model through its broker."""
+    base = tmp_path_factory.mktemp("lab")
+    server = start_lab(base, {
+        "OPENAI_API_KEY": TEST_KEY,
+        "OPENAI_BASE_URL": fake.openai_base_url,
+        "JUPYTER_CI_MODEL": "openai:gpt-test",
+    })
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def browser(chromium: str) -> Iterator[Browser]:
+    """Launch headless Chromium once."""
+    with sync_playwright() as pw:
+        launched = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def lab(request: pytest.FixtureRequest, browser: Browser, lab_server: LabServer,
+        fake: FakeLLM) -> Iterator[Lab]:
+    """Give each test a fresh page, workspace and fake script; report what went wrong."""
+    fake.reset()
+    context = browser.new_context(viewport={"width": 1500, "height": 1000})
+    page = context.new_page()
+    name = request.node.name.replace("[", "-").replace("]", "")
+    lab = Lab(page, lab_server, f"{name}-{uuid.uuid4().hex[:6]}")
+
+    def on_console(msg: ConsoleMessage) -> None:
+        if msg.type == "error":
+            lab.console_errors.append(msg.text)
+
+    def on_page_error(error: Error) -> None:
+        lab.page_errors.append(f"{error.name}: {error.message}")
+
+    page.on("console", on_console)
+    page.on("pageerror", on_page_error)
+    try:
+        yield lab
+    finally:
+        if _failed(request):
+            ARTIFACTS.mkdir(exist_ok=True)
+            with contextlib.suppress(Error):
+                page.screenshot(path=str(ARTIFACTS / f"FAILED-{name}.png"))
+            print(f"\n--- console errors ---\n{chr(10).join(lab.console_errors)}")
+            print(f"--- page errors ---\n{chr(10).join(lab.page_errors)}")
+            print(f"--- fake model: {fake.calls()} calls, {fake.remaining} turns left ---")
+            print(f"--- jupyter lab log (tail) ---\n{lab_server.log_tail()}")
+        context.close()
+        lab_server.shutdown_kernels()
+        fake.reset()
