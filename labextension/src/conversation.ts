@@ -39,6 +39,19 @@ export interface IAskView {
   reused?: boolean;
 }
 
+function newAsk(cellId: string, prompt: string, model: string): IAskView {
+  return {
+    cellId,
+    askId: null,
+    prompt,
+    model,
+    status: 'pending',
+    steps: [],
+    answer: '',
+    error: null
+  };
+}
+
 /**
  * The asks of one notebook, in the order they started.
  */
@@ -59,16 +72,7 @@ export class Conversation {
 
   /** Show a prompt sent from the panel before the kernel starts the ask. */
   addPending(cellId: string, prompt: string, model: string): void {
-    this._asks.push({
-      cellId,
-      askId: null,
-      prompt,
-      model,
-      status: 'pending',
-      steps: [],
-      answer: '',
-      error: null
-    });
+    this._asks.push(newAsk(cellId, prompt, model));
     this._changed.emit();
   }
 
@@ -83,20 +87,7 @@ export class Conversation {
   }
 
   start(msg: IAskStart): void {
-    let ask = this._asks.find(a => a.cellId === msg.cell_id && a.status === 'pending');
-    if (ask === undefined) {
-      ask = {
-        cellId: msg.cell_id,
-        askId: null,
-        prompt: msg.prompt,
-        model: msg.model,
-        status: 'pending',
-        steps: [],
-        answer: '',
-        error: null
-      };
-      this._asks.push(ask);
-    }
+    const ask = this._entryFor(msg.cell_id, msg.prompt, msg.model);
     ask.askId = msg.ask_id;
     ask.prompt = msg.prompt;
     ask.model = msg.model;
@@ -169,20 +160,7 @@ export class Conversation {
 
   /** Show an ask whose earlier answer a re-run reused (no model call, no new cells). */
   reused(msg: IAskReused): void {
-    let ask = this._asks.find(a => a.cellId === msg.cell_id && a.status === 'pending');
-    if (ask === undefined) {
-      ask = {
-        cellId: msg.cell_id,
-        askId: null,
-        prompt: msg.prompt,
-        model: msg.model,
-        status: 'done',
-        steps: [],
-        answer: '',
-        error: null
-      };
-      this._asks.push(ask);
-    }
+    const ask = this._entryFor(msg.cell_id, msg.prompt, msg.model);
     ask.askId = msg.ask_id;
     ask.status = 'done';
     ask.answer = msg.answer;
@@ -213,6 +191,16 @@ export class Conversation {
     if (touched) {
       this._changed.emit();
     }
+  }
+
+  /** The panel's pending entry for this `%%ask` cell, else a new one. */
+  private _entryFor(cellId: string, prompt: string, model: string): IAskView {
+    let ask = this._asks.find(a => a.cellId === cellId && a.status === 'pending');
+    if (ask === undefined) {
+      ask = newAsk(cellId, prompt, model);
+      this._asks.push(ask);
+    }
+    return ask;
   }
 
   private _find(askId: string): IAskView | undefined {
