@@ -64,8 +64,10 @@ def test_with_the_labextension_steps_go_over_the_comm_not_into_the_cell(
                                                                "execute_result")])
     assert "fixed 1" not in cell_text and "NameError" not in cell_text
     shown = json.dumps([m["content"] for m in run.of_type("display_data",
-                                                          "update_display_data")])
-    assert "All **done**." in shown and "Step 1" in shown
+                                                          "update_display_data")],
+                       ensure_ascii=False)
+    assert "All **done**." in shown and "Step 1: failed (NameError) → fixed" in shown
+    assert "Step 2: done" in shown
 
 
 def test_a_rerun_with_its_cells_present_reuses_the_answer(fake: FakeLLM, kernel: Kernel) -> None:

@@ -42,6 +42,8 @@ class FrontendView:
     # The current step's outputs with their display ids, to apply update_display_data.
     _outputs: list[tuple[str | None, Output]] = field(default_factory=list)
     _clear_pending: bool = False
+    # The first failure of each step, so its final log line can say it was fixed.
+    _failures: dict[int, str] = field(default_factory=dict)
     # Streams arrive on the IOPub thread, everything else on the main thread.
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -118,14 +120,20 @@ class FrontendView:
             execution_count=result.execution_count, duration_s=round(result.duration_s, 3),
             error={"ename": error.ename, "evalue": error.evalue} if error else None,
         )
+        failure = "timed out" if result.status == "timeout" else (
+            f"failed ({error.ename if error else result.status})")
+        if not result.ok:
+            self._failures.setdefault(run.step, failure)
+        first = self._failures.get(run.step)
         if result.ok:
-            line = f"Step {run.step}: done ({result.duration_s:.1f} s)"
+            # The log keeps what went wrong before the fix: "failed (NameError) → fixed".
+            done = "fixed" if first else "done"
+            line = f"Step {run.step}: {first + ' → ' if first else ''}{done} " \
+                f"({result.duration_s:.1f} s)"
         elif result.status in ("interrupted", "died"):
             line = f"Step {run.step}: {result.status}"
-        elif result.status == "timeout":
-            line = f"Step {run.step}: timed out → fixing"
         else:
-            line = f"Step {run.step}: failed ({error.ename if error else result.status}) → fixing"
+            line = f"Step {run.step}: {failure} → fixing"
         self._progress(line, replace=True)
 
     def finish(self, answer: str, record: dict[str, Any]) -> None:
