@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -16,7 +16,9 @@ from tests.ui.lab import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, Lab, LabServer, sta
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """Keep each phase's report on the item, so fixtures know whether the test failed."""
     report = yield
     setattr(item, f"rep_{report.when}", report)
@@ -101,6 +103,10 @@ def lab(request: pytest.FixtureRequest, browser: Browser, lab_server: LabServer,
     try:
         yield lab
     finally:
+        if lab.console_errors or lab.page_errors:
+            ARTIFACTS.mkdir(exist_ok=True)
+            (ARTIFACTS / f"{name}.console.txt").write_text(
+                "\n".join(lab.page_errors + lab.console_errors), encoding="utf-8")
         if _failed(request):
             ARTIFACTS.mkdir(exist_ok=True)
             with contextlib.suppress(Error):

@@ -306,11 +306,9 @@ class Notebook:
         return nbformat.read(self.path, as_version=4)
 
     def screenshot(self, name: str) -> Path:
-        """Save a screenshot of the whole page under tests/ui/artifacts/."""
-        ARTIFACTS.mkdir(exist_ok=True)
-        path = ARTIFACTS / f"{name}.png"
-        self.page.screenshot(path=str(path))
-        return path
+        """Save a screenshot of the page with this notebook in front."""
+        self.activate()
+        return screenshot(self.page, name)
 
 
 class Panel:
@@ -365,6 +363,12 @@ class Lab:
                                     timeout=WAIT_MS)
         self.page.evaluate("() => window.jupyterapp.restored")
         expect(self.page.locator("#jp-main-dock-panel")).to_be_visible(timeout=WAIT_MS)
+        # The file browser only takes room from the notebook in screenshots.
+        self.page.evaluate("() => window.jupyterapp.shell.collapseLeft()")
+
+    def screenshot(self, name: str) -> Path:
+        """Save a screenshot of the whole page under tests/ui/artifacts/."""
+        return screenshot(self.page, name)
 
     def open_notebook(self, name: str, sources: list[str]) -> Notebook:
         """Write a notebook with these cells and open it; wait for its kernel to be idle."""
@@ -383,6 +387,14 @@ class Lab:
         expect(notebook.cells).to_have_count(len(sources), timeout=WAIT_MS)
         notebook.wait_kernel_idle()
         return notebook
+
+
+def screenshot(page: Page, name: str) -> Path:
+    """Save a screenshot of the whole page as tests/ui/artifacts/<name>.png."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path))
+    return path
 
 
 def _has(css_class: str) -> re.Pattern[str]:
