@@ -7,7 +7,8 @@ import re
 from jupyter_ci.agent.budget import trim_middle
 from jupyter_ci.agent.types import CodeResult, ErrorInfo, Output
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+# CSI sequences (colours) and OSC sequences (hyperlinks) that IPython puts in tracebacks.
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 # Frames from IPython/ipykernel machinery tell the model nothing about its own code.
 _NOISE = ("site-packages/IPython/", "site-packages/ipykernel/", "interactiveshell.py")
 MAX_TRACEBACK_LINES = 40

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from jupyter_ci.agent.budget import estimate_tokens, trim_middle
+from jupyter_ci.agent.loop import parse_arguments
 from jupyter_ci.agent.types import Message
 
 # Older asks are summaries: enough to build on, too short to crowd out the new task.
@@ -28,7 +28,7 @@ def summarize(transcript: Sequence[Message], answer: str) -> str:
     parts: list[str] = []
     for message in transcript:
         for call in message.tool_calls:
-            code = _code_of(call.arguments)
+            code, _ = parse_arguments(call)
             output = results.get(call.id, "")
             if not code or output.startswith(("Error: ", "[not run")):
                 continue
@@ -39,15 +39,6 @@ def summarize(transcript: Sequence[Message], answer: str) -> str:
                 parts.append(f"Output: {trim_middle(output, MAX_OUTPUT_CHARS)}")
     parts.append(f"Answer: {answer}")
     return "\n".join(parts)
-
-
-def _code_of(arguments: str) -> str:
-    try:
-        args = json.loads(arguments)
-    except json.JSONDecodeError:
-        return ""
-    code = args.get("code") if isinstance(args, dict) else None
-    return code if isinstance(code, str) else ""
 
 
 class Memory:

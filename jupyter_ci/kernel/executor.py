@@ -14,7 +14,6 @@ import builtins
 import contextlib
 import getpass
 import logging
-import re
 import signal
 import sys
 import threading
@@ -26,6 +25,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from jupyter_ci.agent.feedback import strip_ansi
 from jupyter_ci.agent.types import CodeResult, ErrorInfo, Output, RunStatus
 from jupyter_ci.kernel.capture import (
     MISSING,
@@ -49,8 +49,6 @@ EXIT_HINT = ("exit()/quit()/sys.exit() do not work in generated code and the ker
 #: Seconds between further SIGINTs after the timeout, in case the code swallowed one.
 REFIRE_S = 1.0
 
-# CSI sequences (colours) and OSC sequences (hyperlinks) that IPython puts in tracebacks.
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 
 
 class InputNotAvailableError(RuntimeError):
@@ -177,7 +175,7 @@ class _Alarm:
 
 def _traceback_lines(output: Output | None) -> tuple[str, ...]:
     """Return the ANSI-free lines of an error output's traceback."""
-    return tuple(_ANSI.sub("", "\n".join(output["traceback"])).splitlines()) if output else ()
+    return tuple(strip_ansi("\n".join(output["traceback"])).splitlines()) if output else ()
 
 
 def _error_info(exc: BaseException, captured: Output | None) -> ErrorInfo:

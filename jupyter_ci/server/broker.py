@@ -8,6 +8,8 @@ from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 from urllib.parse import quote, urlsplit
 
+from jupyter_ci.models.resolve import KEY_VARS, PROVIDERS, URL_VARS
+
 #: Route of the broker under the server's base_url; kernels append `/<provider>`.
 BROKER_ROUTE = "jupyter-ci/broker"
 
@@ -20,9 +22,6 @@ ENV_MODEL = "JUPYTER_CI_MODEL"
 # The kernel sees only the broker's host; request options differ for api.openai.com.
 ENV_OPENAI_HOST = "JUPYTER_CI_BROKER_OPENAI_HOST"
 
-PROVIDERS = ("openai", "anthropic")
-KEY_VARS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
-URL_VARS = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
 DEFAULT_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
 
 # Never forwarded upstream: credentials (ours are replaced), Jupyter's cookies and XSRF
