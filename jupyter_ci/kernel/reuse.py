@@ -13,6 +13,7 @@ RECORD_VERSION = 1
 # Scanning is for headless runs of a notebook folder, not for crawling a whole disk.
 MAX_NOTEBOOKS = 50
 MAX_NOTEBOOK_BYTES = 20_000_000
+MAX_SCAN_BYTES = 100_000_000  # read per ask, over all candidates
 
 
 @dataclass(frozen=True)
@@ -85,11 +86,18 @@ def _generated_follow(cells: list[dict[str, Any]], index: int, record: dict[str,
 
 def reusable_on_disk(phash: str, cwd: Path) -> dict[str, Any] | None:
     """Find, in a saved notebook, this ask's done record with its generated cells after it."""
+    budget = MAX_SCAN_BYTES
     for path in notebook_candidates(cwd):
         try:
-            if path.stat().st_size > MAX_NOTEBOOK_BYTES:
+            size = path.stat().st_size
+            if size > min(MAX_NOTEBOOK_BYTES, budget):
                 continue
-            cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
+            budget -= size
+            raw = path.read_bytes()
+            # Parse only notebooks that mention this ask: most in a folder do not.
+            if phash.encode() not in raw:
+                continue
+            cells = json.loads(raw).get("cells", [])
         except (OSError, ValueError, AttributeError):
             continue  # an unreadable notebook simply isn't a match
         for index, cell in enumerate(cells):
