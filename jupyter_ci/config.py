@@ -7,8 +7,6 @@ import os
 from traitlets import Float, Int, List, Unicode, default
 from traitlets.config import Configurable
 
-DEFAULT_MODELS = {"openai": "openai:gpt-4.1", "anthropic": "anthropic:claude-sonnet-4-5"}
-
 
 class JupyterCI(Configurable):
     """Settings for jupyter-ci; set them as `c.JupyterCI.<name>` in any Jupyter config."""

@@ -10,11 +10,12 @@ from typing import Any
 import nbformat
 from nbclient import NotebookClient
 
+from jupyter_ci import providers
+from jupyter_ci.models.broker import MANAGED
 from tests.fakellm import FakeLLM
 
-PROVIDER_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL",
-                 "JUPYTER_CI_MODEL", "JUPYTER_CI_BROKER_URL", "JUPYTER_CI_BROKER_TOKEN",
-                 "JUPYTER_CI_BROKER_PROVIDERS")
+PROVIDER_VARS = (*(v for s in providers.configurable() for v in (s.key_var, s.url_var)),
+                 *MANAGED)
 TEST_KEY = "sk-test-0123456789abcdefghij"
 
 

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from jupyter_ci import providers
 from jupyter_ci.agent.errors import AskError, ModelConfigError, ModelUnavailable
 from jupyter_ci.agent.types import Message, ModelRequest, ToolCall, ToolSpec
 from jupyter_ci.models.anthropic import AnthropicChatModel
@@ -24,6 +25,7 @@ RUN_PYTHON = ToolSpec(
     {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]},
 )
 PROVIDERS = ["openai", "anthropic"]
+OPENAI, ANTHROPIC = providers.PROVIDERS["openai"], providers.PROVIDERS["anthropic"]
 MakeModel = Callable[..., "OpenAIChatModel | AnthropicChatModel"]
 
 
@@ -41,9 +43,9 @@ def make_model(request: pytest.FixtureRequest, fake: FakeLLM) -> MakeModel:
              url: str | None = None) -> OpenAIChatModel | AnthropicChatModel:
         if request.param == "openai":
             endpoint = Endpoint(KEY, url or fake.openai_base_url, timeout, retries)
-            return OpenAIChatModel("gpt-test", endpoint)
+            return OpenAIChatModel(OPENAI, "gpt-test", endpoint)
         endpoint = Endpoint(KEY, url or fake.anthropic_base_url, timeout, retries)
-        return AnthropicChatModel("claude-test", endpoint)
+        return AnthropicChatModel(ANTHROPIC, "claude-test", endpoint)
 
     return make
 
@@ -110,7 +112,7 @@ def test_malformed_arguments_arrive_raw(fake: FakeLLM, make_model: MakeModel) ->
 def test_missing_usage_is_zero(fake: FakeLLM) -> None:
     # Some OpenAI-compatible servers ignore stream_options and never report usage.
     fake.push(Turn("hi there", usage=False))
-    reply = OpenAIChatModel("llama", Endpoint("x", fake.openai_base_url)).complete(
+    reply = OpenAIChatModel(OPENAI, "llama", Endpoint("x", fake.openai_base_url)).complete(
         ask(), lambda _: None)
     assert (reply.text, reply.input_tokens, reply.output_tokens) == ("hi there", 0, 0)
 
@@ -156,7 +158,7 @@ HISTORY = (
 
 def test_openai_request(fake: FakeLLM) -> None:
     fake.push(Turn("done"))
-    OpenAIChatModel("gpt-test", Endpoint(KEY, fake.openai_base_url)).complete(
+    OpenAIChatModel(OPENAI, "gpt-test", Endpoint(KEY, fake.openai_base_url)).complete(
         ask(*HISTORY, system="SYS"), lambda _: None)
     (req,) = fake.requests
     assert req.headers["authorization"] == f"Bearer {KEY}"
@@ -182,7 +184,7 @@ def test_openai_request(fake: FakeLLM) -> None:
 
 def test_anthropic_request_merges_tool_results(fake: FakeLLM) -> None:
     fake.push(Turn("done"))
-    AnthropicChatModel("claude-test", Endpoint(KEY, fake.anthropic_base_url)).complete(
+    AnthropicChatModel(ANTHROPIC, "claude-test", Endpoint(KEY, fake.anthropic_base_url)).complete(
         ask(*HISTORY, system="SYS"), lambda _: None)
     (req,) = fake.requests  # the fake's strict checks passed: roles alternate, ids match
     # anthropic 2.x sends the key as a bearer token; older SDKs used x-api-key.
@@ -212,7 +214,7 @@ def test_anthropic_skips_empty_text_and_fixes_ids(fake: FakeLLM) -> None:
     history = (Message("user", "go"),
                Message("assistant", "", tool_calls=(ToolCall("id.with:dots", "run_python", ""),)),
                Message("tool", "", tool_call_id="id.with:dots"))
-    AnthropicChatModel("c", Endpoint(KEY, fake.anthropic_base_url)).complete(
+    AnthropicChatModel(ANTHROPIC, "c", Endpoint(KEY, fake.anthropic_base_url)).complete(
         ask(*history), lambda _: None)
     messages = fake.requests[0].messages
     assert messages[1]["content"] == [
@@ -298,7 +300,7 @@ def test_openai_behind_the_broker_uses_the_upstream_hosts_token_option() -> None
     with FakeLLM([Turn("a"), Turn("b")]) as fake:
         for host in ("api.openai.com", None):
             endpoint = Endpoint("k", fake.openai_base_url, upstream_host=host)
-            OpenAIChatModel("gpt-x", endpoint).complete(request, lambda _: None)
+            OpenAIChatModel(OPENAI, "gpt-x", endpoint).complete(request, lambda _: None)
         official, compatible = (r.body for r in fake.requests)
     assert official["max_completion_tokens"] == 99 and "max_tokens" not in official
     assert compatible["max_tokens"] == 99 and "max_completion_tokens" not in compatible

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from IPython.core.error import UsageError
 
+from jupyter_ci import providers
 from jupyter_ci.agent.errors import ModelConfigError
 from jupyter_ci.kernel.options import parse_options
 from jupyter_ci.models.resolve import ModelSettings, default_model_id, endpoint_for, resolve_model
@@ -40,7 +41,7 @@ def test_default_follows_the_key_present() -> None:
 def test_local_server_needs_a_model_name() -> None:
     with pytest.raises(ModelConfigError, match="JUPYTER_CI_MODEL"):
         default_model_id(ModelSettings(), {"OPENAI_BASE_URL": "http://localhost:11434/v1"})
-    ep = endpoint_for("openai", ModelSettings(), {"OPENAI_BASE_URL": "http://h/v1"})
+    ep = endpoint_for(providers.PROVIDERS["openai"], ModelSettings(), {"OPENAI_BASE_URL": "http://h/v1"})
     assert ep.base_url == "http://h/v1" and ep.api_key == "not-needed"
 
 
@@ -58,13 +59,13 @@ def test_missing_key_for_the_chosen_provider() -> None:
 def test_the_broker_replaces_keys_under_jupyter_server() -> None:
     env = {"JUPYTER_CI_BROKER_URL": "http://127.0.0.1:8888/jupyter-ci/broker",
            "JUPYTER_CI_BROKER_TOKEN": "tok", "JUPYTER_CI_BROKER_PROVIDERS": "anthropic",
-           "JUPYTER_CI_BROKER_OPENAI_HOST": "api.openai.com"}
+           "JUPYTER_CI_BROKER_HOSTS": "openai=api.openai.com,anthropic=api.anthropic.com"}
     assert default_model_id(ModelSettings(), env) == "anthropic:claude-sonnet-4-5"
-    ep = endpoint_for("anthropic", ModelSettings(), env)
+    ep = endpoint_for(providers.PROVIDERS["anthropic"], ModelSettings(), env)
     assert ep.api_key == "tok" and str(ep.base_url).endswith("/broker/anthropic")
-    assert ep.upstream_host == "api.openai.com"
+    assert ep.upstream_host == "api.anthropic.com"
     with pytest.raises(ModelConfigError, match="no key for openai"):
-        endpoint_for("openai", ModelSettings(), env)
+        endpoint_for(providers.PROVIDERS["openai"], ModelSettings(), env)
 
 
 def test_adapters_are_reused_per_model_and_endpoint() -> None:

@@ -23,12 +23,12 @@ from tornado.httpserver import HTTPServer
 from tornado.netutil import bind_sockets
 from traitlets.config import Config
 
-from jupyter_ci.config import DEFAULT_MODELS
+from jupyter_ci import providers
+from jupyter_ci.models.broker import MANAGED
 from jupyter_ci.server.broker import (
+    ENV_HOSTS,
     ENV_MODEL,
-    ENV_OPENAI_HOST,
     ENV_PROVIDERS,
-    ENV_SOCKET,
     ENV_TOKEN,
     ENV_URL,
     Broker,
@@ -39,7 +39,7 @@ OPENAI_KEY = "sk-test-OPENAI-secret-1234"
 ANTHROPIC_KEY = "sk-ant-test-ANTHROPIC-secret-5678"
 SECRETS = (OPENAI_KEY, ANTHROPIC_KEY)
 PROVIDER_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL")
-MANAGED_VARS = (*PROVIDER_VARS, ENV_URL, ENV_TOKEN, ENV_PROVIDERS, ENV_SOCKET, ENV_MODEL)
+MANAGED_VARS = (*PROVIDER_VARS, *MANAGED)
 
 OPENAI_SSE = [
     b'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"fake",'
@@ -217,8 +217,8 @@ CHAT = json.dumps({"model": "fake", "messages": [], "stream": True}).encode()
 async def test_config_lists_default_models(jp_fetch: Any, capture: Any) -> None:
     response = await jp_fetch("jupyter-ci", "config")
     reply = json.loads(response.body)
-    assert reply == {"models": [DEFAULT_MODELS["openai"], DEFAULT_MODELS["anthropic"]],
-                     "default_model": DEFAULT_MODELS["openai"], "problem": None}
+    defaults = [providers.PROVIDERS[p].default_model_id for p in ("openai", "anthropic")]
+    assert reply == {"models": defaults, "default_model": defaults[0], "problem": None}
     assert OPENAI_KEY not in response.body.decode()
 
 
@@ -293,7 +293,7 @@ async def test_real_kernel_gets_broker_not_keys(
         client.stop_channels()
         await km.shutdown_kernel(kernel_id, now=True)
     seen = json.loads("".join(out))
-    assert seen == {"names": [ENV_OPENAI_HOST, ENV_PROVIDERS, ENV_TOKEN, ENV_URL], "text": "Hello",
+    assert seen == {"names": [ENV_HOSTS, ENV_PROVIDERS, ENV_TOKEN, ENV_URL], "text": "Hello",
                     "leak": False}
     assert upstream.requests[-1]["headers"]["Authorization"] == f"Bearer {OPENAI_KEY}"
 

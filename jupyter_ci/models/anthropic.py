@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from jupyter_ci.agent.types import Message, ModelReply, ModelRequest, ToolCall
 from jupyter_ci.models.base import Endpoint, OnText
-from jupyter_ci.models.sdk_errors import Provider, ask_error
+from jupyter_ci.models.sdk_errors import ask_error
+from jupyter_ci.providers import ProviderSpec
 
 if TYPE_CHECKING:
     import anthropic
@@ -36,13 +37,12 @@ if TYPE_CHECKING:
         ToolResultBlockParam,
     )
 
-PROVIDER = Provider("Anthropic", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
-
 
 class AnthropicChatModel:
     """A Claude model reached through the `anthropic` SDK."""
 
-    def __init__(self, name: str, endpoint: Endpoint) -> None:
+    def __init__(self, spec: ProviderSpec, name: str, endpoint: Endpoint) -> None:
+        self.spec = spec
         self.name = name
         self.endpoint = endpoint
         self._client: anthropic.Anthropic | None = None
@@ -50,7 +50,7 @@ class AnthropicChatModel:
     @property
     def id(self) -> str:
         """Return the `provider:model` id."""
-        return f"anthropic:{self.name}"
+        return f"{self.spec.name}:{self.name}"
 
     def client(self) -> anthropic.Anthropic:
         """Return the SDK client, created on first use (importing `anthropic` is slow)."""
@@ -90,7 +90,7 @@ class AnthropicChatModel:
         except anthropic.AnthropicError as err:
             url = str(client.base_url).rstrip("/")
             # from None: the SDK's own message may quote a response that echoes the key.
-            raise ask_error(err, anthropic, PROVIDER, url, self.name, self.endpoint) from None
+            raise ask_error(err, anthropic, self.spec, url, self.name, self.endpoint) from None
         return turn.reply()
 
 

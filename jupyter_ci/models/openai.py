@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from jupyter_ci.agent.types import Message, ModelReply, ModelRequest, ToolCall
 from jupyter_ci.models.base import Endpoint, OnText
-from jupyter_ci.models.sdk_errors import Provider, ask_error
+from jupyter_ci.models.sdk_errors import ask_error
+from jupyter_ci.providers import ProviderSpec
 
 if TYPE_CHECKING:
     import openai
@@ -31,13 +32,12 @@ if TYPE_CHECKING:
         ChatCompletionToolParam,
     )
 
-PROVIDER = Provider("OpenAI", "OPENAI_API_KEY", "OPENAI_BASE_URL")
-
 
 class OpenAIChatModel:
     """A Chat Completions model reached through the `openai` SDK."""
 
-    def __init__(self, name: str, endpoint: Endpoint) -> None:
+    def __init__(self, spec: ProviderSpec, name: str, endpoint: Endpoint) -> None:
+        self.spec = spec
         self.name = name
         self.endpoint = endpoint
         self._client: openai.OpenAI | None = None
@@ -45,7 +45,7 @@ class OpenAIChatModel:
     @property
     def id(self) -> str:
         """Return the `provider:model` id."""
-        return f"openai:{self.name}"
+        return f"{self.spec.name}:{self.name}"
 
     def client(self) -> openai.OpenAI:
         """Return the SDK client, created on first use (importing `openai` is slow)."""
@@ -87,7 +87,7 @@ class OpenAIChatModel:
         except openai.OpenAIError as err:
             url = str(client.base_url).rstrip("/")
             # from None: the SDK's own message may quote a response that echoes the key.
-            raise ask_error(err, openai, PROVIDER, url, self.name, self.endpoint) from None
+            raise ask_error(err, openai, self.spec, url, self.name, self.endpoint) from None
         return turn.reply()
 
 

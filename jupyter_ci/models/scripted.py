@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from jupyter_ci.agent.errors import ModelUnavailable
+from jupyter_ci.agent.errors import ModelConfigError, ModelUnavailable
 from jupyter_ci.agent.types import ModelReply, ModelRequest, ToolCall
-from jupyter_ci.models.base import OnText
+from jupyter_ci.models.base import Endpoint, OnText
+from jupyter_ci.providers import ProviderSpec
 
 Script = ModelReply | Callable[[ModelRequest], ModelReply]
 
@@ -46,3 +47,25 @@ class ScriptedModel:
             if piece:
                 on_text(piece)
         return reply
+
+
+#: Scripted models by name, reached as `-m scripted:<name>` (tests, benchmarks, demos).
+_REGISTERED: dict[str, ScriptedModel] = {}
+
+
+def register(name: str, replies: Iterable[Script]) -> ScriptedModel:
+    """Make `scripted:<name>` answer with these replies; return the model to inspect later."""
+    model = ScriptedModel(list(replies), id=f"scripted:{name}")
+    _REGISTERED[name] = model
+    return model
+
+
+def registered_model(spec: ProviderSpec, name: str, endpoint: Endpoint) -> ScriptedModel:
+    """Return the scripted model registered as `name` (the adapter factory of `scripted:`)."""
+    model = _REGISTERED.get(name)
+    if model is None:
+        raise ModelConfigError(
+            f"No scripted model is registered as {name!r}.",
+            "Register one first: jupyter_ci.models.scripted.register(name, replies).",
+        )
+    return model

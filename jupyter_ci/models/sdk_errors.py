@@ -7,26 +7,17 @@ serves both; the adapter passes its SDK module in.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from types import ModuleType
 
 from jupyter_ci.agent.errors import AskError, ModelConfigError, ModelUnavailable
 from jupyter_ci.models.base import Endpoint
+from jupyter_ci.providers import ProviderSpec
 
 
-@dataclass(frozen=True)
-class Provider:
-    """How messages name a provider and the environment variables that configure it."""
-
-    name: str
-    key_variable: str
-    url_variable: str
-
-
-def ask_error(err: Exception, sdk: ModuleType, provider: Provider, url: str, model: str,
+def ask_error(err: Exception, sdk: ModuleType, provider: ProviderSpec, url: str, model: str,
               endpoint: Endpoint) -> AskError:
     """Build the ask error for an SDK exception, with the key scrubbed from its text."""
-    where = f"{provider.name} at {url}"
+    where = f"{provider.label} at {url}"
     retries = _retries_taken(err, endpoint.max_retries)
     status = getattr(err, "status_code", None)
     if isinstance(err, sdk.APITimeoutError):
@@ -37,10 +28,10 @@ def ask_error(err: Exception, sdk: ModuleType, provider: Provider, url: str, mod
         cause = f": {err.__cause__}" if err.__cause__ else ""
         error = ModelUnavailable(
             f"Could not connect to {where} ({retries}){cause}",
-            f"Check the network, or that the server behind {provider.url_variable} is running.")
+            f"Check the network, or that the server behind {provider.url_var} is running.")
     elif isinstance(err, sdk.APIStatusError) and isinstance(status, int) and status >= 400:
         message = provider_message(getattr(err, "body", None), str(err))
-        error = status_error(where, model, status, message, retries, provider.key_variable)
+        error = status_error(where, model, status, message, retries, provider.key_var)
     else:
         # Errors sent inside a stream that had started (e.g. "overloaded"): never retried.
         message = provider_message(getattr(err, "body", None), str(err))

@@ -8,7 +8,8 @@ from jupyter_server.extension.application import ExtensionApp
 from jupyter_server.serverapp import ServerApp
 
 from jupyter_ci.config import JupyterCI
-from jupyter_ci.server.broker import BROKER_ROUTE, ENV_SOCKET, ENV_URL, Broker, broker_url
+from jupyter_ci.models.broker import ENV_SOCKET, ENV_URL
+from jupyter_ci.server.broker import BROKER_ROUTE, Broker, broker_url
 from jupyter_ci.server.handlers import routes
 from jupyter_ci.server.relay import make_client
 

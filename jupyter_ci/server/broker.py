@@ -8,21 +8,20 @@ from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 from urllib.parse import quote, urlsplit
 
-from jupyter_ci.models.resolve import KEY_VARS, PROVIDERS, URL_VARS
+from jupyter_ci import providers
+from jupyter_ci.models.broker import (
+    ENV_HOSTS,
+    ENV_MODEL,
+    ENV_PROVIDERS,
+    ENV_SOCKET,
+    ENV_TOKEN,
+    ENV_URL,
+    encode_hosts,
+)
+from jupyter_ci.providers import ProviderSpec
 
 #: Route of the broker under the server's base_url; kernels append `/<provider>`.
 BROKER_ROUTE = "jupyter-ci/broker"
-
-# The contract with the kernel side (jupyter_ci/models/resolve.py).
-ENV_URL = "JUPYTER_CI_BROKER_URL"
-ENV_TOKEN = "JUPYTER_CI_BROKER_TOKEN"
-ENV_PROVIDERS = "JUPYTER_CI_BROKER_PROVIDERS"
-ENV_SOCKET = "JUPYTER_CI_BROKER_SOCKET"
-ENV_MODEL = "JUPYTER_CI_MODEL"
-# The kernel sees only the broker's host; request options differ for api.openai.com.
-ENV_OPENAI_HOST = "JUPYTER_CI_BROKER_OPENAI_HOST"
-
-DEFAULT_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
 
 # Never forwarded upstream: credentials (ours are replaced), Jupyter's cookies and XSRF
 # token, and hop-by-hop headers that belong to the kernel-to-server connection only.
@@ -92,10 +91,15 @@ class UpstreamTimeout(BrokerError):
 class Provider:
     """One model provider as the server was started with it."""
 
-    name: str
+    spec: ProviderSpec
     base_url: str
     api_key: str = field(default="", repr=False)
     explicit_url: bool = False
+
+    @property
+    def name(self) -> str:
+        """Return the provider's name in the table."""
+        return self.spec.name
 
     @property
     def configured(self) -> bool:
@@ -106,7 +110,7 @@ class Provider:
         """Return the real credential header; none for a keyless local server."""
         if not self.api_key:
             return {}
-        if self.name == "anthropic":
+        if self.spec.auth == "x-api-key":
             return {"x-api-key": self.api_key}
         return {"Authorization": f"Bearer {self.api_key}"}
 
@@ -140,17 +144,17 @@ class Broker:
     @classmethod
     def take_from_environ(cls, environ: MutableMapping[str, str]) -> Broker:
         """Move provider keys and URLs out of `environ`, which kernels inherit."""
-        providers = {}
-        for name in PROVIDERS:
-            key = environ.pop(KEY_VARS[name], "").strip()
-            url = environ.pop(URL_VARS[name], "").strip()
-            providers[name] = Provider(name, url or DEFAULT_URLS[name], key, bool(url))
-        return cls(providers)
+        found = {}
+        for spec in providers.configurable():
+            key = environ.pop(spec.key_var, "").strip()
+            url = environ.pop(spec.url_var, "").strip()
+            found[spec.name] = Provider(spec, url or spec.default_url, key, bool(url))
+        return cls(found)
 
     def misconfigured(self) -> list[str]:
         """Describe base URLs that cannot work (no http:// or https://), for the log."""
         return [
-            f"{URL_VARS[p.name]} must start with http:// or https:// (got {p.base_url!r})"
+            f"{p.spec.url_var} must start with http:// or https:// (got {p.base_url!r})"
             for p in self.providers.values()
             if p.explicit_url and urlsplit(p.base_url).scheme not in ("http", "https")
         ]
@@ -173,11 +177,11 @@ class Broker:
         found = self.providers.get(name)
         if found is None:
             raise UnknownProvider(
-                f"Unknown provider {name!r}; the broker serves {', '.join(PROVIDERS)}."
+                f"Unknown provider {name!r}; the broker serves {', '.join(self.providers)}."
             )
         if not found.configured:
             raise NoProviderKey(
-                f"The Jupyter server has no key for {name}. Set {KEY_VARS[name]} in the "
+                f"The Jupyter server has no key for {name}. Set {found.spec.key_var} in the "
                 "environment that starts JupyterLab (or Jupyter Server), then restart it."
             )
         return found
@@ -200,9 +204,9 @@ class Broker:
         }
         if url:
             env[ENV_URL] = url
-        openai = next((p for p in self.configured() if p.name == "openai"), None)
-        if openai is not None:
-            env[ENV_OPENAI_HOST] = urlsplit(openai.base_url).hostname or ""
+        hosts = {p.name: urlsplit(p.base_url).hostname or "" for p in self.configured()}
+        if hosts:
+            env[ENV_HOSTS] = encode_hosts(hosts)
         if socket:
             env[ENV_SOCKET] = socket
         if model:

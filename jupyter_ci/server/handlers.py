@@ -12,6 +12,7 @@ from jupyter_server.base.handlers import APIHandler
 from tornado import web
 from tornado.http1connection import HTTP1Connection
 
+from jupyter_ci import providers
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.server.broker import (
     BROKER_ROUTE,
@@ -41,7 +42,8 @@ _ERROR_TYPES: dict[type[BrokerError], str] = {
 def error_reply(provider: str, err: BrokerError) -> tuple[int, dict[str, Any]]:
     """Map a broker failure to its HTTP status and a body in the provider's error format."""
     kind = _ERROR_TYPES.get(type(err), "api_error")
-    if provider == "anthropic":
+    spec = providers.get(provider)
+    if spec is not None and spec.error_format == "anthropic":
         return err.status, {"type": "error", "error": {"type": kind, "message": err.message}}
     error = {"message": err.message, "type": kind, "param": None, "code": "jupyter_ci_broker"}
     return err.status, {"error": error}

@@ -6,19 +6,28 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from jupyter_ci.config import DEFAULT_MODELS
+from jupyter_ci import providers
 from jupyter_ci.server.broker import Provider
 
-NO_PROVIDER = (
-    "No model provider is configured. Set OPENAI_API_KEY or ANTHROPIC_API_KEY (or "
-    "OPENAI_BASE_URL for a local server such as Ollama) before starting JupyterLab, "
-    "then restart it. Keys stay in the server; kernels reach the model through it."
-)
-NO_MODEL = (
-    "OPENAI_BASE_URL is set (a local server?) but no model is chosen. Set "
-    "JUPYTER_CI_MODEL=openai:<model> (e.g. openai:llama3.1) or c.JupyterCI.models before "
-    "starting JupyterLab, then restart it."
-)
+
+def no_provider() -> str:
+    """Say what to set when the server holds no key or URL for any provider."""
+    hints = " ".join(spec.setup_hint for spec in providers.configurable())
+    return (
+        f"No model provider is configured. {hints} Set it before starting JupyterLab, "
+        "then restart it. Keys stay in the server; kernels reach the model through it."
+    )
+
+
+def no_model(names: Sequence[str]) -> str:
+    """Say what to set when only keyless servers are configured, so no model is known."""
+    urls = ", ".join(providers.PROVIDERS[n].url_var for n in names if n in providers.PROVIDERS)
+    example = names[0] if names else "openai"
+    return (
+        f"{urls or 'A base URL'} is set (a local server?) but no model is chosen. Set "
+        f"JUPYTER_CI_MODEL={example}:<model> (e.g. {example}:llama3.1) or "
+        "c.JupyterCI.models before starting JupyterLab, then restart it."
+    )
 
 
 @dataclass(frozen=True)
@@ -34,18 +43,19 @@ class PanelConfig:
         return asdict(self)
 
 
-def panel_config(model: str, models: Sequence[str], providers: Sequence[Provider]) -> PanelConfig:
+def panel_config(model: str, models: Sequence[str], configured: Sequence[Provider]
+                 ) -> PanelConfig:
     """Combine the JupyterCI settings with the configured providers (keys never included)."""
     offered = list(models) or [
         # A keyless server (Ollama) serves its own models, not OpenAI's default.
-        DEFAULT_MODELS[p.name] for p in providers if p.api_key and p.name in DEFAULT_MODELS
+        p.spec.default_model_id for p in configured if p.api_key and p.spec.default_model_id
     ]
     if model and model not in offered:
         offered.insert(0, model)
     default = model or (offered[0] if offered else None)
     problem = None
-    if not providers:
-        problem = NO_PROVIDER
+    if not configured:
+        problem = no_provider()
     elif not offered:
-        problem = NO_MODEL
+        problem = no_model([p.name for p in configured])
     return PanelConfig(offered, default, problem)

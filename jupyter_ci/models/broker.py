@@ -1,0 +1,56 @@
+"""The kernel side of the server's key broker: the environment contract and its endpoint.
+
+The server extension (jupyter_ci/server/app.py) publishes these variables into the
+environment kernels inherit; the resolver reads them here. Both sides import the names
+from this module, so the contract is written once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+#: Base URL of the broker route; adapters append `/<provider>`.
+ENV_URL = "JUPYTER_CI_BROKER_URL"
+#: The credential kernels present instead of a provider key.
+ENV_TOKEN = "JUPYTER_CI_BROKER_TOKEN"
+#: Comma-separated providers the server holds a key or URL for.
+ENV_PROVIDERS = "JUPYTER_CI_BROKER_PROVIDERS"
+#: The server's Unix socket, when it listens on one (--sock) instead of a port.
+ENV_SOCKET = "JUPYTER_CI_BROKER_SOCKET"
+#: `provider=host,...`: the real upstream host behind the broker (request options differ
+#: for api.openai.com, which the kernel cannot see behind the broker's URL).
+ENV_HOSTS = "JUPYTER_CI_BROKER_HOSTS"
+#: The default model, shared by the server's config and kernels.
+ENV_MODEL = "JUPYTER_CI_MODEL"
+
+#: Every variable the server manages in kernels' environments.
+MANAGED = (ENV_URL, ENV_TOKEN, ENV_PROVIDERS, ENV_SOCKET, ENV_HOSTS, ENV_MODEL)
+
+
+def behind_broker(env: Mapping[str, str]) -> bool:
+    """Tell whether this process reaches models through a server's broker."""
+    return bool(env.get(ENV_URL))
+
+
+def brokered(env: Mapping[str, str]) -> list[str]:
+    """List the providers the server's broker serves, as it published them."""
+    return [name for name in env.get(ENV_PROVIDERS, "").split(",") if name]
+
+
+def encode_hosts(hosts: Mapping[str, str]) -> str:
+    """Write `provider=host` pairs for ENV_HOSTS."""
+    return ",".join(f"{name}={host}" for name, host in hosts.items() if host)
+
+
+def upstream_host(env: Mapping[str, str], provider: str) -> str | None:
+    """Return the real host behind the broker for `provider`, if the server said."""
+    for pair in env.get(ENV_HOSTS, "").split(","):
+        name, _, host = pair.partition("=")
+        if name == provider and host:
+            return host
+    return None
+
+
+def provider_url(env: Mapping[str, str], provider: str) -> str:
+    """Return the broker URL the adapter of `provider` uses as its base URL."""
+    return f"{env.get(ENV_URL, '').rstrip('/')}/{provider}"

@@ -1,0 +1,132 @@
+"""Every fact about a model provider, in one table read by the resolver, broker, panel and errors.
+
+Adding a provider is one `ProviderSpec` here (or `register(spec)` at run time) plus, when
+it speaks a new wire format, its adapter. Nothing else names a provider.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+AuthStyle = Literal["bearer", "x-api-key"]
+ErrorFormat = Literal["openai", "anthropic"]
+
+
+@dataclass(frozen=True)
+class Route:
+    """One request the broker forwards: a method and a path below the provider's base URL."""
+
+    method: str
+    #: Relative to the base URL, without a leading slash; `{id}` matches one path segment.
+    path: str
+
+
+# Model calls only: never files, batches, fine-tuning, organisation or admin routes.
+OPENAI_ROUTES = (
+    Route("POST", "chat/completions"),
+    Route("POST", "responses"),
+    Route("GET", "models"),
+    Route("GET", "models/{id}"),
+)
+ANTHROPIC_ROUTES = (
+    Route("POST", "v1/messages"),
+    Route("POST", "v1/messages/count_tokens"),
+    Route("GET", "v1/models"),
+    Route("GET", "v1/models/{id}"),
+)
+
+
+@dataclass(frozen=True)
+class ProviderSpec:
+    """What jupyter-ci knows about one provider."""
+
+    #: The `provider` of `provider:model`.
+    name: str
+    #: How messages name it ("OpenAI").
+    label: str
+    #: The adapter factory, "module:attribute", imported only when a model is first used;
+    #: it is called as factory(spec, model_name, endpoint).
+    adapter: str
+    key_var: str = ""
+    url_var: str = ""
+    #: Model name used when only the provider is configured ("" = none: the user picks).
+    default_model: str = ""
+    default_url: str = ""
+    auth: AuthStyle = "bearer"
+    #: The JSON shape of errors, so the broker's own errors read as the provider's.
+    error_format: ErrorFormat = "openai"
+    #: Requests the broker forwards with the real key (method + path allowlist).
+    routes: tuple[Route, ...] = ()
+    #: A base URL without a key is usable (local OpenAI-compatible servers take any key).
+    keyless_with_url: bool = False
+    #: The model lives in this process (test doubles): no key, no URL, no broker.
+    in_process: bool = False
+
+    @property
+    def default_model_id(self) -> str:
+        """Return `provider:model` of the default model, or "" when there is none."""
+        return f"{self.name}:{self.default_model}" if self.default_model else ""
+
+    @property
+    def setup_hint(self) -> str:
+        """Say what to set to use this provider."""
+        if self.in_process:
+            return f"{self.label} models are made in code, not configured."
+        hint = f"set {self.key_var}"
+        if self.keyless_with_url:
+            hint += f" (or {self.url_var} for a local server that needs no key)"
+        return f"{self.label}: {hint}."
+
+
+PROVIDERS: dict[str, ProviderSpec] = {}
+
+
+def register(spec: ProviderSpec) -> ProviderSpec:
+    """Add (or replace) a provider in the table; return it."""
+    PROVIDERS[spec.name] = spec
+    return spec
+
+
+def unregister(name: str) -> None:
+    """Remove a provider from the table (tests that added one)."""
+    PROVIDERS.pop(name, None)
+
+
+def get(name: str) -> ProviderSpec | None:
+    """Return the provider called `name`, or None."""
+    return PROVIDERS.get(name)
+
+
+def configurable() -> Iterator[ProviderSpec]:
+    """Yield the providers configured by keys and URLs (not in-process ones), in order."""
+    return (spec for spec in PROVIDERS.values() if not spec.in_process)
+
+
+def setup_hint() -> str:
+    """Say how to configure any provider, for errors that end an ask."""
+    hints = " ".join(spec.setup_hint for spec in configurable())
+    return (
+        f"{hints} For Ollama, vLLM or LM Studio set OPENAI_BASE_URL (e.g. "
+        "http://localhost:11434/v1) and JUPYTER_CI_MODEL=openai:<model>. In JupyterLab, set "
+        "them before starting it. Pick a model per ask with -m provider:model."
+    )
+
+
+register(ProviderSpec(
+    name="openai", label="OpenAI", adapter="jupyter_ci.models.openai:OpenAIChatModel",
+    key_var="OPENAI_API_KEY", url_var="OPENAI_BASE_URL", default_model="gpt-4.1",
+    default_url="https://api.openai.com/v1", auth="bearer", error_format="openai",
+    routes=OPENAI_ROUTES, keyless_with_url=True,
+))
+register(ProviderSpec(
+    name="anthropic", label="Anthropic", adapter="jupyter_ci.models.anthropic:AnthropicChatModel",
+    key_var="ANTHROPIC_API_KEY", url_var="ANTHROPIC_BASE_URL",
+    default_model="claude-sonnet-4-5", default_url="https://api.anthropic.com",
+    auth="x-api-key", error_format="anthropic", routes=ANTHROPIC_ROUTES,
+))
+register(ProviderSpec(
+    name="scripted", label="Scripted", adapter="jupyter_ci.models.scripted:registered_model",
+    in_process=True,
+))
