@@ -45,7 +45,7 @@ def _ci_state():
 def ci_run(line, cell):
     timeout, passthrough = line.split()
     seen, before = [], _ci_state()
-    executor = ShellExecutor(get_ipython(), on_output=seen.append,
+    executor = ShellExecutor(get_ipython(), on_output=lambda e: seen.append(dataclasses.asdict(e)),
                              passthrough=passthrough == "True")
     result = executor.run(cell, float(timeout))
     restored = [a == b for a, b in zip(before, _ci_state())]
@@ -177,7 +177,8 @@ def test_outputs_in_true_order(kernel: Kernel) -> None:
          "execution_count": count},
     ]
     assert merged_iopub(run) == run.outputs  # passthrough: the cell shows the same outputs
-    assert [o["output_type"] for o in run.seen] == ["stream"] * 3 + ["execute_result"]
+    assert [e["kind"] for e in run.seen] == ["add"] * 4
+    assert [e["output"]["output_type"] for e in run.seen] == ["stream"] * 3 + ["execute_result"]
     assert run.result["error"] is None and run.result["duration_s"] > 0
     assert_valid(run.outputs)
 
@@ -334,8 +335,10 @@ def test_update_display_and_clear_output(kernel: Kernel) -> None:
     assert_ok(run)
     assert [(o["output_type"], o.get("text") or o["data"]["text/plain"]) for o in run.outputs] \
         == [("display_data", "'two'"), ("stream", "kept\n")]
-    assert [o["output_type"] for o in run.seen] == [
-        "stream", "clear_output", "display_data", "stream", "update_display_data"]
+    assert [e["kind"] for e in run.seen] == ["add", "clear", "add", "add", "replace"]
+    # The update comes with the whole list as it now is: the views keep no copy.
+    assert [o.get("text") or o["data"]["text/plain"] for o in run.seen[-1]["outputs"]] == [
+        "'two'", "kept\n"]
 
 
 PLAIN_IPYTHON = """

@@ -110,14 +110,15 @@ def test_stop_interrupts_the_ask_cleanly(fake: FakeLLM, kernel: Kernel, script: 
 def test_headless_runs_reuse_a_saved_notebook_and_do_not_ask(
     fake: FakeLLM, tmp_path: Path
 ) -> None:
-    from jupyter_ci.kernel.reuse import prompt_hash
+    from jupyter_ci.kernel.record import prompt_hash
 
     record = {"version": 1, "ask_id": "a1", "prompt_hash": prompt_hash("make w", None),
               "model": "openai:gpt-test", "status": "done", "answer": "w is 5.", "steps": 1}
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("%load_ext jupyter_ci"),
                 nbformat.v4.new_code_cell("%%ask\nmake w", metadata={"jupyter_ci": record}),
-                nbformat.v4.new_code_cell("w = 5", metadata={"jupyter_ci": {"ask_id": "a1"}}),
+                nbformat.v4.new_code_cell("w = 5",
+                                          metadata={"jupyter_ci": {"ask_id": "a1", "step": 1}}),
                 nbformat.v4.new_code_cell("print(w * 2)")]
     nbformat.write(nb, tmp_path / "saved.ipynb")
     ran = run_cells(["%%ask\nmake w", "w = 5", "print(w * 2)"], openai_env(fake), tmp_path)

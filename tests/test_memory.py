@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 
 from jupyter_ci.agent.memory import Memory, summarize
-from jupyter_ci.agent.types import Message, ToolCall
+from jupyter_ci.agent.types import Message, ToolCall, ToolResult, ToolStatus
 
 
-def transcript(code: str, output: str) -> list[Message]:
+def transcript(code: str, output: str, status: ToolStatus = "ok") -> list[Message]:
     call = ToolCall("c1", "run_python", json.dumps({"code": code}))
     return [Message("user", "ctx + prompt"), Message("assistant", "", (call,)),
-            Message("tool", output, tool_call_id="c1"), Message("assistant", "Done.")]
+            Message.tool("c1", ToolResult(status, output)), Message("assistant", "Done.")]
 
 
 def test_summary_keeps_code_output_and_answer() -> None:
@@ -20,8 +20,18 @@ def test_summary_keeps_code_output_and_answer() -> None:
 
 
 def test_failed_code_is_marked_and_its_traceback_dropped() -> None:
-    text = summarize(transcript("1/0", "ZeroDivisionError: x\nTraceback:\nlong"), "No.")
+    text = summarize(transcript("1/0", "ZeroDivisionError: x\nlong", "error"), "No.")
     assert "Code that failed" in text and "long" not in text
+    # The status decides, not the wording: output that mentions a traceback ran fine.
+    text = summarize(transcript("print('Traceback:')", "Traceback:"), "Yes.")
+    assert "Code run" in text and "Code that failed" not in text
+
+
+def test_calls_that_never_ran_are_left_out() -> None:
+    statuses: tuple[ToolStatus, ...] = ("invalid", "not_run")
+    for status in statuses:
+        text = summarize(transcript("x = 1", "Error: bad", status), "No.")
+        assert "x = 1" not in text
 
 
 def test_messages_are_pairs_and_the_oldest_go_first_when_over_budget() -> None:

@@ -1,11 +1,15 @@
-"""Turn a code run's result into the tool result text the model reads."""
+"""Turn a code run's result into the tool result the model reads."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from jupyter_ci.agent.budget import trim_middle
-from jupyter_ci.agent.types import CodeResult, ErrorInfo, Output
+from jupyter_ci.agent.types import CodeResult, ErrorInfo, Output, ToolResult
+
+#: Scrubs secrets out of text before it reaches the model.
+Redact = Callable[[str], str]
 
 # CSI sequences (colours) and OSC sequences (hyperlinks) that IPython puts in tracebacks.
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
@@ -59,6 +63,23 @@ def format_output(output: Output) -> str:
         rendered = _format_data(output.get("data", {}))
         return f"Out: {rendered}" if kind == "execute_result" else rendered
     return ""  # errors are rendered from CodeResult.error
+
+
+def tool_result(result: CodeResult, timeout: float, max_chars: int,
+                redact: Redact | None = None) -> ToolResult:
+    """Build what the model is told about a run: status and redacted, capped text."""
+    text = format_result(result, timeout, max_chars)
+    return ToolResult(result.status, redact(text) if redact else text)
+
+
+def invalid_call(problem: str) -> ToolResult:
+    """Tell the model its tool call could not be run, and why."""
+    return ToolResult("invalid", problem)
+
+
+def not_run() -> ToolResult:
+    """Answer a tool call that was never run because the ask ended."""
+    return ToolResult("not_run", "[not run: the ask ended]")
 
 
 def format_result(result: CodeResult, timeout: float, max_chars: int) -> str:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from jupyter_ci.agent.errors import AskError, AskInterrupted, KernelDied, LimitReached
-from jupyter_ci.agent.feedback import format_error, format_result
+from jupyter_ci.agent.feedback import Redact, format_error, invalid_call, not_run, tool_result
 from jupyter_ci.agent.prompts import RUN_PYTHON, SYSTEM_PROMPT, TOOL_NAME, user_message
 from jupyter_ci.agent.types import (
     CodeResult,
@@ -16,6 +16,7 @@ from jupyter_ci.agent.types import (
     ModelReply,
     ModelRequest,
     ToolCall,
+    ToolResult,
 )
 
 
@@ -46,6 +47,8 @@ class RunCode:
     step: int
     attempt: int
     call_id: str
+    #: Seconds the run may take before it is interrupted.
+    timeout: float = 60.0
 
 
 @dataclass(frozen=True)
@@ -76,9 +79,12 @@ class AskLoop:
         history: Sequence[Message] = (),
         limits: Limits | None = None,
         system: str = SYSTEM_PROMPT,
+        redact: Redact | None = None,
     ) -> None:
         self.limits = limits or Limits()
         self.system = system
+        #: Applied to every tool result before the model sees it.
+        self.redact = redact
         self.history = tuple(history)
         self.messages: list[Message] = [Message("user", user_message(prompt, context))]
         self.tool_calls_made = 0
@@ -116,8 +122,8 @@ class AskLoop:
         running = self._running
         assert running is not None, "on_result without a RunCode"
         self._running = None
-        text = format_result(result, self.limits.timeout, self.limits.max_output_chars)
-        self._tool_result(running.call_id, text)
+        self._tool_result(running.call_id, tool_result(
+            result, self.limits.timeout, self.limits.max_output_chars, self.redact))
         if result.status == "interrupted":
             return self._fail(AskInterrupted(
                 f"The ask was interrupted during step {running.step}.",
@@ -162,7 +168,7 @@ class AskLoop:
             self.tool_calls_made += 1
             code, problem = parse_arguments(call)
             if problem:
-                self._tool_result(call.id, problem)
+                self._tool_result(call.id, invalid_call(problem))
                 self.last_error = problem.splitlines()[0]
                 failed = self._count_failure()
                 if failed:
@@ -173,7 +179,8 @@ class AskLoop:
                 self.step, self.attempt = self.step + 1, 1
             else:
                 self.attempt += 1
-            self._running = RunCode(code, self.step, self.attempt, call.id)
+            self._running = RunCode(code, self.step, self.attempt, call.id,
+                                    self.limits.timeout)
             return self._running
         return self._call_model()
 
@@ -187,13 +194,13 @@ class AskLoop:
             "Fix the problem or rephrase the request, or allow more with --max-fixes.",
         ))
 
-    def _tool_result(self, call_id: str, text: str) -> None:
-        self.messages.append(Message("tool", text, tool_call_id=call_id))
+    def _tool_result(self, call_id: str, result: ToolResult) -> None:
+        self.messages.append(Message.tool(call_id, result))
 
     def _fail(self, error: AskError) -> Fail:
         # Every tool call needs a result, or the transcript is invalid for a later ask.
         for call in self._pending:
-            self._tool_result(call.id, "[not run: the ask ended]")
+            self._tool_result(call.id, not_run())
         self._pending.clear()
         return Fail(error)
 

@@ -24,15 +24,15 @@ class PastAsk:
 
 def summarize(transcript: Sequence[Message], answer: str) -> str:
     """Compact an ask's transcript: the code that ran, a little of its output, the answer."""
-    results = {m.tool_call_id: m.content for m in transcript if m.role == "tool"}
+    results = {m.tool_call_id: m.result for m in transcript if m.result is not None}
     parts: list[str] = []
     for message in transcript:
         for call in message.tool_calls:
             code, _ = parse_arguments(call)
-            output = results.get(call.id, "")
-            if not code or output.startswith(("Error: ", "[not run")):
+            result = results.get(call.id)
+            if not code or result is None or result.status in ("invalid", "not_run"):
                 continue
-            failed = "Traceback:" in output or output.startswith("[Timed out")
+            output, failed = result.text, result.failed
             label = "Code that failed" if failed else "Code run"
             parts.append(f"{label}:\n```python\n{trim_middle(code, MAX_CODE_CHARS)}\n```")
             if output and not failed:

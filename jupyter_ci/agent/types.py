@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 Role = Literal["user", "assistant", "tool"]
 RunStatus = Literal["ok", "error", "timeout", "died", "interrupted"]
+#: A run's status, or "invalid" (the tool call could not be run) or "not_run" (ask ended).
+ToolStatus = Literal["ok", "error", "timeout", "died", "interrupted", "invalid", "not_run"]
 
 #: One nbformat v4 output as a plain dict (stream, display_data, execute_result, error).
 Output = dict[str, Any]
+#: Called with each piece of model text as it streams in.
+OnText = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -22,13 +27,51 @@ class ToolCall:
 
 
 @dataclass(frozen=True)
+class Image:
+    """An image for the model: base64 data and its MIME type."""
+
+    mime: str
+    data: str = field(repr=False)
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """A file a code run created or changed."""
+
+    path: str
+    size: int
+    mime: str
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What the model is told about one tool call, built once and rendered per provider."""
+
+    status: ToolStatus
+    text: str
+    images: tuple[Image, ...] = ()
+    files: tuple[FileInfo, ...] = ()
+
+    @property
+    def failed(self) -> bool:
+        """Tell whether the code ran and failed (an error or a timeout)."""
+        return self.status in ("error", "timeout", "died", "interrupted")
+
+
+@dataclass(frozen=True)
 class Message:
-    """One conversation message in a provider-neutral form."""
+    """One conversation message in a provider-neutral form; tool messages carry `result`."""
 
     role: Role
     content: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
+    result: ToolResult | None = None
+
+    @classmethod
+    def tool(cls, call_id: str, result: ToolResult) -> Message:
+        """Build the message answering tool call `call_id`."""
+        return cls("tool", result.text, tool_call_id=call_id, result=result)
 
 
 @dataclass(frozen=True)
@@ -83,11 +126,3 @@ class CodeResult:
     def ok(self) -> bool:
         """Tell whether the code ran to the end without raising."""
         return self.status == "ok"
-
-
-class Executor(Protocol):
-    """Runs code in a kernel and returns its outputs."""
-
-    def run(self, code: str, timeout: float) -> CodeResult:
-        """Run `code`, interrupting it after `timeout` seconds."""
-        ...

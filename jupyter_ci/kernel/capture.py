@@ -1,85 +1,22 @@
-"""Capture a run's outputs as nbformat dicts, in true order, from a kernel or plain IPython."""
+"""Tap a run's output messages, in true order, from a kernel's session or plain IPython."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from jupyter_ci.agent.types import Output
+from jupyter_ci.agent.outputs import OUTPUT_MSG_TYPES, OutputList
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
 log = logging.getLogger(__name__)
 
-OUTPUT_MSG_TYPES = frozenset({"stream", "display_data", "execute_result", "error",
-                              "update_display_data", "clear_output"})
 MISSING = object()
-
-
-@dataclass
-class Collector:
-    """Collect outputs in arrival order and mirror each one to a callback."""
-
-    on_output: Callable[[Output], None] | None
-    outputs: list[Output] = field(default_factory=list)
-    shown: list[str | None] = field(default_factory=list)  # display_id of each output
-    clear_pending: bool = False
-    # Stream outputs arrive on the IOPub thread, the others on the main thread.
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def add(self, output: Output, display_id: str | None = None) -> None:
-        """Append an nbformat output."""
-        with self.lock:
-            if self.clear_pending:
-                self.outputs, self.shown, self.clear_pending = [], [], False
-            self.outputs.append(output)
-            self.shown.append(display_id)
-        # The display id lets a mirror apply later updates; it is not part of nbformat.
-        self._emit({**output, "transient": {"display_id": display_id}} if display_id else output)
-
-    def clear(self, wait: bool) -> None:
-        """Clear the outputs now, or at the next output when `wait`."""
-        with self.lock:
-            self.clear_pending = wait
-            if not wait:
-                self.outputs, self.shown = [], []
-        self._emit({"output_type": "clear_output", "wait": wait})
-
-    def update(self, display_id: str, data: dict[str, Any], metadata: dict[str, Any]) -> None:
-        """Replace the data of every output showing `display_id`."""
-        with self.lock:
-            for output, shown in zip(self.outputs, self.shown, strict=True):
-                if shown == display_id:
-                    output["data"], output["metadata"] = data, metadata
-        self._emit({"output_type": "update_display_data", "data": data, "metadata": metadata,
-                    "transient": {"display_id": display_id}})
-
-    def merged(self) -> list[Output]:
-        """Return the outputs with consecutive stream outputs of one name joined."""
-        merged: list[Output] = []
-        for out in self.outputs:
-            last = merged[-1] if merged else {}
-            if out["output_type"] == last.get("output_type") == "stream" and (
-                    out["name"] == last["name"]):
-                merged[-1] = {**last, "text": last["text"] + out["text"]}
-            else:
-                merged.append(out)
-        return merged
-
-    def _emit(self, output: Output) -> None:
-        try:
-            if self.on_output is not None:
-                self.on_output(output)
-        except Exception:
-            # This may run on the IOPub thread: raising there would lose the message.
-            log.exception("on_output callback failed")
 
 
 def put_back(obj: object, name: str, saved: object) -> None:
@@ -108,35 +45,8 @@ def flush_std_streams() -> None:
             stream.flush()
 
 
-def output_from_msg(msg_type: str, content: dict[str, Any]) -> Output:
-    """Build the nbformat v4 output of an IOPub message, as nbformat.v4.output_from_msg does."""
-    # Importing nbformat costs over a second (jsonschema) for this small mapping.
-    if msg_type == "stream":
-        return {"output_type": "stream", "name": content["name"], "text": content["text"]}
-    if msg_type == "error":
-        return {"output_type": "error", "ename": content["ename"], "evalue": content["evalue"],
-                "traceback": list(content["traceback"])}
-    output = {"output_type": msg_type, "data": content["data"],
-              "metadata": content.get("metadata", {})}
-    if msg_type == "execute_result":
-        output["execution_count"] = content["execution_count"]
-    return output
-
-
-def capture(collector: Collector, msg_type: str, content: dict[str, Any]) -> None:
-    """Record one IOPub output message."""
-    display_id = (content.get("transient") or {}).get("display_id")
-    if msg_type == "clear_output":
-        collector.clear(bool(content.get("wait")))
-    elif msg_type == "update_display_data":
-        if display_id:
-            collector.update(display_id, content.get("data", {}), content.get("metadata", {}))
-    else:
-        collector.add(output_from_msg(msg_type, content), display_id)
-
-
 @contextmanager
-def tap_session(kernel: Any, collector: Collector, passthrough: bool) -> Iterator[None]:
+def tap_session(kernel: Any, collector: OutputList, passthrough: bool) -> Iterator[None]:
     """Capture this request's output messages by wrapping `kernel.session.send`."""
     session = kernel.session
     original = session.send
@@ -153,7 +63,7 @@ def tap_session(kernel: Any, collector: Collector, passthrough: bool) -> Iterato
             header = (parent.get("header", parent) if parent else None) or {}
             msg_type, body = msg_or_type, content
         if msg_type in OUTPUT_MSG_TYPES and parent_id and header.get("msg_id") == parent_id:
-            capture(collector, msg_type, body or {})
+            collector.apply(msg_type, body or {})
             if not passthrough:
                 return None
         return original(stream, msg_or_type, content, parent, *args, **kwargs)
@@ -166,7 +76,7 @@ def tap_session(kernel: Any, collector: Collector, passthrough: bool) -> Iterato
 
 
 @contextmanager
-def tap_shell(shell: InteractiveShell, collector: Collector, passthrough: bool
+def tap_shell(shell: InteractiveShell, collector: OutputList, passthrough: bool
                ) -> Iterator[None]:
     """Capture outputs in plain IPython, without a kernel, by wrapping the shell's hooks."""
     # Degraded: text written straight to file descriptors (C code, subprocesses) is missed,
@@ -178,7 +88,7 @@ def tap_shell(shell: InteractiveShell, collector: Collector, passthrough: bool
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             msg_type, content = to_msg(*args, **kwargs)
             if msg_type:
-                capture(collector, msg_type, content)
+                collector.apply(msg_type, content)
             return original(*args, **kwargs) if passthrough else None
         return swap(obj, name, wrapper)
 

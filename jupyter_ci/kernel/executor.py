@@ -26,10 +26,10 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from jupyter_ci.agent.feedback import strip_ansi
+from jupyter_ci.agent.outputs import OnOutput, OutputList
 from jupyter_ci.agent.types import CodeResult, ErrorInfo, Output, RunStatus
 from jupyter_ci.kernel.capture import (
     MISSING,
-    Collector,
     flush_std_streams,
     put_back,
     swap,
@@ -190,7 +190,7 @@ def _error_info(exc: BaseException, captured: Output | None) -> ErrorInfo:
     return info
 
 
-def _outcome(result: ExecutionResult | None, alarm: _Alarm, collector: Collector,
+def _outcome(result: ExecutionResult | None, alarm: _Alarm, collector: OutputList,
              repr_failed: bool, timeout: float) -> tuple[RunStatus, ErrorInfo | None]:
     """Classify a run and describe its error for the model."""
     exc = None if result is None else (result.error_before_exec or result.error_in_exec)
@@ -215,20 +215,17 @@ class ShellExecutor:
     """Run code as new cells of this IPython shell and capture their outputs as nbformat."""
 
     def __init__(self, shell: InteractiveShell, *,
-                 on_output: Callable[[Output], None] | None = None,
+                 on_output: OnOutput | None = None,
                  passthrough: bool = True) -> None:
         self.shell = shell
-        #: Gets each output as it arrives, possibly on the IOPub thread: nbformat outputs
-        #: (with "transient": {"display_id"} when displayed with an id), {"output_type":
-        #: "clear_output", "wait"} and {"output_type": "update_display_data", "data",
-        #: "metadata", "transient": {"display_id"}}.
+        #: Told each change of the output list as it happens, possibly on the IOPub thread.
         self.on_output = on_output
         #: Also publish the outputs on IOPub (so they show in the %%ask cell), or swallow them.
         self.passthrough = passthrough
 
     def run(self, code: str, timeout: float) -> CodeResult:
         """Run `code` in the user namespace, interrupting it after `timeout` seconds."""
-        collector, alarm = Collector(self.on_output), _Alarm(timeout)
+        collector, alarm = OutputList(self.on_output), _Alarm(timeout)
         flush_std_streams()  # what the %%ask cell printed itself is not this code's output
         started = time.monotonic()
         with ExitStack() as stack:
@@ -244,7 +241,7 @@ class ShellExecutor:
         return CodeResult(status=status, outputs=collector.merged(), duration_s=duration,
                           execution_count=count, error=error)
 
-    def _tap(self, collector: Collector) -> contextlib.AbstractContextManager[None]:
+    def _tap(self, collector: OutputList) -> contextlib.AbstractContextManager[None]:
         """Capture through the kernel's session, or through plain IPython's hooks."""
         kernel = getattr(self.shell, "kernel", None)
         if kernel is not None and getattr(kernel, "session", None) is not None:

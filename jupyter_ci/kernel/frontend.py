@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from jupyter_ci.agent.errors import AskError
 from jupyter_ci.agent.loop import RunCode
-from jupyter_ci.agent.types import CodeResult, Output
-from jupyter_ci.kernel.views import REFRESH_S, AskInfo, LiveMarkdown, step_title, summary
+from jupyter_ci.agent.outputs import OutputEvent
+from jupyter_ci.agent.types import CodeResult
+from jupyter_ci.kernel.record import AskInfo
+from jupyter_ci.kernel.views import REFRESH_S, LiveMarkdown, step_title, summary
 
 COMM_TARGET = "jupyter_ci"
 PROTOCOL = 1
@@ -39,13 +40,10 @@ class FrontendView:
     _answer: LiveMarkdown | None = None
     _pending_delta: str = ""
     _sent_at: float = 0.0
-    # The current step's outputs with their display ids, to apply update_display_data.
-    _outputs: list[tuple[str | None, Output]] = field(default_factory=list)
-    _clear_pending: bool = False
+    #: The step whose outputs arrive now.
+    _step: int = 0
     # The first failure of each step, so its final log line can say it was fixed.
     _failures: dict[int, str] = field(default_factory=dict)
-    # Streams arrive on the IOPub thread, everything else on the main thread.
-    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def start(self) -> None:
         """Open the comm with ask_start; the browser finds the %%ask cell by id."""
@@ -78,39 +76,19 @@ class FrontendView:
         if self._answer is not None and self._answer.text.strip():
             # The text before a tool call was narration, not the answer.
             self._answer.set("")
-        with self._lock:
-            self._outputs, self._clear_pending = [], False
+        self._step = run.step
         self._send("step_start", step=run.step, attempt=run.attempt, code=run.code)
         self._progress(f"{step_title(run)}: running…", replace=run.attempt > 1)
 
-    def output(self, run: RunCode, output: Output) -> None:
-        """Send one output to the step's cell; a display update resends the cell's outputs."""
-        kind = output.get("output_type")
-        with self._lock:
-            if kind == "clear_output":
-                wait = bool(output.get("wait"))
-                self._clear_pending = wait
-                if not wait:
-                    self._outputs = []
-                self._send("clear_output", step=run.step, wait=wait)
-            elif kind == "update_display_data":
-                self._update(run, output)
-            else:
-                self._add(run, output)
-
-    def _add(self, run: RunCode, output: Output) -> None:
-        if self._clear_pending:
-            self._outputs, self._clear_pending = [], False
-        plain = {k: v for k, v in output.items() if k != "transient"}
-        self._outputs.append(((output.get("transient") or {}).get("display_id"), plain))
-        self._send("output", step=run.step, output=plain)
-
-    def _update(self, run: RunCode, update: Output) -> None:
-        display_id = (update.get("transient") or {}).get("display_id")
-        for shown, out in self._outputs:
-            if shown is not None and shown == display_id:
-                out["data"], out["metadata"] = update.get("data", {}), update.get("metadata", {})
-        self._send("set_outputs", step=run.step, outputs=[out for _, out in self._outputs])
+    def output(self, event: OutputEvent) -> None:
+        """Forward one change of the current step's outputs to its cell."""
+        step = self._step
+        if event.kind == "add" and event.output is not None:
+            self._send("output", step=step, output=event.output)
+        elif event.kind == "clear":
+            self._send("clear_output", step=step, wait=event.wait)
+        elif event.kind == "replace":
+            self._send("set_outputs", step=step, outputs=list(event.outputs))
 
     def step_end(self, run: RunCode, result: CodeResult) -> None:
         """Report the step's status and execution count."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime
 import uuid
 from pathlib import Path
 from typing import Any
@@ -11,20 +10,22 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.display import Markdown, display
 
+from jupyter_ci.agent.drive import drive
 from jupyter_ci.agent.errors import AskError, AskInterrupted
-from jupyter_ci.agent.loop import AskLoop, CallModel, Finish, Limits, RunCode
+from jupyter_ci.agent.loop import AskLoop, Limits
 from jupyter_ci.agent.memory import Memory
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.kernel.options import AskOptions, parse_options
-from jupyter_ci.kernel.reuse import (
-    RECORD_VERSION,
+from jupyter_ci.kernel.record import (
+    AskInfo,
     RequestInfo,
+    ask_record,
     prompt_hash,
     request_info,
     reusable_from_request,
     reusable_on_disk,
 )
-from jupyter_ci.kernel.views import AskInfo, AskView, InlineView
+from jupyter_ci.kernel.views import AskView, InlineView
 from jupyter_ci.models.base import ChatModel
 from jupyter_ci.models.resolve import ModelSettings, resolve_model
 
@@ -80,33 +81,18 @@ class AskMagics(Magics):
             status = "interrupted" if isinstance(error, AskInterrupted) else "failed"
             # A follow-up ("why did that fail?") needs to know what happened.
             self.memory.remember(opts.prompt, loop.transcript(), f"(The ask {status}: {error})")
-            view.fail(error, status, ask_record(ask, phash, status, str(error), loop))
+            view.fail(error, status, ask_record(ask, phash, status, str(error), loop.step,
+                                                loop.tokens_used))
             raise error from None
         self.memory.remember(opts.prompt, loop.transcript(), answer)
-        view.finish(answer, ask_record(ask, phash, "done", answer, loop))
+        view.finish(answer, ask_record(ask, phash, "done", answer, loop.step, loop.tokens_used))
 
     def _drive(self, loop: AskLoop, model: ChatModel, view: AskView) -> str:
         from jupyter_ci.kernel.executor import ShellExecutor
 
-        current: list[RunCode] = []
-        executor = ShellExecutor(self.ipython, on_output=lambda out: view.output(current[-1], out),
+        executor = ShellExecutor(self.ipython, on_output=view.output,
                                  passthrough=view.passthrough)
-        action = loop.start()
-        while True:
-            if isinstance(action, CallModel):
-                reply = model.complete(action.request, view.text)
-                view.turn_end()
-                action = loop.on_reply(reply)
-            elif isinstance(action, RunCode):
-                current.append(action)
-                view.step_start(action)
-                result = executor.run(action.code, loop.limits.timeout)
-                view.step_end(action, result)
-                action = loop.on_result(result)
-            elif isinstance(action, Finish):
-                return action.answer
-            else:
-                raise action.error
+        return drive(loop, model, executor, view)
 
     def _reuse(self, opts: AskOptions, info: RequestInfo, phash: str) -> bool:
         if info.has_frontend:
@@ -157,17 +143,6 @@ def parent_header(shell: InteractiveShell) -> dict[str, Any]:
     else:
         parent = getattr(shell, "parent_header", None)
     return parent if isinstance(parent, dict) else {}
-
-
-def ask_record(ask: AskInfo, phash: str, status: str, answer: str, loop: AskLoop
-               ) -> dict[str, Any]:
-    """Build the record the browser keeps in the %%ask cell's metadata (docs/protocol.md)."""
-    return {
-        "version": RECORD_VERSION, "ask_id": ask.ask_id, "prompt_hash": phash,
-        "model": ask.model, "status": status, "answer": answer, "steps": loop.step,
-        "tokens": loop.tokens_used,
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-    }
 
 
 def register(ipython: Any) -> None:

@@ -8,40 +8,33 @@ from typing import Any, Protocol
 
 from IPython.display import Markdown, display
 
+from jupyter_ci.agent.drive import View
 from jupyter_ci.agent.errors import AskError
 from jupyter_ci.agent.loop import RunCode
-from jupyter_ci.agent.types import CodeResult, Output
+from jupyter_ci.agent.outputs import OutputEvent
+from jupyter_ci.agent.types import CodeResult
+from jupyter_ci.kernel.record import AskInfo
 
 # Re-rendering Markdown on every token floods the frontend; a few frames a second reads live.
 REFRESH_S = 0.1
 
 
-@dataclass(frozen=True)
-class AskInfo:
-    """Who is asking what: one ask's identity."""
-
-    ask_id: str
-    prompt: str
-    model: str
-    cell_id: str | None = None
-    replace_ask_id: str | None = None
-    #: The %%ask cell's own count; its execute_reply reports the last generated cell's.
-    execution_count: int | None = None
-
-
-class AskView(Protocol):
-    """Shows an ask as it happens; `passthrough` says whether code outputs go to the cell."""
+class AskView(View, Protocol):
+    """The driver's view, plus the ask's start and end and whether outputs reach the cell."""
 
     passthrough: bool
 
-    def start(self) -> None: ...
-    def text(self, delta: str) -> None: ...
-    def turn_end(self) -> None: ...
-    def step_start(self, run: RunCode) -> None: ...
-    def output(self, run: RunCode, output: Output) -> None: ...
-    def step_end(self, run: RunCode, result: CodeResult) -> None: ...
-    def finish(self, answer: str, record: dict[str, Any]) -> None: ...
-    def fail(self, error: AskError, status: str, record: dict[str, Any]) -> None: ...
+    def start(self) -> None:
+        """The ask begins."""
+
+    def output(self, event: OutputEvent) -> None:
+        """A change of the current step's outputs."""
+
+    def finish(self, answer: str, record: dict[str, Any]) -> None:
+        """The ask ended with an answer; `record` goes into the %%ask cell's metadata."""
+
+    def fail(self, error: AskError, status: str, record: dict[str, Any]) -> None:
+        """The ask ended without an answer."""
 
 
 @dataclass
@@ -121,7 +114,7 @@ class InlineView:
         """Show the step's code before its outputs."""
         display(Markdown(f"**{step_title(run)}**\n\n{code_block(run.code)}"))
 
-    def output(self, run: RunCode, output: Output) -> None:
+    def output(self, event: OutputEvent) -> None:
         """Outputs reach the cell by themselves (passthrough)."""
 
     def step_end(self, run: RunCode, result: CodeResult) -> None:

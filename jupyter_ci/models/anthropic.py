@@ -20,19 +20,26 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, cast
 
-from jupyter_ci.agent.types import Message, ModelReply, ModelRequest, ToolCall
+from jupyter_ci.agent.types import Image, Message, ModelReply, ModelRequest, ToolCall
 from jupyter_ci.models.base import Endpoint, OnText
 from jupyter_ci.models.sdk_errors import ask_error
+from jupyter_ci.models.transport import http_client
 from jupyter_ci.providers import ProviderSpec
+
+ImageMime = Literal["image/jpeg", "image/png", "image/gif", "image/webp"]
+#: Image types the Messages API accepts.
+IMAGE_TYPES: tuple[str, ...] = ("image/jpeg", "image/png", "image/gif", "image/webp")
 
 if TYPE_CHECKING:
     import anthropic
     from anthropic.types import (
         ContentBlockParam,
+        ImageBlockParam,
         MessageParam,
         RawMessageStreamEvent,
+        TextBlockParam,
         ToolParam,
         ToolResultBlockParam,
     )
@@ -62,6 +69,7 @@ class AnthropicChatModel:
                 base_url=self.endpoint.base_url,
                 timeout=self.endpoint.timeout,
                 max_retries=self.endpoint.max_retries,
+                http_client=http_client(self.endpoint, anthropic.DefaultHttpxClient),
             )
         return self._client
 
@@ -185,11 +193,7 @@ def to_wire(messages: tuple[Message, ...]) -> list[MessageParam]:
 def _blocks(msg: Message) -> list[ContentBlockParam]:
     """Return the content blocks of one message."""
     if msg.role == "tool":
-        result: ToolResultBlockParam = {"type": "tool_result",
-                                        "tool_use_id": _safe_id(msg.tool_call_id or "")}
-        if msg.content:
-            result["content"] = msg.content
-        return [result]
+        return [_tool_result(msg)]
     blocks: list[ContentBlockParam] = []
     if msg.content:
         blocks.append({"type": "text", "text": msg.content})
@@ -198,6 +202,31 @@ def _blocks(msg: Message) -> list[ContentBlockParam]:
             blocks.append({"type": "tool_use", "id": _safe_id(call.id), "name": call.name,
                            "input": _input(call.arguments)})
     return blocks
+
+
+def _tool_result(msg: Message) -> ToolResultBlockParam:
+    """Render a tool result: its text, then its images, inside one tool_result block."""
+    block: ToolResultBlockParam = {"type": "tool_result",
+                                   "tool_use_id": _safe_id(msg.tool_call_id or "")}
+    images = msg.result.images if msg.result is not None else ()
+    if images:
+        parts: list[TextBlockParam | ImageBlockParam] = []
+        if msg.content:
+            parts.append({"type": "text", "text": msg.content})
+        parts.extend(_image(image) for image in images if image.mime in IMAGE_TYPES)
+        block["content"] = parts
+    elif msg.content:
+        block["content"] = msg.content
+    if msg.result is not None and msg.result.failed:
+        block["is_error"] = True
+    return block
+
+
+def _image(image: Image) -> ImageBlockParam:
+    """Render one image as a base64 image block (callers check the MIME type)."""
+    media = cast("ImageMime", image.mime)
+    return {"type": "image", "source": {"type": "base64", "media_type": media,
+                                        "data": image.data}}
 
 
 def _input(raw: str) -> dict[str, object]:

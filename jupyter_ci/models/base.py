@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from jupyter_ci.agent.types import ModelReply, ModelRequest
+from jupyter_ci.agent.types import ModelReply, ModelRequest, OnText
 
-#: Called with each piece of answer text as it streams in.
-OnText = Callable[[str], None]
+__all__ = ["ChatModel", "Endpoint", "OnText"]
 
 
 class ChatModel(Protocol):
@@ -39,3 +37,6 @@ class Endpoint:
     max_retries: int = 3
     #: The provider's real host when `base_url` is the server's broker, which hides it.
     upstream_host: str | None = None
+    #: A Unix socket to connect through instead of base_url's host and port (a server
+    #: started with --sock); base_url still gives the scheme, Host header and path.
+    socket: str | None = None

@@ -19,17 +19,20 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from jupyter_ci.agent.types import Message, ModelReply, ModelRequest, ToolCall
+from jupyter_ci.agent.types import Image, Message, ModelReply, ModelRequest, ToolCall
 from jupyter_ci.models.base import Endpoint, OnText
 from jupyter_ci.models.sdk_errors import ask_error
+from jupyter_ci.models.transport import http_client
 from jupyter_ci.providers import ProviderSpec
 
 if TYPE_CHECKING:
     import openai
     from openai.types.chat import (
         ChatCompletionChunk,
+        ChatCompletionContentPartParam,
         ChatCompletionMessageParam,
         ChatCompletionToolParam,
+        ChatCompletionUserMessageParam,
     )
 
 
@@ -57,6 +60,7 @@ class OpenAIChatModel:
                 base_url=self.endpoint.base_url,
                 timeout=self.endpoint.timeout,
                 max_retries=self.endpoint.max_retries,
+                http_client=http_client(self.endpoint, openai.DefaultHttpxClient),
             )
         return self._client
 
@@ -166,12 +170,20 @@ def to_wire(system: str, messages: tuple[Message, ...]) -> list[ChatCompletionMe
     wire: list[ChatCompletionMessageParam] = []
     if system:
         wire.append({"role": "system", "content": system})
+    # Tool messages cannot carry images: they follow, in a user message, the tool messages
+    # of their turn.
+    images: list[Image] = []
     for msg in messages:
+        if images and msg.role != "tool":
+            wire.append(_images_message(images))
+            images = []
         if msg.role == "user":
             wire.append({"role": "user", "content": msg.content})
         elif msg.role == "tool":
             wire.append({"role": "tool", "tool_call_id": msg.tool_call_id or "",
                          "content": msg.content})
+            images.extend(msg.result.images if msg.result is not None else ())
+            continue
         elif msg.tool_calls:
             wire.append({
                 "role": "assistant",
@@ -184,7 +196,19 @@ def to_wire(system: str, messages: tuple[Message, ...]) -> list[ChatCompletionMe
             })
         else:
             wire.append({"role": "assistant", "content": msg.content})
+    if images:
+        wire.append(_images_message(images))
     return wire
+
+
+def _images_message(images: list[Image]) -> ChatCompletionUserMessageParam:
+    """Show the images of the tool results just above as a user message."""
+    parts: list[ChatCompletionContentPartParam] = [
+        {"type": "text", "text": "Images shown by the code above:"}]
+    parts.extend({"type": "image_url",
+                  "image_url": {"url": f"data:{image.mime};base64,{image.data}"}}
+                 for image in images)
+    return {"role": "user", "content": parts}
 
 
 def wire_arguments(raw: str) -> str:

@@ -1,7 +1,13 @@
-"""Decide whether a re-run %%ask cell can reuse its earlier answer (docs/protocol.md §4)."""
+"""The ask record: who asked what, what it left in the notebook, and when it can be reused.
+
+One module owns the record the browser keeps in the `%%ask` cell's metadata and the one
+rule that finds an ask's generated cells (docs/protocol.md §4); labextension/src/cells.ts
+implements the same rule, and tests/record_cases.json checks both sides.
+"""
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 import os
@@ -10,10 +16,64 @@ from pathlib import Path
 from typing import Any
 
 RECORD_VERSION = 1
+#: Cell metadata key of ask records and generated-cell records.
+METADATA_KEY = "jupyter_ci"
 # Scanning is for headless runs of a notebook folder, not for crawling a whole disk.
 MAX_NOTEBOOKS = 50
 MAX_NOTEBOOK_BYTES = 20_000_000
 MAX_SCAN_BYTES = 100_000_000  # read per ask, over all candidates
+
+
+@dataclass(frozen=True)
+class AskInfo:
+    """Who is asking what: one ask's identity."""
+
+    ask_id: str
+    prompt: str
+    model: str
+    cell_id: str | None = None
+    replace_ask_id: str | None = None
+    #: The %%ask cell's own count; its execute_reply reports the last generated cell's.
+    execution_count: int | None = None
+
+
+def ask_record(ask: AskInfo, phash: str, status: str, answer: str, steps: int, tokens: int
+               ) -> dict[str, Any]:
+    """Build the record the browser keeps in the %%ask cell's metadata."""
+    return {
+        "version": RECORD_VERSION, "ask_id": ask.ask_id, "prompt_hash": phash,
+        "model": ask.model, "status": status, "answer": answer, "steps": steps,
+        "tokens": tokens,
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+    }
+
+
+def _record_of(cell: dict[str, Any]) -> dict[str, Any] | None:
+    record = (cell.get("metadata") or {}).get(METADATA_KEY)
+    return record if isinstance(record, dict) and record.get("ask_id") else None
+
+
+def _step_of(record: dict[str, Any] | None) -> int | None:
+    step = None if record is None else record.get("step")
+    return step if isinstance(step, int) and not isinstance(step, bool) else None
+
+
+def generated_after(cells: list[dict[str, Any]], index: int) -> list[int]:
+    """Return the indices of the generated cells of the ask cell at `index` (the one rule).
+
+    They are the later cells whose record has the ask's id and a step, in notebook order;
+    other cells in between, and pasted copies of the ask cell (no step), are ignored. The
+    steps must read 1, 2, ..., k; anything else (a gap, a repeat, a reordering) gives [].
+    A generated cell has no generated cells.
+    """
+    record = _record_of(cells[index]) if 0 <= index < len(cells) else None
+    if record is None or "step" in record:
+        return []
+    found = [i for i in range(index + 1, len(cells))
+             if (r := _record_of(cells[i])) is not None and r["ask_id"] == record["ask_id"]
+             and _step_of(r) is not None]
+    steps = [_step_of(_record_of(cells[i])) for i in found]
+    return found if steps == list(range(1, len(found) + 1)) else []
 
 
 @dataclass(frozen=True)
@@ -33,7 +93,7 @@ class RequestInfo:
 def request_info(parent: dict[str, Any]) -> RequestInfo:
     """Read the cell id, ask record and frontend announcement from a request's metadata."""
     meta = parent.get("metadata") or {}
-    record = meta.get("jupyter_ci")
+    record = meta.get(METADATA_KEY)
     frontend = meta.get("jupyter_ci_frontend")
     return RequestInfo(
         cell_id=meta.get("cellId") if isinstance(meta.get("cellId"), str) else None,
@@ -75,15 +135,6 @@ def notebook_candidates(cwd: Path) -> list[Path]:
     return unique
 
 
-def _generated_follow(cells: list[dict[str, Any]], index: int, record: dict[str, Any]) -> bool:
-    ask_id, steps = record.get("ask_id"), record.get("steps", 0)
-    following = cells[index + 1 : index + 1 + steps]
-    return len(following) == steps and all(
-        (cell.get("metadata") or {}).get("jupyter_ci", {}).get("ask_id") == ask_id
-        for cell in following
-    )
-
-
 def reusable_on_disk(phash: str, cwd: Path) -> dict[str, Any] | None:
     """Find, in a saved notebook, this ask's done record with its generated cells after it."""
     budget = MAX_SCAN_BYTES
@@ -101,9 +152,8 @@ def reusable_on_disk(phash: str, cwd: Path) -> dict[str, Any] | None:
         except (OSError, ValueError, AttributeError):
             continue  # an unreadable notebook simply isn't a match
         for index, cell in enumerate(cells):
-            record = (cell.get("metadata") or {}).get("jupyter_ci")
-            if isinstance(record, dict) and _done(record, phash) and _generated_follow(
-                cells, index, record
-            ):
+            record = _record_of(cell)
+            if _done(record, phash) and len(generated_after(cells, index)) == (
+                    record or {}).get("steps"):
                 return record
     return None

@@ -1,0 +1,201 @@
+"""The public driver (sync and async forms), the output list, and tool results per provider."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+
+import pytest
+
+from jupyter_ci import providers
+from jupyter_ci.agent.drive import drive, drive_async
+from jupyter_ci.agent.errors import LimitReached
+from jupyter_ci.agent.loop import AskLoop, Limits, RunCode
+from jupyter_ci.agent.outputs import OutputEvent, OutputList
+from jupyter_ci.agent.types import (
+    CodeResult,
+    ErrorInfo,
+    Image,
+    Message,
+    ModelReply,
+    ModelRequest,
+    OnText,
+    ToolCall,
+    ToolResult,
+)
+from jupyter_ci.models import anthropic as anthropic_adapter
+from jupyter_ci.models import openai as openai_adapter
+from jupyter_ci.models.resolve import ModelSettings, resolve_model
+from jupyter_ci.models.scripted import ScriptedModel, code_call, register
+
+
+@dataclass
+class Recorder:
+    """A view that writes down what the driver told it."""
+
+    events: list[str] = field(default_factory=list)
+
+    def text(self, delta: str) -> None:
+        self.events.append(f"text:{delta}")
+
+    def turn_end(self) -> None:
+        self.events.append("turn_end")
+
+    def step_start(self, run: RunCode) -> None:
+        self.events.append(f"start:{run.step}.{run.attempt}:{run.timeout:g}")
+
+    def step_end(self, run: RunCode, result: CodeResult) -> None:
+        self.events.append(f"end:{run.step}:{result.status}")
+
+
+@dataclass
+class Runner:
+    """An executor that fails code containing 'boom' and records timeouts."""
+
+    timeouts: list[float] = field(default_factory=list)
+
+    def run(self, code: str, timeout: float) -> CodeResult:
+        self.timeouts.append(timeout)
+        if "boom" in code:
+            return CodeResult("error", error=ErrorInfo("NameError", "boom"))
+        return CodeResult("ok", [{"output_type": "stream", "name": "stdout", "text": code}])
+
+
+@dataclass
+class AsyncRunner:
+    """The same executor, awaited."""
+
+    inner: Runner = field(default_factory=Runner)
+
+    async def run(self, code: str, timeout: float) -> CodeResult:
+        await asyncio.sleep(0)
+        return self.inner.run(code, timeout)
+
+
+@dataclass
+class AsyncScripted:
+    """A scripted model, awaited."""
+
+    inner: ScriptedModel
+
+    async def complete(self, request: ModelRequest, on_text: OnText) -> ModelReply:
+        await asyncio.sleep(0)
+        return self.inner.complete(request, on_text)
+
+
+def script() -> list[ModelReply]:
+    return [code_call("boom", "c1"), code_call("x = 1", "c2"), ModelReply(text="Done.")]
+
+
+def test_sync_and_async_drivers_make_the_same_decisions() -> None:
+    limits = Limits(timeout=7.5)
+    sync_view, async_view = Recorder(), Recorder()
+    sync_runner, async_runner = Runner(), AsyncRunner()
+    answer = drive(AskLoop("go", limits=limits), ScriptedModel.of(script()), sync_runner,
+                   sync_view)
+    async_answer = asyncio.run(drive_async(
+        AskLoop("go", limits=limits), AsyncScripted(ScriptedModel.of(script())), async_runner,
+        async_view))
+    assert answer == async_answer == "Done."
+    assert sync_view.events == async_view.events
+    assert sync_view.events == [
+        "turn_end", "start:1.1:7.5", "end:1:error", "turn_end", "start:1.2:7.5", "end:1:ok",
+        "text:Do", "text:ne.", "turn_end"]
+    # The timeout travels on RunCode, not through the driver's own knowledge of limits.
+    assert sync_runner.timeouts == async_runner.inner.timeouts == [7.5, 7.5]
+
+
+def test_async_driver_raises_the_error_that_ended_the_ask() -> None:
+    model = AsyncScripted(ScriptedModel.of([code_call("boom", f"c{i}") for i in range(3)]))
+    with pytest.raises(LimitReached, match="failed 2 times"):
+        asyncio.run(drive_async(AskLoop("go", limits=Limits(max_fixes=2)), model,
+                                AsyncRunner(), Recorder()))
+
+
+def test_scripted_models_are_reached_by_name() -> None:
+    model = register("drive-test", [ModelReply(text="hi")])
+    assert resolve_model("scripted:drive-test", ModelSettings(), {}) is model
+    assert model.id == "scripted:drive-test"
+    assert providers.PROVIDERS["scripted"].in_process
+    with pytest.raises(Exception, match="register"):
+        resolve_model("scripted:nobody", ModelSettings(), {})
+
+
+def test_tool_results_carry_status_not_wording() -> None:
+    loop = AskLoop("go")
+    loop.start()
+    loop.on_reply(code_call("print('Traceback:')", "c1"))
+    loop.on_result(CodeResult("ok", [{"output_type": "stream", "name": "stdout",
+                                      "text": "Traceback:\n"}]))
+    tool = loop.transcript()[-1]
+    assert tool.result is not None and tool.result.status == "ok" and not tool.result.failed
+    assert tool.content == tool.result.text == "Traceback:"
+
+
+def test_every_tool_result_is_redacted_before_the_model_sees_it() -> None:
+    loop = AskLoop("go", redact=lambda text: text.replace("hunter2", "[redacted]"))
+    loop.start()
+    loop.on_reply(code_call("print(pw)", "c1"))
+    loop.on_result(CodeResult("error", [{"output_type": "stream", "name": "stdout",
+                                         "text": "hunter2\n"}],
+                              error=ErrorInfo("ValueError", "bad password hunter2")))
+    text = loop.transcript()[-1].content
+    assert "hunter2" not in text and text.count("[redacted]") == 2
+
+
+def test_output_list_applies_clear_and_updates_and_tells_each_change() -> None:
+    events: list[OutputEvent] = []
+    outputs = OutputList(events.append)
+    outputs.apply("stream", {"name": "stdout", "text": "gone\n"})
+    outputs.apply("clear_output", {"wait": True})
+    outputs.apply("display_data", {"data": {"text/plain": "1"}, "metadata": {},
+                                   "transient": {"display_id": "d"}})
+    outputs.apply("stream", {"name": "stdout", "text": "a"})
+    outputs.apply("stream", {"name": "stdout", "text": "b"})
+    outputs.apply("update_display_data", {"data": {"text/plain": "2"}, "metadata": {},
+                                          "transient": {"display_id": "d"}})
+    assert [e.kind for e in events] == ["add", "clear", "add", "add", "add", "replace"]
+    assert outputs.merged() == [
+        {"output_type": "display_data", "data": {"text/plain": "2"}, "metadata": {}},
+        {"output_type": "stream", "name": "stdout", "text": "ab"}]
+    assert events[-1].outputs[0]["data"] == {"text/plain": "2"}
+    # The added output itself was not changed in place by the update.
+    assert events[2].output == {"output_type": "display_data", "data": {"text/plain": "1"},
+                                "metadata": {}}
+
+
+PNG = Image("image/png", "iVBORw0KGgo=")
+
+
+def _history(images: tuple[Image, ...]) -> tuple[Message, ...]:
+    calls = (ToolCall("c1", "run_python", json.dumps({"code": "plot()"})),
+             ToolCall("c2", "run_python", json.dumps({"code": "plot2()"})))
+    return (Message("user", "plot"), Message("assistant", "", calls),
+            Message.tool("c1", ToolResult("ok", "shown", images)),
+            Message.tool("c2", ToolResult("error", "NameError: plot2")),
+            Message("assistant", "Done."))
+
+
+def test_openai_images_follow_the_tool_messages_of_their_turn() -> None:
+    wire = openai_adapter.to_wire("sys", _history((PNG,)))
+    roles = [m["role"] for m in wire]
+    assert roles == ["system", "user", "assistant", "tool", "tool", "user", "assistant"]
+    parts = wire[5]["content"]
+    assert isinstance(parts, list) and parts[1] == {
+        "type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+    assert [m["role"] for m in openai_adapter.to_wire("", _history(()))] == [
+        "user", "assistant", "tool", "tool", "assistant"]
+
+
+def test_anthropic_images_go_inside_the_tool_result() -> None:
+    wire = anthropic_adapter.to_wire(_history((PNG,)))
+    results = wire[2]["content"]
+    assert isinstance(results, list)
+    first, second = results[0], results[1]
+    assert first["type"] == "tool_result" and isinstance(first["content"], list)
+    assert first["content"][0] == {"type": "text", "text": "shown"}
+    assert first["content"][1]["source"] == {"type": "base64", "media_type": "image/png",
+                                             "data": "iVBORw0KGgo="}
+    assert second["type"] == "tool_result" and second.get("is_error") is True
+    assert "is_error" not in first
