@@ -90,7 +90,8 @@ def endpoint_for(spec: ProviderSpec, settings: ModelSettings, env: Mapping[str, 
             )
         return Endpoint(env.get(broker.ENV_TOKEN, ""), broker.provider_url(env, spec.name),
                         settings.timeout, settings.retries,
-                        broker.upstream_host(env, spec.name))
+                        broker.upstream_host(env, spec.name),
+                        env.get(broker.ENV_SOCKET) or None)
     key = env.get(spec.key_var, "")
     base_url = env.get(spec.url_var) or None
     if not key and spec.keyless_with_url and base_url:
