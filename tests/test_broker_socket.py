@@ -1,0 +1,193 @@
+"""Kernels of a server started with --sock reach the key broker through its Unix socket."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import socketserver
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from jupyter_client.blocking.client import BlockingKernelClient
+
+from jupyter_ci import providers
+from jupyter_ci.agent.types import Message, ModelRequest
+from jupyter_ci.models.anthropic import AnthropicChatModel
+from jupyter_ci.models.base import Endpoint
+from jupyter_ci.models.broker import ENV_PROVIDERS, ENV_SOCKET, ENV_TOKEN, ENV_URL, MANAGED
+from jupyter_ci.models.openai import OpenAIChatModel
+from jupyter_ci.models.resolve import ModelSettings, endpoint_for
+from tests.fakellm import ANTHROPIC_PATH, OPENAI_PATH, FakeLLM, Turn
+
+OPENAI_KEY = "sk-test-OPENAI-socket-secret-4321"
+JUPYTER_TOKEN = "jupyter-socket-secret"
+
+
+def test_endpoint_behind_a_socket_server_carries_the_socket() -> None:
+    env = {ENV_URL: "http://localhost/base/jupyter-ci/broker", ENV_TOKEN: "broker-token",
+           ENV_PROVIDERS: "openai", ENV_SOCKET: "/run/jupyter/s.sock"}
+    endpoint = endpoint_for(providers.PROVIDERS["openai"], ModelSettings(), env)
+    assert endpoint.socket == "/run/jupyter/s.sock"
+    assert endpoint.base_url == "http://localhost/base/jupyter-ci/broker/openai"
+    assert endpoint.api_key == "broker-token"
+    del env[ENV_SOCKET]
+    assert endpoint_for(providers.PROVIDERS["openai"], ModelSettings(), env).socket is None
+
+
+class _Relay(socketserver.BaseRequestHandler):
+    """Pass one Unix socket connection on to the fake's TCP port, both ways."""
+
+    server: _RelayServer
+
+    def handle(self) -> None:
+        with socket.create_connection(("127.0.0.1", self.server.port)) as upstream:
+            back = threading.Thread(target=_pipe, args=(upstream, self.request), daemon=True)
+            back.start()
+            _pipe(self.request, upstream)
+            back.join(5)
+
+
+class _RelayServer(socketserver.ThreadingUnixStreamServer):
+    daemon_threads = True
+    port = 0
+
+
+def _pipe(source: socket.socket, target: socket.socket) -> None:
+    """Copy bytes until `source` ends, then end `target`'s writing side."""
+    try:
+        while data := source.recv(65536):
+            target.sendall(data)
+        target.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+
+
+@pytest.fixture
+def relay(tmp_path: Path, fake: FakeLLM) -> Iterator[str]:
+    """A Unix socket that reaches the fake model server; its path."""
+    path = str(tmp_path / "relay.sock")
+    with _RelayServer(path, _Relay) as server:
+        server.port = fake.port
+        thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
+        thread.start()
+        yield path
+        server.shutdown()
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_adapters_connect_through_the_endpoint_socket(
+    relay: str, fake: FakeLLM, provider: str
+) -> None:
+    """Both SDKs send to the socket; the URL's host (nothing listens there) is not dialled."""
+    request = ModelRequest("", (Message("user", "hi"),), ())
+    if provider == "openai":
+        endpoint = Endpoint("k", "http://localhost:9/v1", max_retries=0, socket=relay)
+        model: OpenAIChatModel | AnthropicChatModel = OpenAIChatModel(
+            providers.PROVIDERS["openai"], "gpt-test", endpoint)
+    else:
+        endpoint = Endpoint("k", "http://localhost:9", max_retries=0, socket=relay)
+        model = AnthropicChatModel(providers.PROVIDERS["anthropic"], "claude-test", endpoint)
+    assert model.complete(request, lambda _: None).text == "hi from the socket"
+    assert [r.path for r in fake.requests] == [OPENAI_PATH if provider == "openai"
+                                               else ANTHROPIC_PATH]
+    assert fake.requests[0].headers["host"] == "localhost:9"
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeLLM]:
+    """A fake OpenAI server with one answer."""
+    with FakeLLM([Turn("hi from the socket")]) as server:
+        yield server
+
+
+def _start_server(tmp_path: Path, fake: FakeLLM, sock: Path) -> subprocess.Popen[bytes]:
+    """Start `jupyter server --sock` with the real key and the fake model's URL."""
+    config = tmp_path / "config"
+    config.mkdir()
+    (config / "jupyter_server_config.json").write_text(
+        json.dumps({"ServerApp": {"jpserver_extensions": {"jupyter_ci": True}}}))
+    inherited = {*MANAGED, *(v for s in providers.configurable() for v in (s.key_var, s.url_var))}
+    env = {k: v for k, v in os.environ.items() if k not in inherited}
+    env.update({"JUPYTER_CONFIG_DIR": str(config), "JUPYTER_RUNTIME_DIR": str(tmp_path / "rt"),
+                "JUPYTER_DATA_DIR": str(tmp_path / "data"), "HOME": str(tmp_path),
+                "PYTHONPATH": str(Path(__file__).parent.parent),
+                "OPENAI_API_KEY": OPENAI_KEY, "OPENAI_BASE_URL": fake.openai_base_url})
+    with (tmp_path / "server.log").open("wb") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "jupyter_server", "--no-browser", "--allow-root",
+             f"--sock={sock}", f"--IdentityProvider.token={JUPYTER_TOKEN}",
+             f"--ServerApp.root_dir={tmp_path}"],
+            env=env, stdout=out, stderr=subprocess.STDOUT)
+
+
+def _start_kernel(sock: Path, proc: subprocess.Popen[bytes]) -> str:
+    """Start a kernel through the server's REST API, over its socket; return its id."""
+    headers = {"Authorization": f"token {JUPYTER_TOKEN}"}
+    with httpx.Client(transport=httpx.HTTPTransport(uds=str(sock)), headers=headers,
+                      base_url="http://localhost", timeout=60) as client:
+        deadline = time.monotonic() + 60
+        while not sock.exists() or not _answers(client):
+            assert proc.poll() is None, "jupyter server exited"
+            assert time.monotonic() < deadline, "jupyter server did not start"
+            time.sleep(0.2)
+        response = client.post("/api/kernels", json={"name": "python3"})
+        assert response.status_code == 201, response.text
+        return str(response.json()["id"])
+
+
+def _answers(client: httpx.Client) -> bool:
+    """Say whether the server answers on its socket yet."""
+    try:
+        return client.get("/api/status").status_code == 200
+    except httpx.TransportError:
+        return False
+
+
+def _run(kc: BlockingKernelClient, code: str) -> tuple[str, str]:
+    """Run code in the kernel; return its reply status and all text it output."""
+    texts: list[str] = []
+
+    def collect(msg: dict[str, Any]) -> None:
+        content = msg["content"]
+        texts.append(content.get("text", ""))
+        texts.extend(str(v) for k, v in content.get("data", {}).items() if k.startswith("text/"))
+        if msg["msg_type"] == "error":
+            texts.append(f"{content['ename']}: {content['evalue']}")
+
+    reply = kc.execute_interactive(code, output_hook=collect, timeout=90)
+    return reply["content"]["status"], "".join(texts)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Unix sockets")
+def test_ask_in_a_kernel_of_a_socket_server_reaches_the_model(
+    tmp_path: Path, fake: FakeLLM
+) -> None:
+    """A real `jupyter server --sock`: %%ask in its kernel gets the model's answer."""
+    sock = tmp_path / "s.sock"
+    proc = _start_server(tmp_path, fake, sock)
+    kc = BlockingKernelClient()
+    try:
+        kernel_id = _start_kernel(sock, proc)
+        kc.load_connection_file(str(tmp_path / "rt" / f"kernel-{kernel_id}.json"))
+        kc.start_channels()
+        kc.wait_for_ready(timeout=60)
+        assert _run(kc, "import os; print(sorted(k for k in os.environ if 'API_KEY' in k))"
+                    ) == ("ok", "[]\n")
+        assert _run(kc, "%load_ext jupyter_ci")[0] == "ok"
+        status, text = _run(kc, "%%ask -m openai:gpt-test\nsay hi")
+        assert status == "ok" and "hi from the socket" in text, text
+    finally:
+        kc.stop_channels()
+        proc.terminate()
+        proc.wait(30)
+    assert [r.path for r in fake.requests] == [OPENAI_PATH]
+    assert fake.requests[0].headers["authorization"] == f"Bearer {OPENAI_KEY}"
+    assert OPENAI_KEY not in (tmp_path / "server.log").read_text()
