@@ -1,3 +1,61 @@
-"""Shared pytest setup."""
+"""Shared pytest setup: the fake model server and a fresh in-process IPython shell."""
+
+from __future__ import annotations
+
+import atexit
+import sys
+from collections.abc import Iterator
+
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+from traitlets.config import Config
+
+from tests.fakellm import FakeLLM
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
+
+_LAST = ("last_type", "last_value", "last_traceback", "last_exc")
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeLLM]:
+    """Serve a fake OpenAI + Anthropic API for one test: push its turns, read its requests."""
+    with FakeLLM() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def session_fake() -> Iterator[FakeLLM]:
+    """Serve one fake API for the session, for servers started once (the browser tests)."""
+    with FakeLLM() as server:
+        yield server
+
+
+@pytest.fixture
+def shell() -> Iterator[InteractiveShell]:
+    """Give a fresh IPython shell with in-memory history; undo its global side effects.
+
+    It is the process's current shell (`InteractiveShell.instance()`) for the test, so
+    `display()` reaches it; a shell that was current before is current again afterwards.
+    """
+    main = sys.modules["__main__"]
+    before = InteractiveShell._instance
+    saved = {name: getattr(sys, name) for name in _LAST if hasattr(sys, name)}
+    for name in saved:
+        delattr(sys, name)
+    config = Config()
+    config.HistoryManager.hist_file = ":memory:"
+    InteractiveShell.clear_instance()
+    sh = InteractiveShell.instance(config=config)
+    try:
+        yield sh
+    finally:
+        atexit.unregister(sh.atexit_operations)
+        InteractiveShell.clear_instance()
+        InteractiveShell._instance = before
+        sys.modules["__main__"] = main  # the shell installs its own __main__
+        for name in _LAST:
+            if hasattr(sys, name):
+                delattr(sys, name)
+        for name, value in saved.items():
+            setattr(sys, name, value)

@@ -101,11 +101,10 @@ def test_adapters_connect_through_the_endpoint_socket(
     assert fake.requests[0].headers["host"] == "localhost:9"
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeLLM]:
-    """A fake OpenAI server with one answer."""
-    with FakeLLM([Turn("hi from the socket")]) as server:
-        yield server
+@pytest.fixture(autouse=True)
+def one_answer(fake: FakeLLM) -> None:
+    """Every test here gets one answer from the fake model."""
+    fake.push(Turn("hi from the socket"))
 
 
 def _start_server(tmp_path: Path, fake: FakeLLM, sock: Path) -> subprocess.Popen[bytes]:

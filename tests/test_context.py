@@ -2,44 +2,20 @@
 
 from __future__ import annotations
 
-import atexit
 import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
-from traitlets.config import Config
 
 from jupyter_ci.agent.budget import estimate_tokens
 from jupyter_ci.kernel.context import collect_context
 from jupyter_ci.kernel.describe import describe_variable
 
 KEY = "sk-proj-" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0Fe"  # assembled so scanners don't flag the file
-_LAST = ("last_type", "last_value", "last_traceback", "last_exc")
-
-
-@pytest.fixture
-def shell(tmp_path: Path) -> Iterator[InteractiveShell]:
-    """Give a fresh, non-singleton shell with in-memory history; undo its global side effects."""
-    main = sys.modules["__main__"]
-    saved = {name: getattr(sys, name) for name in _LAST if hasattr(sys, name)}
-    for name in saved:
-        delattr(sys, name)
-    config = Config()
-    config.HistoryManager.hist_file = ":memory:"
-    sh = InteractiveShell(config=config)
-    yield sh
-    atexit.unregister(sh.atexit_operations)
-    sys.modules["__main__"] = main  # the shell installs its own __main__
-    for name in _LAST:
-        if hasattr(sys, name):
-            delattr(sys, name)
-    for name, value in saved.items():
-        setattr(sys, name, value)
 
 
 def run(sh: InteractiveShell, *cells: str) -> None:

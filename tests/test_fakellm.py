@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import anthropic
@@ -25,12 +24,6 @@ from tests.fakellm import (
 )
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeLLM]:
-    with FakeLLM() as server:
-        yield server
 
 
 def openai_client(url: str, retries: int = 0) -> openai.OpenAI:

@@ -21,12 +21,6 @@ def code(src: str, text: str = "") -> Turn:
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeLLM]:
-    with FakeLLM() as server:
-        yield server
-
-
-@pytest.fixture
 def kernel(fake: FakeLLM, tmp_path: Path) -> Iterator[Kernel]:
     k = Kernel(openai_env(fake), str(tmp_path))
     assert k.execute("%load_ext jupyter_ci").reply["content"]["status"] == "ok"

@@ -6,7 +6,7 @@ import json
 import socket
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
@@ -27,12 +27,6 @@ RUN_PYTHON = ToolSpec(
 PROVIDERS = ["openai", "anthropic"]
 OPENAI, ANTHROPIC = providers.PROVIDERS["openai"], providers.PROVIDERS["anthropic"]
 MakeModel = Callable[..., "OpenAIChatModel | AnthropicChatModel"]
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeLLM]:
-    with FakeLLM() as server:
-        yield server
 
 
 @pytest.fixture(params=PROVIDERS)

@@ -52,20 +52,22 @@ def chromium() -> str:
     return CHROMIUM
 
 
-@pytest.fixture(scope="session")
-def fake() -> Iterator[FakeLLM]:
-    """Serve the fake OpenAI API for the whole session; tests push their turns."""
-    with FakeLLM() as server:
-        yield server
+@pytest.fixture
+def fake(session_fake: FakeLLM) -> Iterator[FakeLLM]:
+    """The session's fake model (the lab server holds its URL), emptied around each test."""
+    session_fake.reset()
+    yield session_fake
+    session_fake.reset()
 
 
 @pytest.fixture(scope="session")
-def lab_server(fake: FakeLLM, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+def lab_server(session_fake: FakeLLM, tmp_path_factory: pytest.TempPathFactory
+               ) -> Iterator[LabServer]:
     """Start one isolated `jupyter lab` that reaches the fake model through its broker."""
     base = tmp_path_factory.mktemp("lab")
     server = start_lab(base, {
         "OPENAI_API_KEY": TEST_KEY,
-        "OPENAI_BASE_URL": fake.openai_base_url,
+        "OPENAI_BASE_URL": session_fake.openai_base_url,
         "JUPYTER_CI_MODEL": "openai:gpt-test",
     })
     yield server
@@ -85,7 +87,6 @@ def browser(chromium: str) -> Iterator[Browser]:
 def lab(request: pytest.FixtureRequest, browser: Browser, lab_server: LabServer,
         fake: FakeLLM) -> Iterator[Lab]:
     """Give each test a fresh page, workspace and fake script; report what went wrong."""
-    fake.reset()
     context = browser.new_context(viewport={"width": 1500, "height": 1000})
     page = context.new_page()
     name = request.node.name.replace("[", "-").replace("]", "")
@@ -117,4 +118,3 @@ def lab(request: pytest.FixtureRequest, browser: Browser, lab_server: LabServer,
             print(f"--- jupyter lab log (tail) ---\n{lab_server.log_tail()}")
         context.close()
         lab_server.shutdown_kernels()
-        fake.reset()
