@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import argparse
+from pathlib import Path
+
 import pytest
 from IPython.core.error import UsageError
 
 from jupyter_ci import providers
 from jupyter_ci.agent.errors import ModelConfigError
-from jupyter_ci.kernel.options import parse_options
+from jupyter_ci.config import JupyterCI
+from jupyter_ci.kernel.magics import AskMagics
+from jupyter_ci.kernel.options import USAGE, ask_parser, help_text, parse_options
 from jupyter_ci.models.resolve import ModelSettings, default_model_id, endpoint_for, resolve_model
 
 
@@ -25,6 +30,55 @@ def test_double_dash_ends_options() -> None:
 def test_bad_options_are_usage_errors(line: str) -> None:
     with pytest.raises(UsageError, match="%%ask"):
         parse_options(line, None)
+
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def _readme_use_section() -> str:
+    return README.read_text(encoding="utf-8").split("\n## Use\n", 1)[1].split("\n## ", 1)[0]
+
+
+def _options(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    return [action for action in parser._actions if action.option_strings]
+
+
+def _usage_form(action: argparse.Action) -> str:
+    """Write an option as the usage line does: `-m MODEL`, `--new`."""
+    flag = action.option_strings[0]
+    return flag if action.nargs == 0 else f"{flag} {action.metavar}"
+
+
+def test_the_usage_line_is_the_parsers() -> None:
+    parser = ask_parser()
+    assert USAGE.startswith("%%ask [-m MODEL] [--timeout SECONDS]")
+    assert all(f"[{_usage_form(a)}]" in USAGE for a in _options(parser))
+    assert "usage:" not in USAGE and "\n" not in USAGE
+    with pytest.raises(UsageError) as err:
+        parse_options("--bogus x", None)
+    assert str(err.value).endswith(f"\nUsage: {USAGE}")
+    # `%%ask?` shows the usage and each option's help string.
+    doc = AskMagics.ask.__doc__ or ""
+    assert doc == help_text() and f"Usage: {USAGE}" in doc
+    assert all(a.help and a.help.split(" (")[0] in " ".join(doc.split()) for a in _options(parser))
+
+
+def test_the_readme_quotes_the_usage_line() -> None:
+    block = _readme_use_section().split("```\n", 2)[1]
+    assert USAGE in block.splitlines(), f"README.md's usage block must hold:\n{USAGE}"
+
+
+def test_the_readme_option_table_lists_every_option_and_its_default() -> None:
+    rows = [line.split(" | ") for line in _readme_use_section().splitlines()
+            if line.startswith("| `")]
+    table = {row[0].removeprefix("| ").strip("`"): row[-1].removesuffix("|").strip()
+             for row in rows}
+    forms = {_usage_form(a): a for a in _options(ask_parser())}
+    assert set(table) == {*forms, "--"}
+    for form, action in forms.items():
+        trait = JupyterCI.class_traits().get(action.dest)
+        if trait is not None and isinstance(trait.default_value, (int, float)):
+            assert table[form] == f"{trait.default_value:g}", form
 
 
 def test_no_key_says_what_to_set() -> None:

@@ -15,7 +15,7 @@ from jupyter_ci.agent.errors import AskError, AskInterrupted
 from jupyter_ci.agent.loop import AskLoop, Limits
 from jupyter_ci.agent.memory import Memory
 from jupyter_ci.config import JupyterCI
-from jupyter_ci.kernel.options import AskOptions, parse_options
+from jupyter_ci.kernel.options import AskOptions, help_text, parse_options
 from jupyter_ci.kernel.record import (
     AskInfo,
     RequestInfo,
@@ -44,11 +44,7 @@ class AskMagics(Magics):
 
     @line_cell_magic
     def ask(self, line: str, cell: str | None = None) -> None:
-        """Ask the model to do something with code run in this kernel.
-
-        %%ask [-m MODEL] [--timeout SECONDS] [--max-steps N] [--max-fixes N] [--new] [--refresh]
-        <what you want, in plain words>
-        """
+        """Ask the model to do something with code run in this kernel (help: options.help_text)."""
         opts = parse_options(line, cell)
         info = request_info(parent_header(self.ipython))
         phash = prompt_hash(opts.prompt, opts.model)
@@ -133,6 +129,10 @@ class AskMagics(Magics):
             max_tokens=s.max_ask_tokens,
             max_reply_tokens=s.max_reply_tokens,
         )
+
+
+# `%%ask?` shows the parser's own usage and option help, so they cannot drift apart.
+AskMagics.ask.__doc__ = help_text()
 
 
 def parent_header(shell: InteractiveShell) -> dict[str, Any]:

@@ -7,9 +7,10 @@ from dataclasses import dataclass
 
 from IPython.core.error import UsageError
 
-USAGE = "%%ask [-m MODEL] [--timeout SECONDS] [--max-steps N] [--max-fixes N] [--new] " \
-    "[--refresh] <what you want>"
-_TAKES_VALUE = {"-m", "--model", "--timeout", "--max-steps", "--max-fixes"}
+from jupyter_ci.config import JupyterCI
+
+#: What follows the options: the prompt, on the magic's line and/or in the cell below it.
+PROMPT = "<what you want>"
 
 
 @dataclass(frozen=True)
@@ -25,20 +26,67 @@ class AskOptions:
     refresh: bool = False
 
 
+class _Formatter(argparse.HelpFormatter):
+    # A fixed width: the usage line must not depend on the terminal (README quotes it).
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, width=100, max_help_position=26)
+
+
+def usage_error(message: str) -> UsageError:
+    """Build the UsageError the magic raises: what is wrong, then the usage line."""
+    return UsageError(f"%%ask: {message}\nUsage: {USAGE}")
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"%%ask: {message}\nUsage: {USAGE}")
+        raise usage_error(message)
 
 
-def _parser() -> _Parser:
-    parser = _Parser(prog="%%ask", add_help=False)
-    parser.add_argument("-m", "--model")
-    parser.add_argument("--timeout", type=float)
-    parser.add_argument("--max-steps", type=int)
-    parser.add_argument("--max-fixes", type=int)
-    parser.add_argument("--new", action="store_true")
-    parser.add_argument("--refresh", action="store_true")
+def _default(name: str) -> str:
+    return f"{getattr(JupyterCI, name).default_value:g}"
+
+
+def ask_parser() -> argparse.ArgumentParser:
+    """Build the parser of the magic's options: the one source of its usage and help."""
+    parser = _Parser(prog="%%ask", add_help=False, formatter_class=_Formatter)
+    parser.add_argument("-m", "--model", metavar="MODEL",
+                        help="provider:model, e.g. openai:gpt-4.1 or anthropic:claude-sonnet-4-5 "
+                        "(default: c.JupyterCI.model, else JUPYTER_CI_MODEL, else the "
+                        "provider whose key is set)")
+    parser.add_argument("--timeout", type=float, metavar="SECONDS",
+                        help="seconds one code run may take before it is interrupted; the "
+                        f"kernel lives (default {_default('timeout')})")
+    parser.add_argument("--max-steps", type=int, metavar="N",
+                        help=f"code runs in this ask (default {_default('max_steps')})")
+    parser.add_argument("--max-fixes", type=int, metavar="N",
+                        help="consecutive failed runs before the ask gives up "
+                        f"(default {_default('max_fixes')})")
+    parser.add_argument("--new", action="store_true",
+                        help="forget the earlier asks of this kernel")
+    parser.add_argument("--refresh", action="store_true",
+                        help="ask again even if this cell's earlier answer could be reused")
     return parser
+
+
+def _usage(parser: argparse.ArgumentParser) -> str:
+    return f"{parser.format_usage().removeprefix('usage: ').strip()} {PROMPT}"
+
+
+#: One line: `%%ask [-m MODEL] [--timeout SECONDS] ... <what you want>`.
+USAGE = _usage(ask_parser())
+# Options followed by a value: split_line must know them to find where the prompt begins.
+_TAKES_VALUE = {flag for action in ask_parser()._actions if action.nargs != 0
+                for flag in action.option_strings}
+
+
+def help_text() -> str:
+    """Return the magic's help (`%%ask?`): a summary, the usage line, each option's help."""
+    parser = ask_parser()
+    options = parser.format_help().partition("\n\n")[2].rstrip()
+    return (f"Ask the model to do something with code run in this kernel.\n\n"
+            f"Usage: {USAGE}\n\n"
+            f"The prompt follows the options on the same line, in the cell below, or both; "
+            f"`--` ends the options.\n\n{options}\n")
 
 
 def split_line(line: str) -> tuple[list[str], str]:
@@ -59,13 +107,13 @@ def split_line(line: str) -> tuple[list[str], str]:
 def parse_options(line: str, cell: str | None) -> AskOptions:
     """Parse the magic's line (and body) or raise UsageError saying what is wrong."""
     tokens, rest = split_line(line)
-    args = _parser().parse_args(tokens)
+    args = ask_parser().parse_args(tokens)
     prompt = "\n".join(part for part in (rest, (cell or "").strip()) if part).strip()
     if not prompt:
-        raise UsageError(f"%%ask: write what you want after the magic.\nUsage: {USAGE}")
+        raise usage_error("write what you want after the magic.")
     for name, value in (("--timeout", args.timeout), ("--max-steps", args.max_steps),
                         ("--max-fixes", args.max_fixes)):
         if value is not None and value <= 0:
-            raise UsageError(f"%%ask: {name} must be a positive number, got {value:g}.")
+            raise usage_error(f"{name} must be a positive number, got {value:g}.")
     return AskOptions(prompt, args.model, args.timeout, args.max_steps, args.max_fixes,
                       args.new, args.refresh)
