@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from traitlets import Float, Int, List, Unicode, default
+from traitlets import Bool, Float, Int, List, Unicode, default
 from traitlets.config import Configurable
 
 
@@ -47,6 +47,15 @@ class JupyterCI(Configurable):
     request_timeout = Float(120.0, help="Seconds to wait for a model response "
                             "(default 120).").tag(config=True)
 
+    harden_process = Bool(
+        True,
+        help="Make the Jupyter server process non-dumpable (Linux prctl PR_SET_DUMPABLE), so "
+        "kernels and other processes of your user cannot read the provider keys from "
+        "/proc/<server pid>/environ or /proc/<server pid>/mem. Kernels are unaffected. Turn "
+        "it off to attach a debugger or profiler (gdb, py-spy) to the server, or for tools "
+        "that read the server's /proc files without root (e.g. its open files or I/O "
+        "counters).",
+    ).tag(config=True)
     @default("model")
     def _model_default(self) -> str:
         return os.environ.get("JUPYTER_CI_MODEL", "")

@@ -11,6 +11,7 @@ from jupyter_ci.config import JupyterCI
 from jupyter_ci.models.broker import ENV_SOCKET, ENV_URL
 from jupyter_ci.server.broker import BROKER_ROUTE, Broker, broker_url
 from jupyter_ci.server.handlers import routes
+from jupyter_ci.server.hardening import make_non_dumpable
 from jupyter_ci.server.relay import make_client
 
 
@@ -22,6 +23,8 @@ class JupyterCIApp(ExtensionApp):
     def initialize_settings(self) -> None:
         """Take the keys out of the environment before any kernel can inherit them."""
         self.ci = JupyterCI(parent=self)
+        if self.ci.harden_process:
+            make_non_dumpable(self.log)
         self.broker = Broker.take_from_environ(os.environ)
         self.client = make_client(self.ci.request_timeout)
         self._publish_environ()
