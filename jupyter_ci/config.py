@@ -56,6 +56,18 @@ class JupyterCI(Configurable):
         "that read the server's /proc files without root (e.g. its open files or I/O "
         "counters).",
     ).tag(config=True)
+    key_file = Unicode(
+        "",
+        help="A file holding provider keys outside any process environment: a JSON object or "
+        "NAME=value lines, with names such as OPENAI_API_KEY or ANTHROPIC_BASE_URL. It must "
+        "be yours and private (chmod 600). An environment variable wins over the file; the "
+        "file wins over the keyring. Default: the environment variable JUPYTER_CI_KEY_FILE.",
+    ).tag(config=True)
+
+    @default("key_file")
+    def _key_file_default(self) -> str:
+        return os.environ.get("JUPYTER_CI_KEY_FILE", "")
+
     @default("model")
     def _model_default(self) -> str:
         return os.environ.get("JUPYTER_CI_MODEL", "")

@@ -12,6 +12,7 @@ from jupyter_ci.models.broker import ENV_SOCKET, ENV_URL
 from jupyter_ci.server.broker import BROKER_ROUTE, Broker, broker_url
 from jupyter_ci.server.handlers import routes
 from jupyter_ci.server.hardening import make_non_dumpable
+from jupyter_ci.server.keys import stored_keys
 from jupyter_ci.server.relay import make_client
 
 
@@ -25,7 +26,8 @@ class JupyterCIApp(ExtensionApp):
         self.ci = JupyterCI(parent=self)
         if self.ci.harden_process:
             make_non_dumpable(self.log)
-        self.broker = Broker.take_from_environ(os.environ)
+        stored = stored_keys(self.ci.key_file, os.environ, self.log)
+        self.broker = Broker.take_from_environ(os.environ, stored)
         self.client = make_client(self.ci.request_timeout)
         self._publish_environ()
         # The port is final only once init_httpserver has run (after extensions load,

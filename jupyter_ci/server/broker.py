@@ -142,12 +142,14 @@ class Broker:
     token: str = field(default_factory=lambda: secrets.token_urlsafe(32), repr=False)
 
     @classmethod
-    def take_from_environ(cls, environ: MutableMapping[str, str]) -> Broker:
-        """Move provider keys and URLs out of `environ`, which kernels inherit."""
-        found = {}
+    def take_from_environ(
+        cls, environ: MutableMapping[str, str], stored: Mapping[str, str] | None = None
+    ) -> Broker:
+        """Move provider keys and URLs out of `environ`; fall back on `stored` (key file)."""
+        found, stored = {}, stored or {}
         for spec in providers.configurable():
-            key = environ.pop(spec.key_var, "").strip()
-            url = environ.pop(spec.url_var, "").strip()
+            key = environ.pop(spec.key_var, "").strip() or stored.get(spec.key_var, "")
+            url = environ.pop(spec.url_var, "").strip() or stored.get(spec.url_var, "")
             found[spec.name] = Provider(spec, url or spec.default_url, key, bool(url))
         return cls(found)
 
