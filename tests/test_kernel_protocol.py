@@ -161,6 +161,9 @@ def test_ask_start_carries_the_cell_count_and_a_failed_ask_sends_its_record(
     fake.push(code("1/0"), code("1/0"))
     run = kernel.execute("%%ask --max-fixes 2\nfail", FRONTEND)
     start, end = run.comm_data()[0], run.comm_data()[-1]
+    # The cell fails (so Run All stops), although generated code raised inside it first.
+    assert run.reply["content"]["status"] == "error"
+    assert run.reply["content"]["ename"] == "LimitReached"
     assert start["execution_count"] == run.of_type("execute_input")[0]["content"][
         "execution_count"]
     assert end["status"] == "failed" and end["record"]["status"] == "failed"
