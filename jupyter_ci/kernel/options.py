@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 from dataclasses import dataclass
 
 from IPython.core.error import UsageError
@@ -46,8 +47,9 @@ def _default(name: str) -> str:
     return f"{getattr(JupyterCI, name).default_value:g}"
 
 
+@functools.cache  # argparse's set-up costs milliseconds (gettext); a parser is reusable
 def ask_parser() -> argparse.ArgumentParser:
-    """Build the parser of the magic's options: the one source of its usage and help."""
+    """Return the parser of the magic's options: the one source of its usage and help."""
     parser = _Parser(prog="%%ask", add_help=False, formatter_class=_Formatter)
     parser.add_argument("-m", "--model", metavar="MODEL",
                         help="provider:model, e.g. openai:gpt-4.1 or anthropic:claude-sonnet-4-5 "
