@@ -15,17 +15,13 @@ from typing import Any
 
 from jupyter_client.manager import start_new_kernel
 
+# Runs in the kernel: `_bench(n)` makes `-m scripted:bench` answer with n code steps, then "done".
 SETUP = """
-import time as _t
 from jupyter_ci.agent.types import ModelReply
-from jupyter_ci.models.scripted import ScriptedModel, code_call
-import jupyter_ci.kernel.magics as _m
+from jupyter_ci.models.scripted import code_call, register
 
-def _bench_model(steps):
-    replies = [code_call(f"x_{i} = {i}") for i in range(steps)] + [ModelReply(text="done")]
-    return ScriptedModel.of(replies)
-
-_m.resolve_model = lambda spec, settings, env=None: _bench_model(_STEPS)
+def _bench(steps):
+    register("bench", [code_call(f"x_{i} = {i}") for i in range(steps)] + [ModelReply(text="done")])
 """
 
 
@@ -67,14 +63,14 @@ def step_overhead(rounds: int, steps: int) -> tuple[float, float]:
     km, kc = start_new_kernel(kernel_name="python3")
     try:
         execute(kc, "%load_ext jupyter_ci")
-        execute(kc, f"_STEPS = {steps}\n" + SETUP)
+        execute(kc, SETUP)
         plain, per_step = [], []
         for i in range(rounds):
             plain.append(statistics.mean(execute(kc, f"x_{j} = {j}") for j in range(steps)))
-            ask = execute(kc, f"%%ask --new\nround {i}")
-            execute(kc, "_STEPS = 0")
-            empty = execute(kc, f"%%ask --new\nempty {i}")
-            execute(kc, f"_STEPS = {steps}")
+            execute(kc, f"_bench({steps})")
+            ask = execute(kc, f"%%ask --new -m scripted:bench\nround {i}")
+            execute(kc, "_bench(0)")
+            empty = execute(kc, f"%%ask --new -m scripted:bench\nempty {i}")
             per_step.append((ask - empty) / steps)
         return statistics.median(plain), statistics.median(per_step)
     finally:
