@@ -47,6 +47,26 @@ class JupyterCI(Configurable):
     request_timeout = Float(120.0, help="Seconds to wait for a model response "
                             "(default 120).").tag(config=True)
 
+    max_tokens_per_kernel = Int(
+        0,
+        help="Model tokens (input plus output, as the provider reports them) one kernel may "
+        "use through the server's key broker, over its restarts, before further requests get "
+        "HTTP 429; checked before each request, so the request that crosses it completes. "
+        "0 (default) = unlimited. With a limit, streamed Chat Completions requests are made "
+        "to report usage (stream_options.include_usage).",
+    ).tag(config=True)
+    max_tokens_per_server = Int(
+        0,
+        help="Model tokens (input plus output) all kernels together may use through the key "
+        "broker while the server runs, like max_tokens_per_kernel. 0 (default) = unlimited.",
+    ).tag(config=True)
+    broker_max_body_bytes = Int(
+        32 * 1024 * 1024,
+        help="Largest request body, in bytes, a kernel may send through the key broker; "
+        "larger ones get HTTP 413 before they are read (default 33554432, 32 MiB). "
+        "ServerApp.max_body_size still caps it.",
+    ).tag(config=True)
+
     harden_process = Bool(
         True,
         help="Make the Jupyter server process non-dumpable (Linux prctl PR_SET_DUMPABLE), so "

@@ -11,7 +11,8 @@ from jupyter_ci.agent.errors import ModelConfigError
 from jupyter_ci.agent.types import Message, ModelRequest
 from jupyter_ci.models.resolve import ModelSettings, default_model_id, resolve_model
 from jupyter_ci.providers import OPENAI_ROUTES, ProviderSpec
-from jupyter_ci.server.broker import Broker, NoProviderKey
+from jupyter_ci.server.broker import Broker
+from jupyter_ci.server.errors import NoProviderKey
 from jupyter_ci.server.handlers import error_reply
 from jupyter_ci.server.panel import panel_config
 from tests.fakellm import Fail, FakeLLM, Turn
@@ -66,7 +67,9 @@ def test_broker_and_panel_know_the_new_provider(local: ProviderSpec) -> None:
     broker = Broker.take_from_environ(environ)
     assert environ == {}, "the key and URL leave the environment kernels inherit"
     assert [p.name for p in broker.configured()] == ["local"]
-    out = broker.outgoing("local", "chat/completions", "", "POST", {}, b"{}")
+    headers = {"Authorization": f"Bearer {broker.issue('kernel-1')}"}
+    call = broker.admit("local", "chat/completions", "POST", headers)
+    out = broker.outgoing(call, "", b"{}")
     assert out.url == "http://10.0.0.5:8000/v1/chat/completions"
     assert out.headers["Authorization"] == "Bearer k-local-123456"
     kernel_env = broker.kernel_environ("http://127.0.0.1:8888/jupyter-ci/broker")

@@ -77,6 +77,10 @@ class Upstream:
     # Set by a test to hold the stream after its first chunk until the client has it.
     gate: asyncio.Event | None = None
     gate_timed_out: bool = False
+    # Set by a test to misbehave on the model routes: "slow", "broken" or "limited".
+    mode: str = ""
+    # Canned replies served first, in order: (status, headers, body chunks).
+    replies: list[tuple[int, dict[str, str], list[bytes]]] = field(default_factory=list)
 
 
 class UpstreamHandler(web.RequestHandler):
@@ -88,19 +92,32 @@ class UpstreamHandler(web.RequestHandler):
     async def get(self, path: str) -> None:
         await self.post(path)
 
+    async def delete(self, path: str) -> None:
+        await self.post(path)
+
     async def post(self, path: str) -> None:
         self.upstream.requests.append(
             {"path": self.request.uri, "method": self.request.method,
              "headers": dict(self.request.headers), "body": self.request.body}
         )
-        if path == "v1/slow":
+        if self.upstream.replies:
+            status, headers, chunks = self.upstream.replies.pop(0)
+            self.set_status(status)
+            for name, value in headers.items():
+                self.set_header(name, value)
+            for chunk in chunks:
+                self.write(chunk)
+                await self.flush()
+            return
+        mode = self.upstream.mode
+        if mode == "slow":
             await asyncio.sleep(3)
-        if path == "v1/broken":
+        if mode == "broken":
             self.write(OPENAI_SSE[0])
             await self.flush()
             self.request.connection.close()  # type: ignore[union-attr]
             return
-        if path == "v1/limited":
+        if mode == "limited":
             self.set_status(429)
             self.set_header("Retry-After", "7")
             self.set_header("Set-Cookie", "upstream=1")
@@ -206,9 +223,16 @@ async def broker_fetch(
     return response
 
 
-def bearer() -> dict[str, str]:
+@pytest.fixture
+def token(jp_serverapp: Any) -> str:
+    """A broker token, issued as the server issues one to each kernel it starts."""
+    broker = jp_serverapp.web_app.settings["jupyter_ci_broker"]
+    return str(broker.issue("kernel-of-this-test"))
+
+
+def bearer(token: str) -> dict[str, str]:
     """Headers the OpenAI SDK sends in a kernel."""
-    return {"Authorization": f"Bearer {os.environ[ENV_TOKEN]}"}
+    return {"Authorization": f"Bearer {token}"}
 
 
 CHAT = json.dumps({"model": "fake", "messages": [], "stream": True}).encode()
@@ -253,7 +277,8 @@ async def test_keys_leave_the_environment(jp_serverapp: Any, jp_base_url: str) -
         assert var not in os.environ
     port = jp_serverapp.port
     assert os.environ[ENV_URL] == f"http://127.0.0.1:{port}{jp_base_url}jupyter-ci/broker"
-    assert len(os.environ[ENV_TOKEN]) >= 32
+    # Each kernel gets its own token when it starts (tests/security/test_broker_policy.py).
+    assert ENV_TOKEN not in os.environ
     assert os.environ[ENV_PROVIDERS] == "openai,anthropic"
     assert OPENAI_KEY not in repr(jp_serverapp.web_app.settings["jupyter_ci_broker"])
 
@@ -299,7 +324,7 @@ async def test_real_kernel_gets_broker_not_keys(
 
 
 async def test_openai_stream_is_relayed_live_with_the_real_key(
-    live_server: Any, upstream: Upstream, capture: Any
+    live_server: Any, upstream: Upstream, token: str, capture: Any
 ) -> None:
     upstream.gate = asyncio.Event()
     chunks: list[bytes] = []
@@ -308,7 +333,7 @@ async def test_openai_stream_is_relayed_live_with_the_real_key(
         chunks.append(chunk)
         upstream.gate.set()  # type: ignore[union-attr]
 
-    headers = {**bearer(), "Cookie": "_xsrf=abc", "OpenAI-Organization": "org-1"}
+    headers = {**bearer(token), "Cookie": "_xsrf=abc", "OpenAI-Beta": "assistants=v2"}
     response = await broker_fetch("openai/chat/completions?x=1", headers, CHAT,
                                   streaming_callback=on_chunk)
     assert response.code == 200 and not upstream.gate_timed_out
@@ -317,16 +342,16 @@ async def test_openai_stream_is_relayed_live_with_the_real_key(
     got = upstream.requests[-1]
     assert got["path"] == "/v1/chat/completions?x=1" and got["body"] == CHAT
     assert got["headers"]["Authorization"] == f"Bearer {OPENAI_KEY}"
-    assert got["headers"]["Openai-Organization"] == "org-1"
+    assert got["headers"]["Openai-Beta"] == "assistants=v2"
     assert "Cookie" not in got["headers"]
-    assert os.environ[ENV_TOKEN] not in json.dumps(got["headers"])
+    assert token not in json.dumps(got["headers"])
 
 
 async def test_anthropic_request_gets_x_api_key(
-    jp_fetch: Any, jp_auth_header: dict[str, str], upstream: Upstream, capture: Any
+    jp_fetch: Any, jp_auth_header: dict[str, str], upstream: Upstream, token: str, capture: Any
 ) -> None:
     # jp_fetch adds the Jupyter token too: it must be ignored and never forwarded.
-    headers = {"x-api-key": os.environ[ENV_TOKEN], "anthropic-version": "2023-06-01"}
+    headers = {"x-api-key": token, "anthropic-version": "2023-06-01"}
     response = await jp_fetch("jupyter-ci", "broker", "anthropic", "v1", "messages",
                               method="POST", body=CHAT, headers=headers)
     assert response.body == b"".join(ANTHROPIC_SSE)
@@ -336,11 +361,13 @@ async def test_anthropic_request_gets_x_api_key(
     assert jp_auth_header["Authorization"].split()[-1] not in json.dumps(got)
 
 
-async def test_real_sdks_stream_through_the_broker(live_server: Any, capture: Any) -> None:
+async def test_real_sdks_stream_through_the_broker(
+    live_server: Any, token: str, capture: Any
+) -> None:
     import anthropic
     import openai
 
-    base, token = os.environ[ENV_URL], os.environ[ENV_TOKEN]
+    base = os.environ[ENV_URL]
     oai = openai.AsyncOpenAI(base_url=f"{base}/openai", api_key=token, max_retries=0)
     stream = await oai.chat.completions.create(model="fake", messages=[], stream=True)
     text = "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
@@ -352,8 +379,11 @@ async def test_real_sdks_stream_through_the_broker(live_server: Any, capture: An
     assert "".join(d.text for d in deltas if isinstance(d, anthropic.types.TextDelta)) == "Hello"
 
 
-async def test_upstream_errors_are_relayed(live_server: Any, capture: Any) -> None:
-    response = await broker_fetch("openai/limited", bearer(), CHAT)
+async def test_upstream_errors_are_relayed(
+    live_server: Any, upstream: Upstream, token: str, capture: Any
+) -> None:
+    upstream.mode = "limited"
+    response = await broker_fetch("openai/chat/completions", bearer(token), CHAT)
     assert response.code == 429 and response.headers["Retry-After"] == "7"
     assert json.loads(response.body)["error"]["message"] == "slow down"
     assert "Set-Cookie" not in response.headers
@@ -382,9 +412,10 @@ async def test_broker_rejects_other_credentials(
 @pytest.mark.parametrize("route", ["api/kernels", "jupyter-ci/config"])
 @pytest.mark.parametrize("scheme", ["token", "Bearer"])
 async def test_broker_token_opens_nothing_else(
-    jp_serverapp: Any, http_server_client: Any, jp_base_url: str, route: str, scheme: str
+    jp_serverapp: Any, http_server_client: Any, jp_base_url: str, route: str, scheme: str,
+    token: str,
 ) -> None:
-    headers = {"Authorization": f"{scheme} {os.environ[ENV_TOKEN]}"}
+    headers = {"Authorization": f"{scheme} {token}"}
     with pytest.raises(HTTPClientError) as caught:
         await http_server_client.fetch(f"{jp_base_url}{route}", headers=headers)
     assert caught.value.code == 403
@@ -393,9 +424,10 @@ async def test_broker_token_opens_nothing_else(
 @pytest.mark.parametrize("server_env", [{"ANTHROPIC_API_KEY": OPENAI_KEY,
                                          "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}],
                          indirect=True)
-async def test_unreachable_upstream_is_a_502(live_server: Any, capture: Any) -> None:
-    response = await broker_fetch("anthropic/v1/messages", {"x-api-key": os.environ[ENV_TOKEN]},
-                                  CHAT)
+async def test_unreachable_upstream_is_a_502(
+    live_server: Any, token: str, capture: Any
+) -> None:
+    response = await broker_fetch("anthropic/v1/messages", {"x-api-key": token}, CHAT)
     assert response.code == 502
     error = json.loads(response.body)
     assert error["type"] == "error"
@@ -404,32 +436,34 @@ async def test_unreachable_upstream_is_a_502(live_server: Any, capture: Any) -> 
 
 @pytest.mark.parametrize("server_env", [{"ANTHROPIC_BASE_URL": ""}], indirect=True)
 async def test_missing_key_is_a_401_naming_the_variable(
-    live_server: Any, upstream: Upstream, capture: Any
+    live_server: Any, upstream: Upstream, token: str, capture: Any
 ) -> None:
-    response = await broker_fetch("anthropic/v1/messages", {"x-api-key": os.environ[ENV_TOKEN]},
-                                  CHAT)
+    response = await broker_fetch("anthropic/v1/messages", {"x-api-key": token}, CHAT)
     assert response.code == 401
     assert "ANTHROPIC_API_KEY" in json.loads(response.body)["error"]["message"]
     # A keyless OpenAI-compatible server (Ollama) is forwarded to without any key.
-    response = await broker_fetch("openai/chat/completions", bearer(), CHAT)
+    response = await broker_fetch("openai/chat/completions", bearer(token), CHAT)
     assert response.code == 200
     assert "Authorization" not in upstream.requests[-1]["headers"]
 
 
 @pytest.mark.parametrize("ci_config", [{"request_timeout": 0.5}])
-async def test_silent_upstream_is_a_504(live_server: Any, ci_config: Any) -> None:
-    response = await broker_fetch("openai/slow", bearer(), CHAT)
+async def test_silent_upstream_is_a_504(
+    live_server: Any, upstream: Upstream, ci_config: Any, token: str
+) -> None:
+    upstream.mode = "slow"
+    response = await broker_fetch("openai/chat/completions", bearer(token), CHAT)
     assert response.code == 504
     assert "no answer" in json.loads(response.body)["error"]["message"]
 
 
 async def test_kernel_hanging_up_cancels_the_upstream_request(
-    live_server: Any, upstream: Upstream, capture: Any
+    live_server: Any, upstream: Upstream, token: str, capture: Any
 ) -> None:
     upstream.gate = asyncio.Event()  # never set: the upstream holds the stream open
     with pytest.raises(HTTPClientError):
         await AsyncHTTPClient().fetch(f"{os.environ[ENV_URL]}/openai/chat/completions",
-                                      method="POST", headers=bearer(), body=CHAT,
+                                      method="POST", headers=bearer(token), body=CHAT,
                                       request_timeout=0.5)
     await asyncio.sleep(0.2)
     assert "closed" in capture.text and "early" in capture.text
@@ -447,13 +481,15 @@ def _wait_for_server_info(runtime: Path, proc: subprocess.Popen[bytes]) -> dict[
 
 
 def _child_environ(pid: int) -> dict[str, str]:
-    """Read the environment of the one child process of `pid` (the kernel)."""
+    """Read the environment of the kernel process started by `pid`."""
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         for stat in Path("/proc").glob("[0-9]*/stat"):
             try:
                 fields = stat.read_text().rsplit(")", 1)[1].split()
-                if int(fields[1]) == pid:
+                # Only the kernel: the server may run other children (npm, for one).
+                kernel = b"ipykernel" in (stat.parent / "cmdline").read_bytes()
+                if int(fields[1]) == pid and kernel:
                     raw = (stat.parent / "environ").read_bytes()
                     return dict(e.split("=", 1) for e in raw.decode().split("\0") if "=" in e)
             except (OSError, IndexError):
@@ -528,13 +564,14 @@ def test_kernels_get_the_port_the_server_bound(
 
 
 async def test_upstream_dying_mid_stream_breaks_the_kernel_stream(
-    live_server: Any, capture: Any
+    live_server: Any, upstream: Upstream, token: str, capture: Any
 ) -> None:
+    upstream.mode = "broken"
     chunks: list[bytes] = []
     with pytest.raises(Exception) as caught:
-        await AsyncHTTPClient().fetch(f"{os.environ[ENV_URL]}/openai/broken", method="POST",
-                                      headers=bearer(), body=CHAT, request_timeout=10,
-                                      streaming_callback=chunks.append)
+        await AsyncHTTPClient().fetch(f"{os.environ[ENV_URL]}/openai/chat/completions",
+                                      method="POST", headers=bearer(token), body=CHAT,
+                                      request_timeout=10, streaming_callback=chunks.append)
     # A cut stream, never a clean end that the SDK would take as a complete answer.
     assert b"".join(chunks) == OPENAI_SSE[0], caught.value
 
@@ -552,6 +589,7 @@ def test_broker_keeps_keys_out_of_reprs_and_environ() -> None:
     environ = {"OPENAI_API_KEY": OPENAI_KEY, "ANTHROPIC_BASE_URL": "localhost:8080", "X": "1"}
     broker = Broker.take_from_environ(environ)
     assert environ == {"X": "1"}
-    assert OPENAI_KEY not in repr(broker) and broker.token not in repr(broker)
+    token = broker.issue("k1")
+    assert OPENAI_KEY not in repr(broker) and token not in repr(broker)
     assert [p.name for p in broker.configured()] == ["openai", "anthropic"]
     assert "ANTHROPIC_BASE_URL must start with http" in broker.misconfigured()[0]

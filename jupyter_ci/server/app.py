@@ -8,10 +8,11 @@ from jupyter_server.extension.application import ExtensionApp
 from jupyter_server.serverapp import ServerApp
 
 from jupyter_ci.config import JupyterCI
-from jupyter_ci.models.broker import ENV_SOCKET, ENV_URL
+from jupyter_ci.models.broker import ENV_SOCKET, ENV_TOKEN, ENV_URL
 from jupyter_ci.server.broker import BROKER_ROUTE, Broker, broker_url
 from jupyter_ci.server.handlers import routes
 from jupyter_ci.server.hardening import make_non_dumpable
+from jupyter_ci.server.kernels import hook_kernel_manager
 from jupyter_ci.server.keys import stored_keys
 from jupyter_ci.server.relay import make_client
 
@@ -28,6 +29,10 @@ class JupyterCIApp(ExtensionApp):
             make_non_dumpable(self.log)
         stored = stored_keys(self.ci.key_file, os.environ, self.log)
         self.broker = Broker.take_from_environ(os.environ, stored)
+        self.broker.budget.per_kernel = self.ci.max_tokens_per_kernel
+        self.broker.budget.per_server = self.ci.max_tokens_per_server
+        # Each kernel gets its own token in the env of its start (see server/kernels.py).
+        hook_kernel_manager(self._server().kernel_manager, self.broker, self.log)
         self.client = make_client(self.ci.request_timeout)
         self._publish_environ()
         # The port is final only once init_httpserver has run (after extensions load,
@@ -49,10 +54,11 @@ class JupyterCIApp(ExtensionApp):
         await self.client.aclose()
 
     def _publish_environ(self) -> None:
-        """Put the broker URL, token and providers into os.environ for new kernels."""
+        """Put the broker URL and providers into os.environ for new kernels."""
         server = self._server()
         # Drop values inherited from a parent server: they would point at another broker.
-        for var in (ENV_URL, ENV_SOCKET):
+        # No token here: one that every process of the server inherits is no kernel's own.
+        for var in (ENV_URL, ENV_SOCKET, ENV_TOKEN):
             os.environ.pop(var, None)
         url = None
         if server.sock:

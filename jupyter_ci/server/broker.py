@@ -1,9 +1,8 @@
-"""The key broker: provider keys live only in the server; kernels hold a broker token."""
+"""The key broker: provider keys live only in the server; each kernel holds its own token."""
 
 from __future__ import annotations
 
-import hmac
-import secrets
+import re
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 from urllib.parse import quote, urlsplit
@@ -19,72 +18,24 @@ from jupyter_ci.models.broker import (
     encode_hosts,
 )
 from jupyter_ci.providers import ProviderSpec
+from jupyter_ci.server.allowlist import forwarded_headers, match_route
+from jupyter_ci.server.credentials import Budget, Credentials
+from jupyter_ci.server.errors import (
+    BadBrokerToken,
+    BadRequest,
+    NoProviderKey,
+    OverBudget,
+    UnknownProvider,
+)
+from jupyter_ci.server.usage import ask_for_usage
 
 #: Route of the broker under the server's base_url; kernels append `/<provider>`.
 BROKER_ROUTE = "jupyter-ci/broker"
 
-# Never forwarded upstream: credentials (ours are replaced), Jupyter's cookies and XSRF
-# token, and hop-by-hop headers that belong to the kernel-to-server connection only.
-_DROPPED_REQUEST_HEADERS = frozenset(
-    {
-        "authorization", "x-api-key", "cookie", "x-xsrftoken", "host", "content-length",
-        "connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade",
-        "proxy-authorization", "proxy-connection", "accept-encoding", "origin", "referer",
-    }
-)
-# Returned to the kernel: what the SDKs read (type, retry hints, request ids). Upstream
-# cookies and encodings stay out, since the body is relayed decoded on Jupyter's origin.
-_KEPT_RESPONSE_HEADERS = frozenset(
-    {"content-type", "retry-after", "retry-after-ms", "x-should-retry", "request-id",
-     "x-request-id"}
-)
-_KEPT_RESPONSE_PREFIXES = ("openai-", "anthropic-", "x-ratelimit-")
-
-
-class BrokerError(Exception):
-    """A broker request that cannot be forwarded; `status` is the HTTP status to answer."""
-
-    status = 500
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-
-class BadRequest(BrokerError):
-    """The request cannot be forwarded as it is."""
-
-    status = 400
-
-
-class BadBrokerToken(BrokerError):
-    """The request did not carry this server's broker token."""
-
-    status = 403
-
-
-class UnknownProvider(BrokerError):
-    """The route names a provider the broker does not serve."""
-
-    status = 404
-
-
-class NoProviderKey(BrokerError):
-    """The server was started without a key or URL for this provider."""
-
-    status = 401
-
-
-class UpstreamUnreachable(BrokerError):
-    """The provider could not be reached at all."""
-
-    status = 502
-
-
-class UpstreamTimeout(BrokerError):
-    """The provider stopped answering for longer than the read timeout."""
-
-    status = 504
+# A key the upstream HTTP library can send in a header: printable ASCII, no whitespace.
+# Anything else (a pasted line break, a typographic dash) fails at the first request, and
+# that failure's text would hold the key; so it is refused once, at start-up, by name.
+_KEY = re.compile(r"[\x21-\x7e]+")
 
 
 @dataclass(frozen=True)
@@ -95,6 +46,8 @@ class Provider:
     base_url: str
     api_key: str = field(default="", repr=False)
     explicit_url: bool = False
+    #: The key variable held a value that is not a usable key (see _KEY); never shown.
+    bad_key: bool = False
 
     @property
     def name(self) -> str:
@@ -104,7 +57,7 @@ class Provider:
     @property
     def configured(self) -> bool:
         """Say whether requests can be forwarded (a key, or a keyless server's URL)."""
-        return bool(self.api_key) or self.explicit_url
+        return not self.bad_key and (bool(self.api_key) or self.explicit_url)
 
     def auth_headers(self) -> dict[str, str]:
         """Return the real credential header; none for a keyless local server."""
@@ -125,6 +78,18 @@ class Provider:
 
 
 @dataclass(frozen=True)
+class Admitted:
+    """A kernel request that passed every check before its body is read."""
+
+    kernel_id: str
+    provider: Provider
+    method: str
+    #: Below the provider's base URL: decoded, and checked against the provider's routes.
+    path: str
+    headers: dict[str, str] = field(repr=False)
+
+
+@dataclass(frozen=True)
 class Outgoing:
     """A request ready to send upstream."""
 
@@ -136,10 +101,11 @@ class Outgoing:
 
 @dataclass
 class Broker:
-    """Provider credentials held in server memory and the token kernels use instead."""
+    """Provider credentials held in server memory, and the kernels' tokens and budget."""
 
     providers: dict[str, Provider]
-    token: str = field(default_factory=lambda: secrets.token_urlsafe(32), repr=False)
+    credentials: Credentials = field(default_factory=Credentials)
+    budget: Budget = field(default_factory=Budget)
 
     @classmethod
     def take_from_environ(
@@ -150,29 +116,49 @@ class Broker:
         for spec in providers.configurable():
             key = environ.pop(spec.key_var, "").strip() or stored.get(spec.key_var, "")
             url = environ.pop(spec.url_var, "").strip() or stored.get(spec.url_var, "")
-            found[spec.name] = Provider(spec, url or spec.default_url, key, bool(url))
+            bad = bool(key) and not _KEY.fullmatch(key)
+            found[spec.name] = Provider(spec, url or spec.default_url, "" if bad else key,
+                                        bool(url), bad)
         return cls(found)
 
     def misconfigured(self) -> list[str]:
-        """Describe base URLs that cannot work (no http:// or https://), for the log."""
-        return [
+        """Describe keys and base URLs that cannot work, for the log (never a key)."""
+        problems = [
             f"{p.spec.url_var} must start with http:// or https:// (got {p.base_url!r})"
             for p in self.providers.values()
             if p.explicit_url and urlsplit(p.base_url).scheme not in ("http", "https")
         ]
+        problems += [
+            f"{p.spec.key_var} is not a usable API key: it must be printable ASCII with no "
+            f"spaces or line breaks inside (its value is not shown). {p.spec.label} stays "
+            "unconfigured until it is fixed and the server restarted."
+            for p in self.providers.values() if p.bad_key
+        ]
+        return problems
 
     def configured(self) -> list[Provider]:
         """List the providers requests can be forwarded to, in preference order."""
         return [p for p in self.providers.values() if p.configured]
 
-    def authenticate(self, presented: str) -> None:
-        """Raise BadBrokerToken unless `presented` is this broker's token."""
-        # Constant-time: the kernel-facing port must not leak the token byte by byte.
-        if not presented or not hmac.compare_digest(presented.encode(), self.token.encode()):
+    def issue(self, kernel_id: str) -> str:
+        """Return a new token for a kernel being started or restarted; its old one dies."""
+        self.budget.open(kernel_id)
+        return self.credentials.issue(kernel_id)
+
+    def revoke(self, kernel_id: str) -> None:
+        """Invalidate the token of a kernel that is shutting down or dead."""
+        self.credentials.revoke(kernel_id)
+        self.budget.close(kernel_id)
+
+    def authenticate(self, presented: str) -> str:
+        """Return the kernel whose live token `presented` is, or raise BadBrokerToken."""
+        kernel_id = self.credentials.kernel_for(presented)
+        if kernel_id is None:
             raise BadBrokerToken(
-                "This request does not carry the jupyter-ci broker token of this server. "
-                f"Restart the kernel so it gets the current {ENV_TOKEN}."
+                "This request does not carry the jupyter-ci broker token of a running kernel "
+                f"of this server. Restart the kernel so it gets a current {ENV_TOKEN}."
             )
+        return kernel_id
 
     def provider(self, name: str) -> Provider:
         """Return a provider that can take requests, or raise why it cannot."""
@@ -181,6 +167,11 @@ class Broker:
             raise UnknownProvider(
                 f"Unknown provider {name!r}; the broker serves {', '.join(self.providers)}."
             )
+        if found.bad_key:
+            raise NoProviderKey(
+                f"The Jupyter server's {found.spec.key_var} is not a usable key (see the "
+                "server log). Fix it where JupyterLab (or Jupyter Server) starts, then restart it."
+            )
         if not found.configured:
             raise NoProviderKey(
                 f"The Jupyter server has no key for {name}. Set {found.spec.key_var} in the "
@@ -188,22 +179,31 @@ class Broker:
             )
         return found
 
-    def outgoing(
-        self, name: str, path: str, query: str, method: str, headers: Mapping[str, str],
-        body: bytes,
-    ) -> Outgoing:
-        """Turn an authenticated kernel request into the one sent to the provider."""
+    def admit(self, name: str, raw_path: str, method: str, headers: Mapping[str, str]) -> Admitted:
+        """Check token, provider, route, budget and headers of a request, before its body."""
+        kernel_id = self.authenticate(presented_token(headers))
         provider = self.provider(name)
-        kept = {k: v for k, v in headers.items() if k.lower() not in _DROPPED_REQUEST_HEADERS}
-        kept.update(provider.auth_headers())
-        return Outgoing(method, provider.url_for(path, query), kept, body)
+        path = match_route(provider.spec.routes, method, raw_path)
+        reason = self.budget.exceeded(kernel_id)
+        if reason is not None:
+            raise OverBudget(reason)
+        return Admitted(kernel_id, provider, method, path, forwarded_headers(headers))
+
+    def outgoing(self, call: Admitted, query: str, body: bytes) -> Outgoing:
+        """Turn an admitted kernel request into the one sent to the provider."""
+        if self.budget.active and call.method == "POST" and call.path == "chat/completions":
+            # Chat Completions streams report usage only when asked; the budget needs it.
+            body = ask_for_usage(body)
+        headers = {**call.headers, **call.provider.auth_headers()}
+        return Outgoing(call.method, call.provider.url_for(call.path, query), headers, body)
+
+    def charge(self, kernel_id: str, tokens: int) -> None:
+        """Count the tokens a reply used against the kernel's and the server's budget."""
+        self.budget.charge(kernel_id, tokens)
 
     def kernel_environ(self, url: str | None, socket: str = "", model: str = "") -> dict[str, str]:
-        """Return the variables new kernels need to reach the models through the broker."""
-        env = {
-            ENV_TOKEN: self.token,
-            ENV_PROVIDERS: ",".join(p.name for p in self.configured()),
-        }
+        """Return the variables every kernel gets; its token comes with its own start."""
+        env = {ENV_PROVIDERS: ",".join(p.name for p in self.configured())}
         if url:
             env[ENV_URL] = url
         hosts = {p.name: urlsplit(p.base_url).hostname or "" for p in self.configured()}
@@ -222,12 +222,6 @@ def presented_token(headers: Mapping[str, str]) -> str:
     if scheme.lower() == "bearer" and value.strip():
         return value.strip()
     return headers.get("x-api-key", "").strip()
-
-
-def keep_response_header(name: str) -> bool:
-    """Say whether an upstream response header is relayed to the kernel."""
-    lower = name.lower()
-    return lower in _KEPT_RESPONSE_HEADERS or lower.startswith(_KEPT_RESPONSE_PREFIXES)
 
 
 def broker_url(scheme: str, ip: str, port: int, base_url: str) -> str:

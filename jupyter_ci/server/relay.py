@@ -2,21 +2,32 @@
 
 from __future__ import annotations
 
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
-from jupyter_ci.server.broker import (
-    Outgoing,
-    UpstreamTimeout,
-    UpstreamUnreachable,
-    keep_response_header,
-)
+from jupyter_ci.server.allowlist import keep_response_header
+from jupyter_ci.server.broker import Outgoing
+from jupyter_ci.server.errors import UpstreamTimeout, UpstreamUnreachable
+from jupyter_ci.server.usage import UsageMeter
 
 if TYPE_CHECKING:
     import httpx
 
 #: Seconds to wait for the provider to accept the connection.
 CONNECT_TIMEOUT = 30.0
+# What failed, by httpx exception class name, in our words: the exceptions' own text may
+# hold the URL, headers or the key, so it is never shown.
+_FAILURES = {
+    "ConnectError": "the connection failed",
+    "ProxyError": "the proxy refused the connection",
+    "RemoteProtocolError": "it did not answer in HTTP",
+    "LocalProtocolError": "the request could not be encoded",
+    "ReadError": "reading the answer failed",
+    "WriteError": "sending the request failed",
+    "UnsupportedProtocol": "the base URL's scheme is not http or https",
+    "InvalidURL": "the base URL is not valid",
+}
 
 
 class Sink(Protocol):
@@ -38,34 +49,46 @@ def make_client(read_timeout: float) -> httpx.AsyncClient:
     import httpx
 
     timeout = httpx.Timeout(read_timeout, connect=min(CONNECT_TIMEOUT, read_timeout))
-    return httpx.AsyncClient(timeout=timeout, follow_redirects=False, trust_env=True)
+    return httpx.AsyncClient(timeout=timeout, follow_redirects=False, trust_env=True,
+                             cookies=no_cookies())
 
 
-async def relay(client: httpx.AsyncClient, out: Outgoing, sink: Sink) -> None:
-    """Forward `out` and stream the response into `sink`, chunk by chunk."""
+def no_cookies() -> CookieJar:
+    """Return a cookie jar that stores nothing, whatever a provider sets."""
+    # The client is shared by every kernel and provider: a stored cookie would ride along
+    # on the next kernel's request, to whichever provider's domain it matches.
+    return CookieJar(policy=DefaultCookiePolicy(allowed_domains=[]))
+
+
+async def relay(
+    client: httpx.AsyncClient, out: Outgoing, sink: Sink, meter: UsageMeter | None = None
+) -> None:
+    """Forward `out` and stream the response into `sink` (and `meter`), chunk by chunk."""
     import httpx
 
+    meter = meter or UsageMeter()
     started = False
     try:
         async with client.stream(
             out.method, out.url, headers=out.headers, content=out.body or None
         ) as response:
             headers = [(k, v) for k, v in response.headers.items() if keep_response_header(k)]
+            meter.start(response.status_code, response.headers.get("content-type", ""))
             sink.start(response.status_code, headers)
             started = True
             # aiter_bytes decodes any gzip from upstream; the kernel gets plain bytes.
             async for chunk in response.aiter_bytes():
+                meter.feed(chunk)
                 await sink.send(chunk)
-    except httpx.TimeoutException as err:
+    except httpx.TimeoutException:
         raise UpstreamTimeout(
-            f"The jupyter-ci broker got no answer from {_where(out.url)} in time "
-            f"({type(err).__name__})."
+            f"The jupyter-ci broker got no answer from {_where(out.url)} in time."
         ) from None
-    except (httpx.TransportError, httpx.InvalidURL) as err:
+    except (httpx.HTTPError, httpx.InvalidURL, ValueError) as err:  # ValueError: encoding
         what = "lost the connection to" if started else "could not reach"
+        why = _FAILURES.get(type(err).__name__, "the request failed")
         raise UpstreamUnreachable(
-            f"The jupyter-ci broker {what} {_where(out.url)}: {type(err).__name__}: {err}"
-        ) from None
+            f"The jupyter-ci broker {what} {_where(out.url)}: {why}.") from None
 
 
 def _where(url: str) -> str:
@@ -73,9 +96,8 @@ def _where(url: str) -> str:
     parts = urlsplit(url)
     host = parts.hostname or ""
     host = f"[{host}]" if ":" in host else host
-    return f"{parts.scheme}://{host}{_port(parts.port)}{parts.path}"
-
-
-def _port(port: int | None) -> str:
-    """Format an explicit port for a URL, or nothing."""
-    return f":{port}" if port else ""
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:  # a malformed port in the configured base URL
+        port = ""
+    return f"{parts.scheme}://{host}{port}{parts.path}"

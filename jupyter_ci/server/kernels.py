@@ -1,0 +1,108 @@
+"""Give each kernel the server starts its own broker token, and take it back when it ends.
+
+Hooked on the server's kernel manager instance (jupyter_server's MappingKernelManager),
+through the calls every kernel goes through whichever door started it (REST, sessions,
+the extension's own executors):
+
+- `start_kernel`: the token is issued for a kernel id picked here, and passed in the
+  `env` of the start; the launch uses that env instead of `os.environ`, and the kernel's
+  own manager keeps it for restarts.
+- the kernel's own `restart_kernel` (the REST restart and the auto-restarter both call
+  it): a new token replaces the old one in the kept env (`update_env`) before the relaunch.
+- `shutdown_kernel` and `remove_kernel` (the end of every shutdown, and of a kernel that
+  died for good): the token is revoked.
+
+A gateway (`--gateway-url`) starts kernels elsewhere, sending only `KERNEL_*` variables
+and `GatewayClient.allowed_envs`, and restarts them remotely: no token is issued there.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable
+from logging import Logger
+from typing import Any
+
+from jupyter_ci.models.broker import ENV_TOKEN
+from jupyter_ci.server.broker import Broker
+
+_HOOKED = "_jupyter_ci_broker_hooks"
+
+
+def hook_kernel_manager(manager: Any, broker: Broker, log: Logger) -> bool:
+    """Issue and revoke broker tokens around `manager`'s kernels; False if it cannot."""
+    if getattr(manager, _HOOKED, False):
+        return True
+    if _is_gateway(manager) or not all(
+        callable(getattr(manager, name, None))
+        for name in ("start_kernel", "shutdown_kernel", "remove_kernel", "new_kernel_id")
+    ):
+        log.info("jupyter-ci: kernels of %s get no broker token (a gateway or unknown kernel "
+                 "manager); they cannot reach the broker", type(manager).__name__)
+        return False
+    _wrap_start(manager, broker)
+    _wrap_end(manager, broker)
+    setattr(manager, _HOOKED, True)
+    return True
+
+
+def _is_gateway(manager: Any) -> bool:
+    """Say whether kernels are run by a remote gateway."""
+    return type(manager).__module__.startswith("jupyter_server.gateway")
+
+
+def _wrap_start(manager: Any, broker: Broker) -> None:
+    """Start each new kernel with its own token in its environment."""
+    start = manager.start_kernel
+
+    async def start_kernel(*, kernel_id: str | None = None, **kwargs: Any) -> str:
+        if kernel_id is not None and kernel_id in manager:
+            return str(await start(kernel_id=kernel_id, **kwargs))  # an existing kernel
+        kernel_id = kernel_id or str(manager.new_kernel_id())
+        env = kwargs.get("env")
+        # No env means os.environ to the launcher; ours must keep everything else in it.
+        kwargs["env"] = {**(os.environ if env is None else env),
+                         ENV_TOKEN: broker.issue(kernel_id)}
+        try:
+            started = str(await start(kernel_id=kernel_id, **kwargs))
+        except BaseException:
+            broker.revoke(kernel_id)
+            raise
+        _wrap_restart(manager.get_kernel(started), started, broker)
+        return started
+
+    manager.start_kernel = start_kernel
+
+
+def _wrap_restart(kernel: Any, kernel_id: str, broker: Broker) -> None:
+    """Give the kernel a new token each time its manager relaunches it."""
+    restart = kernel.restart_kernel
+
+    async def restart_kernel(*args: Any, **kwargs: Any) -> Any:
+        # update_env (jupyter_client 8.5+) edits the env kept for relaunches; without it
+        # the relaunched kernel holds a revoked token: refused, never reused.
+        update_env: Callable[..., None] | None = getattr(kernel, "update_env", None)
+        token = broker.issue(kernel_id)
+        if update_env is not None:
+            update_env(env={ENV_TOKEN: token})
+        result = restart(*args, **kwargs)
+        return await result if isinstance(result, Awaitable) else result
+
+    kernel.restart_kernel = restart_kernel
+
+
+def _wrap_end(manager: Any, broker: Broker) -> None:
+    """Revoke a kernel's token when it is shut down, or removed after dying."""
+    shutdown, remove = manager.shutdown_kernel, manager.remove_kernel
+
+    async def shutdown_kernel(kernel_id: str, *args: Any, **kwargs: Any) -> Any:
+        broker.revoke(kernel_id)
+        result = shutdown(kernel_id, *args, **kwargs)
+        return await result if isinstance(result, Awaitable) else result
+
+    def remove_kernel(kernel_id: str) -> Any:
+        broker.revoke(kernel_id)
+        return remove(kernel_id)
+
+    manager.shutdown_kernel = shutdown_kernel
+    manager.remove_kernel = remove_kernel

@@ -1,0 +1,117 @@
+"""Finding 2: each kernel holds its own broker token, which dies with the kernel.
+
+Real kernels of a real Jupyter server: the tokens are read the way model-written code
+would read them (from the kernel's own environment), then presented to the broker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from typing import Any
+
+import pytest
+
+from jupyter_ci.models.broker import ENV_TOKEN
+from tests import test_server as base
+from tests.test_server import Upstream, bearer, broker_fetch
+
+upstream = base.upstream
+server_env = base.server_env
+ci_config = base.ci_config
+jp_server_config = base.jp_server_config
+live_server = base.live_server
+capture = base.capture
+
+READ_TOKEN = f"import os; print(os.environ.get({ENV_TOKEN!r}, 'none'))"
+
+
+async def kernel_token(km: Any, kernel_id: str) -> str:
+    """Return the broker token the kernel's own code sees."""
+    client = km.get_kernel(kernel_id).client()
+    client.start_channels()
+    try:
+        await client.wait_for_ready(timeout=60)
+        out: list[str] = []
+
+        def hook(msg: dict[str, Any]) -> None:
+            if msg["msg_type"] == "stream":
+                out.append(msg["content"]["text"])
+
+        await client.execute_interactive(READ_TOKEN, output_hook=hook, timeout=60)
+    finally:
+        client.stop_channels()
+    return "".join(out).strip()
+
+
+async def status_with(token: str) -> int:
+    """Return the broker's status for a model listing with `token`."""
+    return (await broker_fetch("openai/models", bearer(token), method="GET")).code
+
+
+async def test_each_kernel_has_its_own_token_and_the_server_none(
+    live_server: Any, upstream: Upstream, capture: Any
+) -> None:
+    km = live_server.kernel_manager
+    first, second = await km.start_kernel(), await km.start_kernel()
+    try:
+        tokens = [await kernel_token(km, first), await kernel_token(km, second)]
+        assert "none" not in tokens and tokens[0] != tokens[1]
+        assert all(len(t) >= 32 for t in tokens)
+        assert [await status_with(t) for t in tokens] == [200, 200]
+        # No process-wide token: nothing the server's other children inherit opens the broker.
+        assert ENV_TOKEN not in os.environ
+        assert not hasattr(live_server.web_app.settings["jupyter_ci_broker"], "token")
+    finally:
+        await asyncio.gather(km.shutdown_kernel(first, now=True),
+                             km.shutdown_kernel(second, now=True))
+    assert [await status_with(t) for t in tokens] == [403, 403]
+
+
+async def test_restart_gives_a_new_token_and_kills_the_old(
+    live_server: Any, upstream: Upstream, capture: Any
+) -> None:
+    km = live_server.kernel_manager
+    kernel_id = await km.start_kernel()
+    try:
+        old = await kernel_token(km, kernel_id)
+        await km.restart_kernel(kernel_id)
+        new = await kernel_token(km, kernel_id)
+        assert new not in (old, "none")
+        assert await status_with(old) == 403
+        assert await status_with(new) == 200
+    finally:
+        await km.shutdown_kernel(kernel_id, now=True)
+    assert await status_with(new) == 403
+
+
+async def test_a_kernel_that_dies_and_is_restarted_gets_a_new_token(
+    live_server: Any, upstream: Upstream, capture: Any
+) -> None:
+    """The auto-restarter relaunches a crashed kernel: the crash must not keep the token."""
+    km = live_server.kernel_manager
+    kernel_id = await km.start_kernel()
+    try:
+        old = await kernel_token(km, kernel_id)
+        kernel = km.get_kernel(kernel_id)
+        pid = kernel.provisioner.pid
+        os.kill(pid, 9)  # the restarter notices within KernelRestarter.time_to_dead (3 s)
+        deadline = time.monotonic() + 30
+        while kernel.provisioner is None or kernel.provisioner.pid in (None, pid):
+            assert time.monotonic() < deadline, "the kernel was not restarted"
+            await asyncio.sleep(0.1)
+        new = await kernel_token(km, kernel_id)
+        assert new not in (old, "none")
+        assert await status_with(old) == 403
+        assert await status_with(new) == 200
+    finally:
+        await km.shutdown_kernel(kernel_id, now=True)
+
+
+@pytest.mark.parametrize("presented", ["", "x" * 43, "Bearer", "\u00e9" * 10])
+async def test_unknown_tokens_are_refused(
+    live_server: Any, upstream: Upstream, presented: str, capture: Any
+) -> None:
+    assert await status_with(presented) == 403
+    assert upstream.requests == []
