@@ -9,4 +9,5 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 ruff check .
 mypy
+(cd labextension && jlpm test)
 python -m pytest "$@"

@@ -1,0 +1,205 @@
+/**
+ * What the side panel shows for one notebook, fed the kernel's messages.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+
+import { Conversation, Conversations } from '../src/conversation';
+import type { IAskEnd, IAskReused, IAskStart, IStepEnd, IStepStart } from '../src/protocol';
+
+function askStart(cellId: string, askId: string, prompt = 'plot it'): IAskStart {
+  return {
+    type: 'ask_start',
+    ask_id: askId,
+    cell_id: cellId,
+    prompt,
+    model: 'openai:m',
+    replace_ask_id: null,
+    execution_count: 1
+  };
+}
+
+function stepStart(askId: string, step: number, attempt: number): IStepStart {
+  return { type: 'step_start', ask_id: askId, step, attempt, code: 'x = 1' };
+}
+
+function stepEnd(askId: string, step: number, status: IStepEnd['status']): IStepEnd {
+  return {
+    type: 'step_end',
+    ask_id: askId,
+    step,
+    attempt: 1,
+    status,
+    execution_count: 2,
+    duration_s: 0.25,
+    error: status === 'ok' ? null : { ename: 'NameError', evalue: "name 'y' is not defined" }
+  };
+}
+
+function askEnd(askId: string, status: IAskEnd['status'], answer: string): IAskEnd {
+  return { type: 'ask_end', ask_id: askId, status, answer, error: null, record: null };
+}
+
+/** A conversation and the number of times it said it changed. */
+function watched(): { conversation: Conversation; changes: () => number } {
+  const conversation = new Conversation();
+  let count = 0;
+  conversation.changed.connect(() => {
+    count++;
+  });
+  return { conversation, changes: () => count };
+}
+
+describe('Conversation', () => {
+  test('a prompt sent from the panel becomes the ask the kernel starts', () => {
+    const { conversation, changes } = watched();
+    conversation.addPending('c1', 'plot it', '');
+    assert.equal(conversation.asks[0].status, 'pending');
+    assert.equal(conversation.busy, true);
+    conversation.start(askStart('c1', 'a1'));
+    assert.equal(conversation.asks.length, 1);
+    assert.deepEqual(
+      { askId: conversation.asks[0].askId, status: conversation.asks[0].status },
+      { askId: 'a1', status: 'running' }
+    );
+    assert.equal(conversation.asks[0].model, 'openai:m');
+    assert.equal(changes(), 2);
+  });
+
+  test('an ask typed in a cell gets its own entry', () => {
+    const { conversation } = watched();
+    conversation.addPending('c1', 'first', '');
+    conversation.start(askStart('c2', 'a2', 'second'));
+    assert.deepEqual(
+      conversation.asks.map(a => [a.cellId, a.status]),
+      [
+        ['c1', 'pending'],
+        ['c2', 'running']
+      ]
+    );
+  });
+
+  test('steps, retries, streamed text and the answer', () => {
+    const { conversation } = watched();
+    conversation.start(askStart('c1', 'a1'));
+    conversation.stepStart(stepStart('a1', 1, 1));
+    conversation.stepEnd(stepEnd('a1', 1, 'error'));
+    const step = conversation.asks[0].steps[0];
+    assert.equal(step.error, "NameError: name 'y' is not defined");
+    assert.equal(step.failedAttempts, 1);
+    conversation.stepStart(stepStart('a1', 1, 2));
+    assert.equal(conversation.asks[0].steps.length, 1);
+    assert.deepEqual([step.attempt, step.status, step.durationS], [2, 'running', null]);
+    conversation.stepEnd(stepEnd('a1', 1, 'ok'));
+    assert.deepEqual([step.status, step.failedAttempts, step.error], ['ok', 1, null]);
+    conversation.answerDelta('a1', 'The ');
+    conversation.answerDelta('a1', 'mean');
+    assert.equal(conversation.asks[0].answer, 'The mean');
+    conversation.end(askEnd('a1', 'done', 'The mean is 3.'));
+    assert.equal(conversation.asks[0].answer, 'The mean is 3.');
+    assert.equal(conversation.asks[0].status, 'done');
+    assert.equal(conversation.busy, false);
+  });
+
+  test('an ask that ends mid-step marks that step interrupted and keeps streamed text', () => {
+    const { conversation } = watched();
+    conversation.start(askStart('c1', 'a1'));
+    conversation.stepStart(stepStart('a1', 1, 1));
+    conversation.stepEnd(stepEnd('a1', 1, 'ok'));
+    conversation.stepStart(stepStart('a1', 2, 1));
+    conversation.answerDelta('a1', 'partial');
+    conversation.end(askEnd('a1', 'interrupted', ''));
+    const ask = conversation.asks[0];
+    assert.deepEqual(ask.steps.map(s => s.status), ['ok', 'interrupted']);
+    assert.equal(ask.answer, 'partial');
+    assert.equal(ask.status, 'interrupted');
+  });
+
+  test('messages of an unknown ask change nothing', () => {
+    const { conversation, changes } = watched();
+    conversation.start(askStart('c1', 'a1'));
+    conversation.stepStart(stepStart('other', 1, 1));
+    conversation.stepEnd(stepEnd('other', 1, 'ok'));
+    conversation.answerDelta('other', 'x');
+    conversation.end(askEnd('other', 'done', 'x'));
+    conversation.abandon('other', 'gone');
+    assert.equal(changes(), 1);
+    assert.deepEqual(conversation.asks[0].steps, []);
+    assert.equal(conversation.asks[0].status, 'running');
+  });
+
+  test('a reused answer fills the pending entry without steps', () => {
+    const { conversation } = watched();
+    conversation.addPending('c1', 'plot it', '');
+    const msg: IAskReused = {
+      type: 'ask_reused',
+      ask_id: 'a1',
+      cell_id: 'c1',
+      prompt: 'plot it',
+      model: 'openai:m',
+      answer: 'Done before.',
+      steps: 2
+    };
+    conversation.reused(msg);
+    assert.equal(conversation.asks.length, 1);
+    const ask = conversation.asks[0];
+    assert.deepEqual(
+      [ask.status, ask.answer, ask.reused, ask.askId, ask.steps.length],
+      ['done', 'Done before.', true, 'a1', 0]
+    );
+  });
+
+  test('settlePending fails only the pending entry of that cell', () => {
+    const { conversation } = watched();
+    conversation.addPending('c1', 'one', '');
+    conversation.addPending('c2', 'two', '');
+    conversation.settlePending('c2', 'the cell failed before asking');
+    assert.deepEqual(
+      conversation.asks.map(a => [a.status, a.error]),
+      [
+        ['pending', null],
+        ['failed', 'the cell failed before asking']
+      ]
+    );
+  });
+
+  test('abandon ends a running ask only', () => {
+    const { conversation } = watched();
+    conversation.start(askStart('c1', 'a1'));
+    conversation.end(askEnd('a1', 'done', 'ok'));
+    conversation.start(askStart('c2', 'a2'));
+    conversation.abandon('a1', 'comm closed');
+    conversation.abandon('a2', 'comm closed');
+    assert.deepEqual(
+      conversation.asks.map(a => [a.status, a.error]),
+      [
+        ['done', null],
+        ['failed', 'comm closed']
+      ]
+    );
+  });
+
+  test('kernelLost interrupts running and pending asks, and is quiet when there are none', () => {
+    const { conversation, changes } = watched();
+    conversation.start(askStart('c1', 'a1'));
+    conversation.end(askEnd('a1', 'done', 'ok'));
+    conversation.start(askStart('c2', 'a2'));
+    conversation.addPending('c3', 'three', '');
+    const before = changes();
+    conversation.kernelLost('restarted');
+    assert.equal(changes(), before + 1);
+    assert.deepEqual(conversation.asks.map(a => a.status), ['done', 'interrupted', 'interrupted']);
+    assert.equal(conversation.asks[2].error, 'restarted');
+    conversation.kernelLost('again');
+    assert.equal(changes(), before + 1);
+  });
+});
+
+describe('Conversations', () => {
+  test('one conversation per document, shared by its views', () => {
+    const conversations = new Conversations();
+    const doc = {};
+    assert.equal(conversations.get(doc), conversations.get(doc));
+    assert.notEqual(conversations.get(doc), conversations.get({}));
+  });
+});
