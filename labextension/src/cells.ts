@@ -7,7 +7,6 @@ import type { INotebookModel } from '@jupyterlab/notebook';
 import type { PartialJSONObject } from '@lumino/coreutils';
 
 import {
-  askIdOf,
   asGeneratedRecord,
   IAttempt,
   IGeneratedRecord,
@@ -40,31 +39,67 @@ function generatedRecord(cell: ICellModel): IGeneratedRecord | null {
   return asGeneratedRecord(cell.getMetadata(METADATA_KEY));
 }
 
-/**
- * Ids of the generated cells after `cellId` that belong to its ask, in order.
- *
- * This is `jupyter_ci_frontend.generated` of docs/protocol.md section 1. Only
- * generated cells count (a pasted copy of the `%%ask` cell carries the same
- * ask id but is not one of its steps), and a generated cell itself has none.
- */
-export function generatedAfter(model: INotebookModel, cellId: string): string[] {
-  const start = cellIndex(model, cellId);
-  if (start < 0) {
-    return [];
+/** A cell as plain data (an nbformat cell, or a cell model read out): what the rule reads. */
+export interface ICellData {
+  id: string;
+  metadata?: { readonly [key: string]: unknown };
+}
+
+/** Return a cell's `metadata.jupyter_ci` when it is an object with a non-empty `ask_id`. */
+function recordOf(cell: ICellData | undefined): { [key: string]: unknown } | null {
+  const value = cell?.metadata?.[METADATA_KEY];
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return null;
   }
-  const value = model.cells.get(start).getMetadata(METADATA_KEY);
-  const askId = askIdOf(value);
-  if (askId === null || asGeneratedRecord(value) !== null) {
+  const record = value as { [key: string]: unknown };
+  return typeof record.ask_id === 'string' && record.ask_id !== '' ? record : null;
+}
+
+/**
+ * Ids of the generated cells of the ask cell at `index`, in order (the one rule).
+ *
+ * An ask cell's record has an `ask_id` and no `step`; a generated cell's has
+ * an `ask_id` and an integer `step`. Its generated cells are the later cells
+ * generated for the same ask; other cells in between, and pasted copies of the
+ * ask cell, are ignored. Their steps must read 1, 2, ..., k, else there are
+ * none. A generated cell has none. docs/protocol.md section 4;
+ * `jupyter_ci.kernel.record.generated_after` is the kernel's side.
+ */
+export function generatedIds(cells: readonly ICellData[], index: number): string[] {
+  const ask = recordOf(cells[index]);
+  if (ask === null || 'step' in ask) {
     return [];
   }
   const ids: string[] = [];
-  for (let i = start + 1; i < model.cells.length; i++) {
-    const cell = model.cells.get(i);
-    if (generatedRecord(cell)?.ask_id === askId) {
-      ids.push(cell.id);
+  for (let i = index + 1; i < cells.length; i++) {
+    const record = recordOf(cells[i]);
+    if (record === null || record.ask_id !== ask.ask_id || !Number.isInteger(record.step)) {
+      continue;
     }
+    if (record.step !== ids.length + 1) {
+      return [];
+    }
+    ids.push(cells[i].id);
   }
   return ids;
+}
+
+/**
+ * Ids of the generated cells of the `%%ask` cell `cellId` ([] if not found).
+ *
+ * This is `jupyter_ci_frontend.generated` of docs/protocol.md section 1.
+ */
+export function generatedAfter(model: INotebookModel, cellId: string): string[] {
+  const cells: ICellData[] = [];
+  let index = -1;
+  for (let i = 0; i < model.cells.length; i++) {
+    const cell = model.cells.get(i);
+    if (cell.id === cellId) {
+      index = i;
+    }
+    cells.push({ id: cell.id, metadata: { [METADATA_KEY]: cell.getMetadata(METADATA_KEY) } });
+  }
+  return generatedIds(cells, index);
 }
 
 /** Delete the generated cells of an ask (a re-ask replaces them); keep `keepId`. */

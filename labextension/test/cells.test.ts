@@ -1,0 +1,74 @@
+/**
+ * The generated-cell rule, from the same table as tests/test_record_rule.py.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+
+import type { INotebookModel } from '@jupyterlab/notebook';
+
+import { generatedAfter, generatedIds, ICellData } from '../src/cells';
+
+interface ICase {
+  name: string;
+  about: string;
+  cells: ICellData[];
+  index: number;
+  expected: string[];
+}
+
+// lib-test/test/ -> the repository's tests/ folder.
+const TABLE = join(__dirname, '..', '..', '..', 'tests', 'record_cases.json');
+const CASES = JSON.parse(readFileSync(TABLE, 'utf-8')) as ICase[];
+
+/** Just enough of a notebook model for `generatedAfter` (cells by position). */
+function fakeModel(cells: ICellData[]): INotebookModel {
+  const models = cells.map(cell => ({
+    id: cell.id,
+    getMetadata: (key: string) => cell.metadata?.[key]
+  }));
+  return {
+    cells: { length: models.length, get: (i: number) => models[i] }
+  } as unknown as INotebookModel;
+}
+
+describe('record_cases.json', () => {
+  test('holds the cases both sides check', () => {
+    const names = CASES.map(c => c.name);
+    assert.ok(names.length >= 10);
+    assert.equal(new Set(names).size, names.length);
+    for (const name of ['pasted_copy_ignored', 'missing_step', 'duplicated_step']) {
+      assert.ok(names.includes(name), name);
+    }
+  });
+});
+
+describe('generatedIds', () => {
+  for (const c of CASES) {
+    test(c.name, () => {
+      assert.deepEqual(generatedIds(c.cells, c.index), c.expected, c.about);
+    });
+  }
+
+  test('an index outside the notebook has none', () => {
+    const cells = CASES[0].cells;
+    assert.deepEqual(generatedIds(cells, -1), []);
+    assert.deepEqual(generatedIds(cells, cells.length), []);
+  });
+});
+
+describe('generatedAfter', () => {
+  for (const c of CASES) {
+    test(`${c.name} (by cell id, in a notebook model)`, () => {
+      const model = fakeModel(c.cells);
+      assert.deepEqual(generatedAfter(model, c.cells[c.index].id), c.expected, c.about);
+    });
+  }
+
+  test('an unknown cell id has none', () => {
+    const c = CASES.find(c => c.expected.length > 0);
+    assert.ok(c !== undefined);
+    assert.deepEqual(generatedAfter(fakeModel(c.cells), 'not-a-cell'), []);
+  });
+});
