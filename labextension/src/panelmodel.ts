@@ -49,11 +49,6 @@ export class PanelModel extends VDomModel {
     return this._picked;
   }
 
-  /** The model an ask sent now would use, if known. */
-  get activeModel(): string | null {
-    return this._picked || this._config?.default_model || null;
-  }
-
   get hasKernel(): boolean {
     const session = this._notebook?.sessionContext;
     if (!session?.session?.kernel) {
