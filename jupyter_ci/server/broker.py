@@ -128,6 +128,8 @@ class Broker:
             for p in self.providers.values()
             if p.explicit_url and urlsplit(p.base_url).scheme not in ("http", "https")
         ]
+        problems += [f"{p.spec.url_var} has no valid port (0-65535)"
+                     for p in self.providers.values() if p.explicit_url and not _port_ok(p)]
         problems += [
             f"{p.spec.key_var} is not a usable API key: it must be printable ASCII with no "
             f"spaces or line breaks inside (its value is not shown). {p.spec.label} stays "
@@ -214,6 +216,15 @@ class Broker:
         if model:
             env[ENV_MODEL] = model
         return env
+
+
+def _port_ok(provider: Provider) -> bool:
+    """Say whether the base URL's port (if any) can be connected to."""
+    try:
+        port = urlsplit(provider.base_url).port  # raises ValueError outside 0-65535
+    except ValueError:
+        return False
+    return port is None or port >= 0
 
 
 def presented_token(headers: Mapping[str, str]) -> str:

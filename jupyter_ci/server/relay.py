@@ -84,9 +84,12 @@ async def relay(
         raise UpstreamTimeout(
             f"The jupyter-ci broker got no answer from {_where(out.url)} in time."
         ) from None
-    except (httpx.HTTPError, httpx.InvalidURL, ValueError) as err:  # ValueError: encoding
+    except Exception as err:
+        # Any failure, httpx's or below it (anyio wraps a bad port in an ExceptionGroup),
+        # is told by its class: the exception's text may quote the URL or headers.
         what = "lost the connection to" if started else "could not reach"
-        why = _FAILURES.get(type(err).__name__, "the request failed")
+        name = type(err).__name__
+        why = _FAILURES.get(name, f"the request failed ({name})")
         raise UpstreamUnreachable(
             f"The jupyter-ci broker {what} {_where(out.url)}: {why}.") from None
 
