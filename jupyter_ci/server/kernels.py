@@ -1,8 +1,9 @@
 """Give each kernel the server starts its own broker token, and take it back when it ends.
 
 Hooked on the server's kernel manager instance (jupyter_server's MappingKernelManager),
-through the calls every kernel goes through whichever door started it (REST, sessions,
-the extension's own executors):
+on the calls every kernel goes through, whichever door started it (`POST /api/kernels`,
+a notebook session, code calling the kernel manager). Wrapping this one instance needs no
+configuration and leaves `kernel_manager_class` and provisioners to the user:
 
 - `start_kernel`: the token is issued for a kernel id picked here, and passed in the
   `env` of the start; the launch uses that env instead of `os.environ`, and the kernel's

@@ -69,6 +69,22 @@ async def test_each_kernel_has_its_own_token_and_the_server_none(
     assert [await status_with(t) for t in tokens] == [403, 403]
 
 
+async def test_a_notebook_session_kernel_gets_a_token_with_its_session_env(
+    live_server: Any, upstream: Upstream, capture: Any
+) -> None:
+    """JupyterLab starts kernels through sessions, whose env carries JPY_SESSION_NAME."""
+    model = await live_server.session_manager.create_session(
+        path="analysis.ipynb", kernel_name="python3", type="notebook")
+    kernel_id = model["kernel"]["id"]
+    km = live_server.kernel_manager
+    try:
+        token = await kernel_token(km, kernel_id)
+        assert token != "none" and await status_with(token) == 200
+    finally:
+        await live_server.session_manager.delete_session(model["id"])
+    assert await status_with(token) == 403
+
+
 async def test_restart_gives_a_new_token_and_kills_the_old(
     live_server: Any, upstream: Upstream, capture: Any
 ) -> None:
