@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable
 
 REDACTED = "[redacted]"
 
@@ -191,3 +192,22 @@ def redact(text: str) -> str:
     if _ANY_NAME_STEM.search(lowered):
         text = _redact_assignments(text)
     return text
+
+
+#: Known credentials shorter than this are not replaced wherever they occur (too many false hits).
+MIN_KNOWN_LENGTH = 8
+
+
+class Redactor:
+    """Redact the process's own credentials (always, anywhere) and secret-looking text."""
+
+    def __init__(self, known: Iterable[str] = ()) -> None:
+        # Longest first, so a credential that contains another is replaced whole.
+        self.known = sorted({k for k in known if len(k) >= MIN_KNOWN_LENGTH}, key=len, reverse=True)
+
+    def __call__(self, text: str) -> str:
+        """Return `text` with credentials replaced by `[redacted]`."""
+        for value in self.known:
+            if value in text:
+                text = text.replace(value, REDACTED)
+        return redact(text)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from jupyter_ci.agent.drive import drive
 from jupyter_ci.agent.errors import AskError, AskInterrupted
 from jupyter_ci.agent.loop import AskLoop, Limits
 from jupyter_ci.agent.memory import Memory
+from jupyter_ci.agent.secrets import Redactor
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.kernel.options import AskOptions, help_text, parse_options
 from jupyter_ci.kernel.record import (
@@ -27,6 +29,7 @@ from jupyter_ci.kernel.record import (
 )
 from jupyter_ci.kernel.views import AskView, InlineView
 from jupyter_ci.models.base import ChatModel
+from jupyter_ci.models.broker import own_credentials
 from jupyter_ci.models.resolve import ModelSettings, resolve_model
 
 
@@ -65,7 +68,7 @@ class AskMagics(Magics):
 
         context = collect_context(self.ipython, self.settings.context_tokens)
         loop = AskLoop(opts.prompt, context=context, history=self.memory.messages(),
-                       limits=self._limits(opts))
+                       limits=self._limits(opts), redact=Redactor(own_credentials(os.environ)))
         if ask.replace_ask_id:
             self.replaced_asks.add(ask.replace_ask_id)
         view.start()

@@ -54,3 +54,11 @@ def upstream_host(env: Mapping[str, str], provider: str) -> str | None:
 def provider_url(env: Mapping[str, str], provider: str) -> str:
     """Return the broker URL the adapter of `provider` uses as its base URL."""
     return f"{env.get(ENV_URL, '').rstrip('/')}/{provider}"
+
+
+def own_credentials(env: Mapping[str, str]) -> list[str]:
+    """Return the credentials this process holds (broker token, provider keys), to redact."""
+    from jupyter_ci import providers
+
+    names = [ENV_TOKEN, *(spec.key_var for spec in providers.configurable() if spec.key_var)]
+    return [value for name in names if (value := env.get(name, "").strip())]
