@@ -11,6 +11,7 @@ import pytest
 from jupyter_ci import providers
 from jupyter_ci.agent.drive import drive, drive_async
 from jupyter_ci.agent.errors import LimitReached
+from jupyter_ci.agent.feedback import REDACTION_NOTE
 from jupyter_ci.agent.loop import AskLoop, Limits, RunCode
 from jupyter_ci.agent.outputs import OutputEvent, OutputList
 from jupyter_ci.agent.types import (
@@ -141,7 +142,9 @@ def test_every_tool_result_is_redacted_before_the_model_sees_it() -> None:
                                          "text": "hunter2\n"}],
                               error=ErrorInfo("ValueError", "bad password hunter2")))
     text = loop.transcript()[-1].content
-    assert "hunter2" not in text and text.count("[redacted]") == 2
+    assert "hunter2" not in text
+    # Twice in the output and error, once in the note that tells the model what happened.
+    assert text.count("[redacted]") == 3 and text.endswith(REDACTION_NOTE)
 
 
 def test_output_list_applies_clear_and_updates_and_tells_each_change() -> None:

@@ -16,6 +16,9 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)
 # Frames from IPython/ipykernel machinery tell the model nothing about its own code.
 _NOISE = ("site-packages/IPython/", "site-packages/ipykernel/", "interactiveshell.py")
 MAX_TRACEBACK_LINES = 40
+#: Told to the model when a run's output lost values to redaction, so it does not chase them.
+REDACTION_NOTE = ("[Values that looked like credentials were replaced with [redacted]; use "
+                  "them through their variables and do not print them.]")
 
 
 def strip_ansi(text: str) -> str:
@@ -69,7 +72,10 @@ def tool_result(result: CodeResult, timeout: float, max_chars: int,
                 redact: Redact | None = None) -> ToolResult:
     """Build what the model is told about a run: status and redacted, capped text."""
     text = format_result(result, timeout, max_chars)
-    return ToolResult(result.status, redact(text) if redact else text)
+    redacted = redact(text) if redact else text
+    if redacted != text:
+        redacted += f"\n{REDACTION_NOTE}"
+    return ToolResult(result.status, redacted)
 
 
 def invalid_call(problem: str) -> ToolResult:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable
+from typing import Any
 
 REDACTED = "[redacted]"
 
@@ -13,6 +14,7 @@ _SECRET_WORDS = frozenset({
     "secret", "secrets", "password", "passwords", "passwd", "pwd", "passphrase",
     "credential", "credentials", "creds", "cred", "auth", "authorization", "oauth",
     "cookie", "cookies", "sessionid", "privkey", "apikey", "webhook", "dsn", "jwt", "bearer",
+    "pw", "pword", "passcode",
 })
 # Run-together spellings with no separator to split on (`apiKey` splits, `APIKEY` does not).
 _SECRET_FRAGMENTS = (
@@ -82,10 +84,24 @@ def is_secret_name(name: str) -> bool:
 # Each pattern matches a whole credential; group "keep", when present, is kept verbatim. A
 # pattern only runs when one of its lowercase triggers is in the text: most text has none.
 _VALUE_PATTERNS: list[tuple[tuple[str, ...], re.Pattern[str]]] = [
-    # PEM private keys, also cut short (reprs get truncated) and with `\n` escaped in a repr.
+    # PEM and PGP private keys, also cut short (reprs get truncated) and with `\n` escaped.
     (("private key",), re.compile(
-        r"-----BEGIN [A-Z ]*PRIVATE KEY-----"
-        r"(?:[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----|[A-Za-z0-9+/=\s\\]*)"
+        r"-----BEGIN [A-Z ]*PRIVATE KEY(?: BLOCK)?-----"
+        r"(?:[\s\S]*?-----END [A-Z ]*PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=:\s\\-]*)"
+    )),
+    # Package registry tokens in any form (detect-secrets knows only PyPI's full prefix and
+    # npm tokens inside an .npmrc line).
+    (("npm_",), re.compile(r"(?<![A-Za-z0-9])npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])")),
+    (("pypi-",), re.compile(r"(?<![A-Za-z0-9])pypi-[A-Za-z0-9_-]{50,}")),
+    # Signed URLs: the signature and credential parameters of S3, GCS, Azure SAS, CloudFront.
+    (("x-amz-", "x-goog-", "sig=", "signature=", "key-pair-id="), re.compile(
+        r"(?P<keep>[?&](?:X-Amz-Signature|X-Amz-Credential|X-Amz-Security-Token|"
+        r"X-Goog-Signature|X-Goog-Credential|sig|Signature|Key-Pair-Id|Policy)=)[^&\s\"'#<>]+",
+        re.IGNORECASE,
+    )),
+    # `curl -u user:password`, `--user user:password`.
+    (("-u", "--user"), re.compile(
+        r"(?P<keep>(?<![\w-])(?:-u|--user)(?:\s+|=)[\"']?[^\s:\"']+:)[^\s\"']+"
     )),
     # OpenAI, Anthropic and similar `sk-` keys: long, and random enough to contain a digit.
     (("sk-",), re.compile(r"(?<![A-Za-z0-9])sk-(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{16,}")),
@@ -120,7 +136,7 @@ _VALUE_PATTERNS: list[tuple[tuple[str, ...], re.Pattern[str]]] = [
 _ANY_TRIGGER = re.compile("|".join(re.escape(t) for ts, _ in _VALUE_PATTERNS for t in ts))
 # Every secret name contains one of these stems; text without any needs no assignment scan.
 _ANY_NAME_STEM = re.compile(
-    "secret|pass|pwd|cred|auth|cookie|session|key|token|webhook|dsn|jwt|bearer"
+    "secret|pass|pw|cred|auth|cookie|session|key|token|webhook|dsn|jwt|bearer"
 )
 
 
@@ -182,6 +198,53 @@ def _redact_assignments(text: str) -> str:
     return "".join(pieces) + text[done:]
 
 
+# A 2-tuple whose first item names a secret: `("password", "hunter2")` (dict items, pairs of
+# settings). Lists are left alone (`df[["pw", "user"]]` lists columns), and so are bare
+# `key`/`token`, common first items of ordinary pairs.
+_PAIR = re.compile(
+    r"(?P<keep>\(\s*(?P<q>[\"'])(?P<name>[A-Za-z_][A-Za-z0-9_.-]{0,63})(?P=q)\s*,\s*)"
+    r"(?P<q2>[\"'])(?P<value>[^\"'\n]+)(?P=q2)(?=\s*\))"
+)
+_WEAK_NAMES = frozenset({"key", "keys", "token", "tokens"})
+
+
+def _replace_pair(match: re.Match[str]) -> str:
+    """Redact the second item of a pair whose first item is a secret's name."""
+    name = match.group("name")
+    if name.lower() in _WEAK_NAMES or not is_secret_name(name):
+        return match.group(0)
+    return f"{match.group('keep')}{match.group('q2')}{REDACTED}{match.group('q2')}"
+
+
+# The maintained rules: detect-secrets' regex plugins (cloud, chat, payment and registry
+# keys). Its entropy plugins are left out (they flag the hashes and ids data is full of), and
+# so are its keyword plugin (names are judged by is_secret_name, which knows code) and its
+# public-IP plugin (an address is not a credential).
+_SKIPPED_PLUGINS = frozenset({
+    "Base64HighEntropyString", "HexHighEntropyString", "KeywordDetector", "IPPublicDetector",
+})
+_MIN_DETECTED = 8  # shorter matches are parts of words, not keys
+
+
+@functools.cache
+def _detectors() -> tuple[Any, ...]:
+    """Instantiate detect-secrets' regex plugins once (imported on first use: ~20 ms)."""
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+
+    plugins: Iterable[Any] = get_mapping_from_secret_type_to_class().values()
+    return tuple(plugin() for plugin in plugins if plugin.__name__ not in _SKIPPED_PLUGINS)
+
+
+def detected_secrets(text: str) -> set[str]:
+    """Return the credentials detect-secrets' regex plugins find in `text`, line by line."""
+    found: set[str] = set()
+    for line in text.splitlines():
+        for detector in _detectors():
+            found.update(s for s in detector.analyze_string(line)
+                         if isinstance(s, str) and len(s) >= _MIN_DETECTED)
+    return found
+
+
 def redact(text: str) -> str:
     """Replace credentials and secret-named values in free text with `[redacted]`."""
     lowered = text.lower()
@@ -189,8 +252,11 @@ def redact(text: str) -> str:
         for triggers, pattern in _VALUE_PATTERNS:
             if any(trigger in lowered for trigger in triggers):
                 text = pattern.sub(_replace_value, text)
+    # After our own patterns, which take a private key block whole.
+    for secret in sorted(detected_secrets(text), key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
     if _ANY_NAME_STEM.search(lowered):
-        text = _redact_assignments(text)
+        text = _PAIR.sub(_replace_pair, _redact_assignments(text))
     return text
 
 

@@ -123,17 +123,23 @@ def _frame_summary(frame: Any) -> str:
     if rows and cols:
         head = frame.iloc[:_HEAD_ROWS, :_HEAD_COLUMNS].copy()
         for i, column in enumerate(head.columns):
-            if isinstance(column, str) and is_secret_name(column):
+            if _secret_label(column):
                 head.isetitem(i, [REDACTED] * len(head))
         lines.append("  first rows:")
         lines.extend("    " + line for line in head.to_string(max_colwidth=30).split("\n"))
     return "\n".join(lines)
 
 
+def _secret_label(label: Any) -> bool:
+    """Tell a column or Series label that names a secret, at any level of a MultiIndex."""
+    parts = label if isinstance(label, tuple) else (label,)
+    return any(isinstance(part, str) and is_secret_name(part) for part in parts)
+
+
 def _series_summary(series: Any) -> str:
     """Give a Series' length, dtype, name and first values."""
     text = f", length {len(series):,}, dtype {series.dtype}, name {series.name!r}"
-    if isinstance(series.name, str) and is_secret_name(series.name):
+    if _secret_label(series.name):
         return text + f", values {REDACTED}"
     head = series.iloc[:_HEAD_ROWS].to_string(max_rows=_HEAD_ROWS)
     return text + "\n" + "\n".join("    " + line for line in head.split("\n"))
@@ -174,6 +180,12 @@ class _ShortRepr(reprlib.Repr):
         if isinstance(key, str) and is_secret_name(key):
             return REDACTED
         return self.repr1(value, level)
+
+    def repr_tuple(self, x: tuple[Any, ...], level: int) -> str:
+        """Hide the second item of a `("password", value)` pair."""
+        if len(x) == 2 and isinstance(x[0], str) and is_secret_name(x[0]):
+            return f"({self.repr1(x[0], level - 1)}, {REDACTED})"
+        return super().repr_tuple(x, level)
 
     def repr_set(self, x: set[Any] | frozenset[Any], level: int) -> str:
         """Show the first members in iteration order (reprlib sorts them all first)."""

@@ -66,9 +66,12 @@ class AskMagics(Magics):
              phash: str) -> None:
         from jupyter_ci.kernel.context import collect_context
 
-        context = collect_context(self.ipython, self.settings.context_tokens)
+        # The same redaction for the context and every tool result; the kernel's own
+        # credentials are always among what it replaces.
+        redactor = Redactor(own_credentials(os.environ))
+        context = redactor(collect_context(self.ipython, self.settings.context_tokens))
         loop = AskLoop(opts.prompt, context=context, history=self.memory.messages(),
-                       limits=self._limits(opts), redact=Redactor(own_credentials(os.environ)))
+                       limits=self._limits(opts), redact=redactor)
         if ask.replace_ask_id:
             self.replaced_asks.add(ask.replace_ask_id)
         view.start()
