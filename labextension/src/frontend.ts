@@ -21,13 +21,42 @@ type RequestExecute = Kernel.IKernelConnection['requestExecute'];
  * Loads the magics silently; a kernel without jupyter_ci (another environment)
  * or that is not IPython just ignores it. It calls the hook itself rather than
  * `%load_ext`, so a notebook's own `%load_ext jupyter_ci` does not then print
- * "already loaded", and it binds no name in the user's namespace.
+ * "already loaded", and it leaves no name in the user's namespace.
+ *
+ * The kernel's working directory is on sys.path (as ''), ahead of site-packages:
+ * a plain import would run a `jupyter_ci.py` lying next to a notebook someone
+ * sent. So the package is found on sys.path without the working directory, and
+ * an import the user made themselves is left as it is.
+ * tests/security/test_loader.py runs these exact lines.
  */
 const LOAD_CODE = [
+  'def _jupyter_ci_load():',
+  '    import importlib.util, os, sys',
+  '    if "jupyter_ci" not in sys.modules:',
+  '        here = os.path.realpath(os.curdir)',
+  '        path = [p for p in sys.path if os.path.realpath(p or os.curdir) != here]',
+  '        spec = None',
+  '        for finder in sys.meta_path:',
+  '            find = getattr(finder, "find_spec", None)',
+  '            spec = find("jupyter_ci", path) if find else None',
+  '            if spec is not None:',
+  '                break',
+  '        if spec is None or spec.loader is None:',
+  '            return',
+  '        module = importlib.util.module_from_spec(spec)',
+  '        sys.modules["jupyter_ci"] = module',
+  '        try:',
+  '            spec.loader.exec_module(module)',
+  '        except BaseException:',
+  '            del sys.modules["jupyter_ci"]',
+  '            raise',
+  '    sys.modules["jupyter_ci"].load_ipython_extension(get_ipython())',
   'try:',
-  '    __import__("jupyter_ci").load_ipython_extension(get_ipython())',
+  '    _jupyter_ci_load()',
   'except Exception:',
-  '    pass'
+  '    pass',
+  'finally:',
+  '    del _jupyter_ci_load'
 ].join('\n');
 
 const RESTARTING = new Set<Kernel.Status>(['restarting', 'autorestarting']);
