@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
@@ -15,6 +16,16 @@ from tests.fakellm import FakeLLM
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
 _LAST = ("last_type", "last_value", "last_traceback", "last_exc")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_jupyter_data(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Give the tests (and the kernels they start) a Jupyter data dir of their own."""
+    # The record-signing secret lives there: tests must neither read nor write the user's.
+    with pytest.MonkeyPatch.context() as patch:
+        data = tmp_path_factory.mktemp("jupyter-data")
+        patch.setenv("JUPYTER_DATA_DIR", str(data))
+        yield data
 
 
 @pytest.fixture

@@ -105,9 +105,12 @@ def test_headless_runs_reuse_a_saved_notebook_and_do_not_ask(
     fake: FakeLLM, tmp_path: Path
 ) -> None:
     from jupyter_ci.kernel.record import prompt_hash
+    from jupyter_ci.kernel.signing import sign
 
-    record = {"version": 1, "ask_id": "a1", "prompt_hash": prompt_hash("make w", None),
-              "model": "openai:gpt-test", "status": "done", "answer": "w is 5.", "steps": 1}
+    # Signed as this user's kernel signs the records it writes (same JUPYTER_DATA_DIR).
+    record = sign({"version": 1, "ask_id": "a1", "prompt_hash": prompt_hash("make w", None),
+                   "model": "openai:gpt-test", "status": "done", "answer": "w is 5.",
+                   "steps": 1}, "make w")
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("%load_ext jupyter_ci"),
                 nbformat.v4.new_code_cell("%%ask\nmake w", metadata={"jupyter_ci": record}),

@@ -34,6 +34,11 @@ from tests.nbrun import PROVIDER_VARS
 AMBIENT_VARS = (*PROVIDER_VARS, "JUPYTER_CI_MODEL", "JUPYTER_CI_NOTEBOOK", "JPY_SESSION_NAME")
 
 
+def ours(data: dict[str, Any]) -> bool:
+    """Tell a display of the magic's own Markdown (shown as sanitised HTML, source as text)."""
+    return 'class="jp-ci-markdown"' in str(data.get("text/html", ""))
+
+
 @dataclass
 class Screen:
     """What the %%ask cell shows, in order: ("display"|"update", data) or (stream, text)."""
@@ -41,9 +46,9 @@ class Screen:
     shown: list[tuple[str, Any]] = field(default_factory=list)
 
     def markdown(self) -> list[str]:
-        """Return every Markdown display, in order (updates included)."""
-        return [data["text/markdown"] for kind, data in self.shown
-                if kind in ("display", "update") and "text/markdown" in data]
+        """Return the Markdown source of every display of ours, in order (updates included)."""
+        return [data["text/plain"] for kind, data in self.shown
+                if kind in ("display", "update") and ours(data)]
 
     def stream(self, name: str = "stdout") -> str:
         """Return all text written to one stream."""
@@ -53,7 +58,8 @@ class Screen:
         """Return (kind, Markdown or text) in order, consecutive writes to a stream joined."""
         merged: list[tuple[str, str]] = []
         for kind, item in self.shown:
-            text = item if isinstance(item, str) else item.get("text/markdown", str(item))
+            text = item if isinstance(item, str) else (
+                item["text/plain"] if ours(item) else str(item))
             if merged and kind in ("stdout", "stderr") and merged[-1][0] == kind:
                 merged[-1] = (kind, merged[-1][1] + text)
             else:

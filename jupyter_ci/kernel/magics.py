@@ -9,7 +9,6 @@ from typing import Any
 
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_cell_magic, magics_class
-from IPython.display import Markdown, display
 
 from jupyter_ci.agent.drive import drive
 from jupyter_ci.agent.errors import AskError, AskInterrupted
@@ -27,10 +26,14 @@ from jupyter_ci.kernel.record import (
     reusable_from_request,
     reusable_on_disk,
 )
-from jupyter_ci.kernel.views import AskView, InlineView
+from jupyter_ci.kernel.views import AskView, InlineView, show_markdown
 from jupyter_ci.models.base import ChatModel
 from jupyter_ci.models.broker import own_credentials
 from jupyter_ci.models.resolve import ModelSettings, resolve_model
+
+#: What memory keeps of an ask whose recorded answer was reused instead of asking the model.
+REUSED_SUMMARY = ("(Not asked this time: the notebook already held a recorded answer, shown to "
+                  "the user, and its generated cells ran as recorded.)")
 
 
 @magics_class
@@ -98,20 +101,23 @@ class AskMagics(Magics):
 
     def _reuse(self, opts: AskOptions, info: RequestInfo, phash: str) -> bool:
         if info.has_frontend:
-            record = reusable_from_request(info, phash)
+            record = reusable_from_request(info, phash, opts.prompt)
         else:
-            record = reusable_on_disk(phash, Path.cwd())
+            code = (parent_header(self.ipython).get("content") or {}).get("code")
+            record = reusable_on_disk(phash, opts.prompt, code, Path.cwd()) if isinstance(
+                code, str) else None
         if record is None:
             return False
         steps = record.get("steps", 0)
         cells = "the generated cell below holds" if steps == 1 else (
             f"the {steps} generated cells below hold")
-        display(Markdown(
+        show_markdown(
             f"*Reusing the earlier answer ({record.get('model', 'model')}): {cells} its code. "
             "Edit the prompt or run with `--refresh` to ask again.*\n\n"
             + str(record.get("answer", ""))
-        ))
-        self.memory.remember_summary(opts.prompt, f"Answer: {record.get('answer', '')}")
+        )
+        # The recorded text is not put in the model's mouth: only that the ask was reused.
+        self.memory.remember_summary(opts.prompt, REUSED_SUMMARY)
         if info.has_frontend:
             from jupyter_ci.kernel.frontend import announce_reuse
 

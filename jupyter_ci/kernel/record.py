@@ -40,12 +40,14 @@ class AskInfo:
 def ask_record(ask: AskInfo, phash: str, status: str, answer: str, steps: int, tokens: int
                ) -> dict[str, Any]:
     """Build the record the browser keeps in the %%ask cell's metadata."""
-    return {
+    from jupyter_ci.kernel.signing import sign
+
+    return sign({
         "version": RECORD_VERSION, "ask_id": ask.ask_id, "prompt_hash": phash,
         "model": ask.model, "status": status, "answer": answer, "steps": steps,
         "tokens": tokens,
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-    }
+    }, ask.prompt)
 
 
 def _record_of(cell: dict[str, Any]) -> dict[str, Any] | None:
@@ -114,20 +116,25 @@ def _done(record: dict[str, Any] | None, phash: str) -> bool:
     return bool(record.get("status") == "done" and record.get("prompt_hash") == phash)
 
 
-def reusable_from_request(info: RequestInfo, phash: str) -> dict[str, Any] | None:
-    """Return the record when the browser shows the finished ask's cells are all there."""
+def reusable_from_request(info: RequestInfo, phash: str, prompt: str) -> dict[str, Any] | None:
+    """Return the record when this user signed it and the browser shows all its cells."""
+    from jupyter_ci.kernel.signing import verify
+
     if not info.has_frontend or not _done(info.record, phash):
         return None
     assert info.record is not None and info.frontend is not None
+    if not verify(info.record, prompt):
+        return None  # not written by this user's kernel: ask the model instead
     generated = info.frontend.get("generated") or []
     return info.record if len(generated) == info.record.get("steps") else None
 
 
 def notebook_candidates(cwd: Path) -> list[Path]:
-    """List notebooks that may hold this kernel's cells, most specific first."""
+    """List the notebooks that may be the one being executed, the named one alone if named."""
     named = [os.environ.get("JUPYTER_CI_NOTEBOOK"), os.environ.get("JPY_SESSION_NAME")]
     found = [Path(p) if Path(p).is_absolute() else cwd / p for p in named if p]
-    found += sorted(cwd.glob("*.ipynb"))[:MAX_NOTEBOOKS]
+    if not found:
+        found = sorted(cwd.glob("*.ipynb"))[:MAX_NOTEBOOKS]
     unique: list[Path] = []
     for path in found:
         if path.suffix == ".ipynb" and path.is_file() and path not in unique:
@@ -135,8 +142,31 @@ def notebook_candidates(cwd: Path) -> list[Path]:
     return unique
 
 
-def reusable_on_disk(phash: str, cwd: Path) -> dict[str, Any] | None:
-    """Find, in a saved notebook, this ask's done record with its generated cells after it."""
+def _source(cell: dict[str, Any]) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else str(source)
+
+
+def _matching_records(cells: list[Any], phash: str, code: str) -> list[dict[str, Any]]:
+    """Return the done records of this very cell (same source) with all their generated cells."""
+    found = []
+    for index, cell in enumerate(cells):
+        record = _record_of(cell) if isinstance(cell, dict) else None
+        if (record is not None and _done(record, phash) and _source(cell) == code
+                and len(generated_after(cells, index)) == record.get("steps")):
+            found.append(record)
+    return found
+
+
+def reusable_on_disk(phash: str, prompt: str, code: str, cwd: Path) -> dict[str, Any] | None:
+    """Find this ask's signed done record in the notebook being executed (see README).
+
+    The notebook is `$JUPYTER_CI_NOTEBOOK` (or the server's `JPY_SESSION_NAME`) when set,
+    else one in the working directory holding this exact cell. The record must be signed by
+    this user, or the notebook trusted with `jupyter trust`.
+    """
+    from jupyter_ci.kernel.signing import notebook_trusted, verify
+
     budget = MAX_SCAN_BYTES
     for path in notebook_candidates(cwd):
         try:
@@ -151,9 +181,10 @@ def reusable_on_disk(phash: str, cwd: Path) -> dict[str, Any] | None:
             cells = json.loads(raw).get("cells", [])
         except (OSError, ValueError, AttributeError):
             continue  # an unreadable notebook simply isn't a match
-        for index, cell in enumerate(cells):
-            record = _record_of(cell)
-            if _done(record, phash) and len(generated_after(cells, index)) == (
-                    record or {}).get("steps"):
-                return record
+        records = _matching_records(cells, phash, code) if isinstance(cells, list) else []
+        signed = [record for record in records if verify(record, prompt)]
+        if signed:
+            return signed[0]
+        if records and notebook_trusted(raw):
+            return records[0]
     return None

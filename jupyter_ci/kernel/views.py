@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from IPython.display import Markdown, display
+from IPython.display import display
 
 from jupyter_ci.agent.drive import View
 from jupyter_ci.agent.errors import AskError
@@ -14,6 +14,7 @@ from jupyter_ci.agent.loop import RunCode
 from jupyter_ci.agent.outputs import OutputEvent
 from jupyter_ci.agent.types import CodeResult
 from jupyter_ci.kernel.record import AskInfo
+from jupyter_ci.kernel.safe_markdown import bundle
 
 # Re-rendering Markdown on every token floods the frontend; a few frames a second reads live.
 REFRESH_S = 0.1
@@ -39,7 +40,7 @@ class AskView(View, Protocol):
 
 @dataclass
 class LiveMarkdown:
-    """A Markdown display that can be rewritten in place, at most every REFRESH_S."""
+    """A Markdown display (rendered safe) that can be rewritten in place, every REFRESH_S."""
 
     text: str = ""
     _handle: Any = None
@@ -60,9 +61,14 @@ class LiveMarkdown:
         """Show the current text."""
         self._shown_at = time.monotonic()
         if self._handle is None:
-            self._handle = display(Markdown(self.text), display_id=True)
+            self._handle = display(bundle(self.text), raw=True, display_id=True)
         else:
-            self._handle.update(Markdown(self.text))
+            self._handle.update(bundle(self.text), raw=True)
+
+
+def show_markdown(text: str) -> None:
+    """Display model-written Markdown once, with no live HTML (see safe_markdown)."""
+    display(bundle(text), raw=True)
 
 
 def code_block(code: str) -> str:
@@ -112,7 +118,7 @@ class InlineView:
 
     def step_start(self, run: RunCode) -> None:
         """Show the step's code before its outputs."""
-        display(Markdown(f"**{step_title(run)}**\n\n{code_block(run.code)}"))
+        show_markdown(f"**{step_title(run)}**\n\n{code_block(run.code)}")
 
     def output(self, event: OutputEvent) -> None:
         """Outputs reach the cell by themselves (passthrough)."""
@@ -120,9 +126,9 @@ class InlineView:
     def step_end(self, run: RunCode, result: CodeResult) -> None:
         """Say when a step failed, so the fix that follows makes sense."""
         if result.status == "timeout":
-            display(Markdown(f"*{step_title(run)} timed out and was interrupted.*"))
+            show_markdown(f"*{step_title(run)} timed out and was interrupted.*")
         elif not result.ok and result.error is not None:
-            display(Markdown(f"*{step_title(run)} failed: `{result.error.ename}`.*"))
+            show_markdown(f"*{step_title(run)} failed: `{result.error.ename}`.*")
 
     def finish(self, answer: str, record: dict[str, Any]) -> None:
         """The answer was streamed already; close with a status line."""

@@ -1,0 +1,55 @@
+"""Show model-written Markdown so that no HTML in it is ever live.
+
+JupyterLab renders the Markdown and HTML outputs of a cell run in the session as trusted:
+`<img onerror>` in an answer would run JavaScript on Jupyter's origin, which can reach the
+REST API and terminals. So the kernel renders the Markdown itself, with raw HTML escaped
+(mistune), sanitises the result (nh3: no scripts, no event handlers, no `javascript:`
+URLs, no remote images that could carry data out in their URL), and displays that HTML with
+the Markdown source as text/plain. Every frontend then shows the same safe HTML, and a
+headless notebook (nbconvert, VS Code) stays readable.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+#: Tags a model's Markdown renders to (mistune with the table and strikethrough plugins).
+_TAGS = frozenset({
+    "a", "blockquote", "br", "code", "del", "em", "h1", "h2", "h3", "h4", "h5", "h6", "hr",
+    "img", "li", "ol", "p", "pre", "strong", "table", "tbody", "td", "th", "thead", "tr", "ul",
+})
+_ATTRIBUTES = {"a": {"href", "title"}, "img": {"src", "alt", "title"},
+               "code": {"class"}, "ol": {"start"}, "td": {"align"}, "th": {"align"}}
+
+
+def _local_images_only(tag: str, name: str, value: str) -> str | None:
+    """Keep an image only when it is a file beside the notebook: a remote URL is a beacon."""
+    if tag == "img" and name == "src" and (":" in value or value.startswith("//")):
+        return None
+    return value
+
+
+@functools.cache
+def _renderer() -> Callable[[str], Any]:
+    """Build the Markdown renderer once (mistune and nh3 are imported on first use)."""
+    import mistune
+
+    return mistune.create_markdown(escape=True, plugins=["table", "strikethrough"])
+
+
+def to_html(markdown: str) -> str:
+    """Render Markdown to sanitised HTML in which no raw HTML of the source is live."""
+    import nh3
+
+    html = str(_renderer()(markdown))
+    return nh3.clean(html, tags=set(_TAGS), attributes={k: set(v) for k, v in _ATTRIBUTES.items()},
+                     attribute_filter=_local_images_only,
+                     url_schemes={"http", "https", "mailto"})
+
+
+def bundle(markdown: str) -> dict[str, str]:
+    """Return the display bundle of model-written Markdown: safe HTML, source as plain text."""
+    return {"text/html": f'<div class="jp-ci-markdown">{to_html(markdown)}</div>',
+            "text/plain": markdown}

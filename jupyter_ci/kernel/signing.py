@@ -1,0 +1,103 @@
+"""Sign ask records with a per-user secret, so a notebook from someone else cannot supply answers.
+
+A record in a cell's metadata claims "this ask is done, here is its answer"; reuse believes
+it only when this user's kernel wrote it (an HMAC with a per-user secret, as
+nbformat.sign.NotebookNotary signs trusted notebooks) or, headless, when the user trusted the
+whole notebook (`jupyter trust`).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import hmac
+import json
+import logging
+import os
+import secrets
+import stat
+from pathlib import Path
+from typing import Any
+
+SCHEME = "hmac-sha256"
+#: The fields a signature covers (what reuse shows and decides on), with the prompt itself.
+SIGNED_FIELDS = ("version", "ask_id", "prompt_hash", "model", "status", "answer", "steps",
+                 "tokens", "created")
+_SECRET_BYTES = 32
+log = logging.getLogger(__name__)
+
+
+def secret_path() -> Path:
+    """Return where this user's record secret lives (beside Jupyter's own notary secret)."""
+    from jupyter_core.paths import jupyter_data_dir
+
+    return Path(jupyter_data_dir()) / "jupyter_ci" / "record_secret"
+
+
+def _private(path: Path) -> bool:
+    """Tell a file only its owner (this user) can read or write."""
+    info = path.stat()
+    return info.st_uid == os.getuid() and not info.st_mode & (stat.S_IRWXG | stat.S_IRWXO)
+
+
+@functools.cache
+def _secret_at(path: Path) -> bytes | None:
+    """Read the secret at `path`, creating it (0600, atomically) on first use; None if unsafe."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            pass
+        else:
+            with os.fdopen(fd, "wb") as file:
+                file.write(secrets.token_bytes(_SECRET_BYTES))
+        if not _private(path):
+            # Someone else could read it and sign records for us: sign nothing.
+            log.warning("jupyter-ci: %s is readable by others; asks will not be reused until "
+                        "you run `chmod 600 %s`", path, path)
+            return None
+        data = path.read_bytes()
+    except OSError as exc:
+        log.warning("jupyter-ci: cannot use %s (%s); asks will not be reused", path, exc)
+        return None
+    return data if len(data) >= _SECRET_BYTES else None
+
+
+def _payload(record: dict[str, Any], prompt: str) -> bytes:
+    """Serialise what a signature covers, the same way every time."""
+    fields = {name: record.get(name) for name in SIGNED_FIELDS}
+    return json.dumps([fields, prompt.strip()], sort_keys=True, ensure_ascii=False).encode()
+
+
+def sign(record: dict[str, Any], prompt: str) -> dict[str, Any]:
+    """Return the record with this user's signature added (unchanged if there is no secret)."""
+    key = _secret_at(secret_path())
+    if key is None:
+        return record
+    digest = hmac.new(key, _payload(record, prompt), hashlib.sha256).hexdigest()
+    return {**record, "signature": f"{SCHEME}:{digest}"}
+
+
+def verify(record: dict[str, Any], prompt: str) -> bool:
+    """Tell whether this user's kernel signed this record for this exact prompt."""
+    signature = record.get("signature")
+    if not isinstance(signature, str) or not signature.startswith(f"{SCHEME}:"):
+        return False
+    key = _secret_at(secret_path())
+    if key is None:
+        return False
+    expected = hmac.new(key, _payload(record, prompt), hashlib.sha256).hexdigest()
+    return hmac.compare_digest(signature.removeprefix(f"{SCHEME}:"), expected)
+
+
+def notebook_trusted(raw: bytes) -> bool:
+    """Tell whether the user trusted this whole notebook (`jupyter trust`, nbformat's notary)."""
+    try:
+        import nbformat.sign
+
+        api: Any = nbformat  # nbformat is untyped
+        notebook = api.reads(raw.decode(), as_version=4)
+        return bool(api.sign.NotebookNotary().check_signature(notebook))
+    except Exception:  # an unreadable notebook or notary database is simply not trusted
+        return False
