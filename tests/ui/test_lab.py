@@ -67,7 +67,7 @@ def test_three_steps_become_three_cells_below_the_ask(lab: Lab, fake: FakeLLM) -
     # The %%ask cell keeps a progress log and the answer; the steps' outputs are not repeated.
     for step in (1, 2, 3):
         expect(ask.locator(".jp-OutputArea")).to_contain_text(f"Step {step}: done")
-    expect(ask.locator(".jp-RenderedMarkdown strong", has_text="E")).to_be_visible()
+    expect(ask.locator(".jp-ci-markdown strong", has_text="E")).to_be_visible()
     assert "best region" not in nb.output_text(0)
     expect(nb.root.locator("table.dataframe")).to_have_count(1)
     expect(nb.root.locator(".jp-OutputArea-output img")).to_have_count(1)
@@ -271,3 +271,37 @@ def test_each_ask_goes_to_its_own_notebook(lab: Lab, fake: FakeLLM) -> None:
     expect(first.generated()).to_have_count(2)
     assert "b step" not in json.dumps(first.model_json())
     second.screenshot("two-notebooks")
+
+
+XSS = ('Done. <img src=x onerror="window.__xss=1"> <script>window.__xss=2</script> '
+       '<svg onload="window.__xss=3"></svg> [click me](javascript:window.__xss=4) '
+       '<iframe srcdoc="<script>parent.__xss=5</script>"></iframe> **safe bold**')
+
+
+def test_html_in_an_answer_never_runs_in_the_cell_or_the_panel(lab: Lab, fake: FakeLLM) -> None:
+    # Prompt injection makes the model answer with HTML: it must stay text, in both places.
+    fake.push(code("xss_step = 1", XSS), Turn(XSS), Turn(XSS))
+    nb = lab.open_notebook("xss", ["%%ask\nsummarise the page"])
+    nb.run(0)
+    wait_answer(nb, 0, "safe bold")
+    lab.panel.open()
+    lab.panel.ask("summarise it again")
+    entry = lab.panel.part("ask").last
+    expect(entry).to_have_attribute("data-jupyter-ci-status", "done", timeout=WAIT_MS)
+    answer = entry.locator('[data-jupyter-ci="answer"]')
+    expect(answer).to_contain_text("safe bold")
+    for link in (nb.root.get_by_text("click me"), answer.get_by_text("click me")):
+        link.first.click()  # a javascript: link that survived would run now
+    nb.page.wait_for_timeout(500)
+    assert nb.page.evaluate("window.__xss") is None
+    ask = nb.cell(0).locator(".jp-OutputArea")
+    expect(ask).to_contain_text('<img src=x onerror="window.__xss=1">')
+    # Inside the outputs themselves (JupyterLab's own icons sit around them).
+    expect(ask.locator(".jp-OutputArea-output :is(img, script, svg, iframe)")).to_have_count(0)
+    # The panel renders the Markdown untrusted: JupyterLab's sanitizer keeps a bare <img>.
+    expect(answer.locator(":is(script, svg, iframe)")).to_have_count(0)
+    handlers = "n => [...n.querySelectorAll('*')].flatMap(e => [...e.attributes])" \
+        ".filter(a => a.name.startsWith('on') || a.value.startsWith('javascript:')).length"
+    assert answer.evaluate(handlers) == 0
+    assert nb.cell(0).locator(".jp-OutputArea").evaluate(handlers) == 0
+    nb.screenshot("xss")
