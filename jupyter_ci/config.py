@@ -84,6 +84,30 @@ class JupyterCI(Configurable):
         "file wins over the keyring. Default: the environment variable JUPYTER_CI_KEY_FILE.",
     ).tag(config=True)
 
+    session_root = Unicode(
+        "",
+        help="Directory under which each REST session gets its working directory. Default: "
+        "`.jupyter-ci-sessions` in the server's root_dir (hidden from the file browser).",
+    ).tag(config=True)
+    session_idle_timeout = Float(
+        3600.0, help="Seconds a REST session may stay unused before it is shut down and its "
+        "directory removed (default 3600; 0 = never).",
+    ).tag(config=True)
+    max_sessions = Int(
+        20, help="REST sessions that may exist at once; more get HTTP 429 (default 20).",
+    ).tag(config=True)
+    session_pool = Int(
+        1, help="Kernels kept started in advance for new REST sessions, from the first "
+        "session on: a server whose REST API is never used starts none (default 1; 0 = none).",
+    ).tag(config=True)
+    max_upload_bytes = Int(
+        100 * 1024 * 1024, help="Largest file, in bytes, a REST upload may send (default "
+        "104857600, 100 MiB); larger ones get HTTP 413 before they are read.",
+    ).tag(config=True)
+    max_code_bytes = Int(
+        1024 * 1024, help="Largest code, in bytes, one REST execute may send (default 1 MiB).",
+    ).tag(config=True)
+
     @default("key_file")
     def _key_file_default(self) -> str:
         return os.environ.get("JUPYTER_CI_KEY_FILE", "")

@@ -1,11 +1,13 @@
-"""The Jupyter Server extension: the panel's config route and the key broker."""
+"""The Jupyter Server extension: the panel's config route, the key broker, REST sessions."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from jupyter_server.extension.application import ExtensionApp
 from jupyter_server.serverapp import ServerApp
+from tornado.ioloop import PeriodicCallback
 
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.models.broker import ENV_SOCKET, ENV_TOKEN, ENV_URL
@@ -15,6 +17,8 @@ from jupyter_ci.server.hardening import make_non_dumpable
 from jupyter_ci.server.kernels import hook_kernel_manager
 from jupyter_ci.server.keys import stored_keys
 from jupyter_ci.server.relay import make_client
+from jupyter_ci.server.session_handlers import session_routes
+from jupyter_ci.server.sessions import SessionManager
 
 
 class JupyterCIApp(ExtensionApp):
@@ -39,7 +43,11 @@ class JupyterCIApp(ExtensionApp):
         # and it resolves --port=0 and port retries); the loop's first callback runs
         # after that and before the server can accept a request that starts a kernel.
         self._server().io_loop.add_callback(self._publish_environ)
-        self.settings.update({"jupyter_ci": self.ci, "jupyter_ci_broker": self.broker})
+        self.sessions = SessionManager(self._server().kernel_manager,
+                                       Path(self._server().root_dir), self.ci, self.log)
+        self._server().io_loop.add_callback(self._start_sessions)
+        self.settings.update({"jupyter_ci": self.ci, "jupyter_ci_broker": self.broker,
+                              "jupyter_ci_sessions": self.sessions})
         names = ", ".join(p.name for p in self.broker.configured()) or "none"
         self.log.info("jupyter-ci: provider keys held by the server broker (%s)", names)
         for problem in self.broker.misconfigured():
@@ -48,9 +56,22 @@ class JupyterCIApp(ExtensionApp):
     def initialize_handlers(self) -> None:
         """Register the routes (see handlers.routes)."""
         self.handlers.extend(routes(self.ci, self.broker, self.client, self.log))
+        self.handlers.extend(session_routes(self.sessions, self.ci))
+
+    def _start_sessions(self) -> None:
+        """Cull idle sessions once the server runs (the pool fills at the first session)."""
+        idle = self.ci.session_idle_timeout
+        if idle > 0:
+            # Check often enough that a session outlives its timeout by a quarter at most.
+            self._culler = PeriodicCallback(self.sessions.cull, min(60.0, idle / 4) * 1000)
+            self._culler.start()
 
     async def stop_extension(self) -> None:
-        """Close the upstream connection pool."""
+        """Shut the sessions down and close the upstream connection pool."""
+        culler = getattr(self, "_culler", None)
+        if culler is not None:
+            culler.stop()
+        await self.sessions.close()
         await self.client.aclose()
 
     def _publish_environ(self) -> None:

@@ -70,12 +70,14 @@ class KernelExecutor:
         self.on_output = on_output
         self._lock = asyncio.Lock()
 
-    async def run(self, code: str, timeout: float) -> CodeResult:
+    async def run(self, code: str, timeout: float, on_output: OnOutput | None = None
+                  ) -> CodeResult:
         """Run `code`, interrupting the kernel after `timeout` seconds."""
+        # `on_output` replaces the executor's own listener for one run (a streaming request).
         async with self._lock:
             started = time.monotonic()
             run = _Run(self.client.execute(code, store_history=True, allow_stdin=False),
-                       OutputList(self.on_output))
+                       OutputList(on_output or self.on_output))
             status = await self._follow(run, started + timeout)
             if status == "timeout":
                 await self.control.interrupt()

@@ -1,0 +1,112 @@
+"""A session's files: paths that cannot leave its directory, listings, and what a run changed."""
+
+from __future__ import annotations
+
+import mimetypes
+import os
+import tempfile
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+#: Entries looked at when listing a directory or comparing it before and after a run.
+MAX_ENTRIES = 2_000
+_CHUNK = 64 * 1024
+
+
+class PathRefused(ValueError):
+    """A path that is not a file inside the session's directory."""
+
+
+def resolve(directory: Path, path: str) -> Path:
+    """Return `path` inside `directory`, refusing absolute paths, `..` and symlinks out."""
+    if not path or "\x00" in path:
+        raise PathRefused("Give a file path relative to the session's directory.")
+    parts = PurePosixPath(path).parts
+    if PurePosixPath(path).is_absolute() or "\\" in path or any(p in ("..", ".") for p in parts):
+        raise PathRefused(f"{path!r} is not a relative path inside the session's directory "
+                          "(no leading /, no '..').")
+    root = directory.resolve()
+    target = root.joinpath(*parts)
+    # A symlink anywhere on the way may point outside: judge where it really leads.
+    if not target.resolve().is_relative_to(root):
+        raise PathRefused(f"{path!r} leads outside the session's directory.")
+    return target
+
+
+def describe(directory: Path, file: Path) -> dict[str, Any]:
+    """Describe one file as the API lists it: relative path, size and MIME type."""
+    mime = mimetypes.guess_type(file.name)[0] or "application/octet-stream"
+    return {"path": file.relative_to(directory).as_posix(), "size": file.stat().st_size,
+            "mime": mime}
+
+
+def listing(directory: Path) -> list[dict[str, Any]]:
+    """List the regular files of the directory, recursively, up to MAX_ENTRIES."""
+    return [describe(directory, directory / rel) for rel in snapshot(directory)]
+
+
+def snapshot(directory: Path) -> dict[str, tuple[int, int]]:
+    """Map each regular file (relative path) to (size, mtime_ns), never following symlinks."""
+    found: dict[str, tuple[int, int]] = {}
+    for top, dirs, files in os.walk(directory):
+        dirs.sort()
+        for name in sorted(files):
+            path = Path(top, name)
+            if path.is_symlink() or not path.is_file():
+                continue
+            info = path.stat()
+            found[path.relative_to(directory).as_posix()] = (info.st_size, info.st_mtime_ns)
+            if len(found) >= MAX_ENTRIES:
+                return found
+    return found
+
+
+def changed(directory: Path, before: dict[str, tuple[int, int]]) -> list[dict[str, Any]]:
+    """List the files created or changed since `before` was taken."""
+    after = snapshot(directory)
+    return [describe(directory, directory / rel) for rel, stamp in after.items()
+            if before.get(rel) != stamp and (directory / rel).is_file()]
+
+
+@dataclass
+class Upload:
+    """A file being written: into a temporary file beside it, renamed when complete."""
+
+    target: Path
+    limit: int
+    size: int = 0
+
+    def __post_init__(self) -> None:
+        self.target.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(dir=self.target.parent, prefix=".upload-")
+        self._file = os.fdopen(fd, "wb")
+        self._temp = Path(name)
+
+    def write(self, chunk: bytes) -> bool:
+        """Append a chunk; False (and nothing kept) once the total passes the limit."""
+        self.size += len(chunk)
+        if self.size > self.limit:
+            self.abort()
+            return False
+        self._file.write(chunk)
+        return True
+
+    def commit(self) -> None:
+        """Put the complete file in place (an atomic rename: readers never see half)."""
+        self._file.close()
+        os.replace(self._temp, self.target)
+
+    def abort(self) -> None:
+        """Drop the partial file."""
+        if not self._file.closed:
+            self._file.close()
+        self._temp.unlink(missing_ok=True)
+
+
+async def chunks(path: Path) -> AsyncIterator[bytes]:
+    """Read a file in chunks (downloads stream rather than load whole files)."""
+    with path.open("rb") as file:
+        while chunk := file.read(_CHUNK):
+            yield chunk

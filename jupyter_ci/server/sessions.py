@@ -1,0 +1,361 @@
+"""REST sessions: a kernel and a working directory each, through the server's own kernel manager.
+
+Kernels are started by `serverapp.kernel_manager` (never spawned here), so a server whose
+kernels live in a gateway serves sessions unchanged, and each kernel gets its broker token
+from the hooks in kernels.py. Calls on one session are serialised by its lock; different
+sessions run concurrently on the event loop, which only ever awaits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+import time
+import uuid
+from dataclasses import dataclass, field
+from logging import Logger
+from pathlib import Path
+from typing import Any
+
+from jupyter_client.kernelspec import NoSuchKernel
+from jupyter_core.utils import ensure_async
+
+from jupyter_ci.agent.outputs import OnOutput
+from jupyter_ci.agent.types import CodeResult
+from jupyter_ci.config import JupyterCI
+from jupyter_ci.models.broker import MANAGED
+from jupyter_ci.server import session_files
+from jupyter_ci.server.executor import KernelControl, KernelExecutor
+
+#: Statuses of an execute as the API reports them (the executor's "died" is "dead" here).
+API_STATUS = {"ok": "ok", "error": "error", "timeout": "timeout", "interrupted": "error",
+              "died": "dead"}
+_READY_S = 60.0  # a kernel that is not ready by then is not going to be
+
+
+class SessionError(Exception):
+    """A request about sessions that cannot be done; `status` and `reason` go to the client."""
+
+    status = 400
+    reason = "bad_request"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class UnknownSession(SessionError):
+    """No session has this id (never created, deleted, or culled when idle)."""
+
+    status, reason = 404, "unknown_session"
+
+
+class TooManySessions(SessionError):
+    """c.JupyterCI.max_sessions exist already."""
+
+    status, reason = 429, "too_many_sessions"
+
+
+class KernelUnavailable(SessionError):
+    """The kernel could not be started or did not become ready."""
+
+    status, reason = 503, "kernel_unavailable"
+
+
+@dataclass
+class Session:
+    """One session: its kernel, directory, client, executor and history."""
+
+    id: str
+    kernel_id: str
+    kernel_name: str
+    directory: Path
+    client: Any
+    executor: KernelExecutor
+    created: float = field(default_factory=time.time)
+    last_activity: float = field(default_factory=time.time)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    #: nbformat v4 code cells of the executes so far (the notebook export).
+    history: list[dict[str, Any]] = field(default_factory=list)
+    busy: bool = False
+    dead: bool = False
+    #: What the ask route keeps between asks of this session (its Memory).
+    memory: Any = None
+
+    def to_json(self) -> dict[str, Any]:
+        """Describe the session as the API returns it."""
+        return {"id": self.id, "kernel_id": self.kernel_id, "kernel_name": self.kernel_name,
+                "status": "dead" if self.dead else "busy" if self.busy else "idle",
+                "created": _iso(self.created), "last_activity": _iso(self.last_activity),
+                "executions": len(self.history)}
+
+
+def _iso(stamp: float) -> str:
+    """Format a time as ISO 8601 UTC."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(stamp))
+
+
+@dataclass
+class _Pooled:
+    """A kernel started in advance, in the directory of the session that will take it."""
+
+    sid: str
+    kernel_id: str
+    directory: Path
+
+
+class SessionManager:
+    """Create, find, run in, restart, cull and delete sessions; keep a pool of kernels."""
+
+    def __init__(self, kernel_manager: Any, root_dir: Path, ci: JupyterCI, log: Logger) -> None:
+        self.km = kernel_manager
+        self.root_dir = root_dir.resolve()
+        self.root = Path(ci.session_root).resolve() if ci.session_root else (
+            self.root_dir / ".jupyter-ci-sessions")
+        self.ci = ci
+        self.log = log
+        self.sessions: dict[str, Session] = {}
+        self._pool: list[_Pooled] = []
+        self._filling: asyncio.Task[None] | None = None
+        self._starting = 0  # sessions being created, counted against max_sessions
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    async def create(self, kernel_name: str | None = None, env: dict[str, str] | None = None,
+                     cwd_name: str | None = None) -> Session:
+        """Start a session (from the pool when it fits) and return it."""
+        if len(self.sessions) + self._starting >= self.ci.max_sessions:
+            raise TooManySessions(
+                f"{self.ci.max_sessions} sessions exist already (c.JupyterCI.max_sessions): "
+                "delete one first.")
+        self._starting += 1
+        try:
+            pooled = None if cwd_name else self._take(kernel_name, env)
+            if pooled is None:
+                pooled = await self._start(kernel_name, env, cwd_name)
+            session = await self._connect(pooled, kernel_name or self._default_kernel())
+        finally:
+            self._starting -= 1
+        self.sessions[session.id] = session
+        self.fill_pool()
+        return session
+
+    def get(self, sid: str) -> Session:
+        """Return the session with this id."""
+        session = self.sessions.get(sid)
+        if session is None:
+            raise UnknownSession(f"No session {sid!r}: it was deleted, culled after "
+                                 "c.JupyterCI.session_idle_timeout, or never existed.")
+        return session
+
+    async def delete(self, sid: str) -> None:
+        """Shut the session's kernel down and remove its directory."""
+        session = self.sessions.pop(sid, None)
+        if session is None:
+            raise UnknownSession(f"No session {sid!r}.")
+        await self._dispose(session.client, session.kernel_id, session.directory)
+
+    async def restart(self, sid: str) -> Session:
+        """Restart the kernel (state cleared, files kept) and reconnect."""
+        session = self.get(sid)
+        async with session.lock:
+            session.client.stop_channels()
+            try:
+                await ensure_async(self.km.restart_kernel(session.kernel_id))
+                session.client = await self._client(session.kernel_id)
+            except Exception as exc:
+                session.dead = True
+                raise KernelUnavailable(f"The session's kernel could not be restarted "
+                                        f"({type(exc).__name__}); delete the session.") from exc
+            session.executor = self._executor(session.kernel_id, session.client)
+            session.dead, session.history = False, []
+            session.last_activity = time.time()
+        return session
+
+    async def execute(self, sid: str, code: str, timeout: float | None,
+                      on_output: OnOutput | None = None) -> dict[str, Any]:
+        """Run code in the session; return the API's execute result."""
+        session = self.get(sid)
+        async with session.lock:
+            session.busy, session.last_activity = True, time.time()
+            before = await asyncio.to_thread(session_files.snapshot, session.directory)
+            try:
+                result = await session.executor.run(code, timeout or self.ci.timeout, on_output)
+            finally:
+                session.busy, session.last_activity = False, time.time()
+            session.dead = result.status == "died"
+            files = await asyncio.to_thread(session_files.changed, session.directory, before)
+            session.history.append(_cell(code, result))
+        return {"status": API_STATUS[result.status], "outputs": list(result.outputs),
+                "execution_count": result.execution_count,
+                "duration_ms": round(result.duration_s * 1000, 1), "files": files}
+
+    async def interrupt(self, sid: str) -> None:
+        """Interrupt whatever runs in the session (a streaming client hung up)."""
+        session = self.sessions.get(sid)
+        if session is not None and session.busy:
+            await ensure_async(self.km.interrupt_kernel(session.kernel_id))
+
+    async def cull(self) -> None:
+        """Delete the sessions idle for longer than c.JupyterCI.session_idle_timeout."""
+        limit = self.ci.session_idle_timeout
+        if limit <= 0:
+            return
+        now = time.time()
+        for sid, session in list(self.sessions.items()):
+            if not session.busy and now - session.last_activity > limit:
+                self.log.info("jupyter-ci: culling session %s, idle for %.0f s", sid,
+                              now - session.last_activity)
+                await self.delete(sid)
+
+    async def close(self) -> None:
+        """Shut down every session and pooled kernel (the server is stopping)."""
+        if self._filling is not None:
+            self._filling.cancel()
+        for sid in list(self.sessions):
+            await self.delete(sid)
+        for pooled in self._pool:
+            await self._dispose(None, pooled.kernel_id, pooled.directory)
+        self._pool.clear()
+
+    # -- the pool ---------------------------------------------------------------------
+
+    def fill_pool(self) -> None:
+        """Start pooled kernels in the background up to c.JupyterCI.session_pool."""
+        if self._filling is None or self._filling.done():
+            self._filling = asyncio.ensure_future(self._fill())
+
+    async def _fill(self) -> None:
+        while len(self._pool) < self.ci.session_pool:
+            try:
+                pooled = await self._start(None, None)
+            except Exception as exc:  # logged; sessions then start cold
+                self.log.warning("jupyter-ci: could not pre-start a session kernel (%s)", exc)
+                return
+            self._pool.append(pooled)
+
+    def _take(self, kernel_name: str | None, env: dict[str, str] | None) -> _Pooled | None:
+        """Take a pooled kernel when the request asks for nothing it lacks."""
+        if env or (kernel_name and kernel_name != self._default_kernel()) or not self._pool:
+            return None
+        return self._pool.pop(0)
+
+    # -- kernels ----------------------------------------------------------------------
+
+    def _default_kernel(self) -> str:
+        return str(getattr(self.km, "default_kernel_name", "python3") or "python3")
+
+    async def _start(self, kernel_name: str | None, env: dict[str, str] | None,
+                     cwd_name: str | None = None) -> _Pooled:
+        """Start a kernel through the server's kernel manager, in a new session directory."""
+        sid = uuid.uuid4().hex
+        directory = self.root / (cwd_name or sid)
+        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            directory.mkdir(mode=0o700)
+        except FileExistsError:
+            raise SessionError(f"A session directory named {cwd_name!r} exists already: "
+                               "choose another cwd_name.") from None
+        kwargs: dict[str, Any] = {"kernel_name": kernel_name or self._default_kernel()}
+        if directory.is_relative_to(self.root_dir):
+            kwargs["path"] = directory.relative_to(self.root_dir).as_posix()
+        else:
+            kwargs["cwd"] = str(directory)
+        if env:
+            kwargs["env"] = {**os.environ, **env}
+        try:
+            kernel_id = await ensure_async(self.km.start_kernel(**kwargs))
+        except NoSuchKernel:
+            shutil.rmtree(directory, ignore_errors=True)
+            names = ", ".join(sorted(self.km.kernel_spec_manager.find_kernel_specs()))
+            raise SessionError(f"There is no kernel named {kwargs['kernel_name']!r}; this "
+                               f"server has: {names}.") from None
+        except Exception as exc:
+            shutil.rmtree(directory, ignore_errors=True)
+            raise KernelUnavailable(f"The kernel {kwargs['kernel_name']!r} could not be "
+                                    f"started ({type(exc).__name__}: {exc}).") from exc
+        return _Pooled(sid, str(kernel_id), directory)
+
+    async def _connect(self, pooled: _Pooled, kernel_name: str) -> Session:
+        """Connect a client to a started kernel; on failure leave nothing behind."""
+        try:
+            client = await self._client(pooled.kernel_id)
+        except Exception as exc:
+            await self._dispose(None, pooled.kernel_id, pooled.directory)
+            raise KernelUnavailable(f"The kernel did not become ready within {_READY_S:g} s "
+                                    f"({type(exc).__name__}).") from exc
+        return Session(pooled.sid, pooled.kernel_id, kernel_name, pooled.directory, client,
+                       self._executor(pooled.kernel_id, client))
+
+    async def _client(self, kernel_id: str) -> Any:
+        client = self.km.get_kernel(kernel_id).client()
+        await ensure_async(client.start_channels())
+        await client.wait_for_ready(timeout=_READY_S)
+        return client
+
+    def _executor(self, kernel_id: str, client: Any) -> KernelExecutor:
+        async def interrupt() -> None:
+            await ensure_async(self.km.interrupt_kernel(kernel_id))
+
+        async def is_alive() -> bool:
+            if kernel_id not in self.km:
+                return False
+            return bool(await ensure_async(self.km.get_kernel(kernel_id).is_alive()))
+
+        return KernelExecutor(client, KernelControl(interrupt, is_alive))
+
+    async def _dispose(self, client: Any, kernel_id: str, directory: Path) -> None:
+        """Stop the client, shut the kernel down and remove the directory, whatever fails."""
+        if client is not None:
+            client.stop_channels()
+        try:
+            if kernel_id in self.km:
+                await ensure_async(self.km.shutdown_kernel(kernel_id, now=True))
+        except Exception as exc:  # a kernel that is already gone
+            self.log.warning("jupyter-ci: shutting down kernel %s: %s", kernel_id, exc)
+        await asyncio.to_thread(shutil.rmtree, directory, True)
+
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def validate_cwd_name(name: Any) -> str | None:
+    """Check the name asked for the session's directory: a plain file name."""
+    if name is None:
+        return None
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise SessionError("'cwd_name' must be a plain directory name: letters, digits, '.', "
+                           "'_' or '-', up to 64, not starting with '.' or '-'.")
+    return name
+
+
+def validate_env(env: Any) -> dict[str, str]:
+    """Check a session's extra environment: strings only, none of the broker's variables."""
+    if env is None:
+        return {}
+    if not isinstance(env, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+        raise SessionError("'env' must be an object of string names to string values.")
+    reserved = sorted(k for k in env if k in MANAGED or not k.isidentifier())
+    if reserved:
+        raise SessionError(f"'env' may not set {', '.join(reserved)}: the server manages "
+                           "these (or they are not variable names).")
+    return dict(env)
+
+
+def _cell(code: str, result: CodeResult) -> dict[str, Any]:
+    """Record one execute as an nbformat v4 code cell."""
+    return {"cell_type": "code", "id": uuid.uuid4().hex[:8], "metadata": {},
+            "source": code, "execution_count": result.execution_count,
+            "outputs": list(result.outputs)}
+
+
+def notebook(session: Session) -> dict[str, Any]:
+    """Return the session's history as an nbformat v4 notebook."""
+    return {"nbformat": 4, "nbformat_minor": 5, "cells": list(session.history),
+            "metadata": {"kernelspec": {"name": session.kernel_name,
+                                        "display_name": session.kernel_name,
+                                        "language": "python"},
+                         "jupyter_ci": {"session": session.id}}}

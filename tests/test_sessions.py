@@ -1,0 +1,306 @@
+"""REST sessions on a real Jupyter Server (pytest-jupyter) with real kernels, token auth on."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from tornado.httpclient import HTTPClientError, HTTPResponse
+from traitlets.config import Config
+
+from jupyter_ci.models.broker import MANAGED
+
+Fetch = Any
+
+
+@pytest.fixture
+def ci_config() -> dict[str, Any]:
+    """c.JupyterCI for the test's server (no pool unless a test asks: kernels cost time)."""
+    return {"session_pool": 0}
+
+
+@pytest.fixture
+def jp_server_config(monkeypatch: pytest.MonkeyPatch, ci_config: dict[str, Any]) -> Config:
+    """Enable the extension with no provider configured."""
+    for var in (*MANAGED, "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.setenv(var, "")
+        monkeypatch.delenv(var)
+    return Config({"ServerApp": {"jpserver_extensions": {"jupyter_ci": True}},
+                   "JupyterCI": ci_config})
+
+
+async def call(jp_fetch: Fetch, method: str, *path: str, body: Any = None,
+               raw: bytes | None = None, **kwargs: Any) -> tuple[int, Any]:
+    """Call a session route with the test's token; return (status, decoded JSON or bytes)."""
+    data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
+    if data is None and method in ("POST", "PUT"):
+        data = b""
+    try:
+        response: HTTPResponse = await jp_fetch("jupyter-ci", "sessions", *path, method=method,
+                                                body=data, **kwargs)
+    except HTTPClientError as err:
+        assert err.response is not None
+        response = err.response
+    assert response.code < 500, response.body
+    content = response.body or b""
+    if response.headers.get("Content-Type", "").startswith("application/json") and content:
+        return response.code, json.loads(content)
+    return response.code, content
+
+
+async def new_session(jp_fetch: Fetch, **body: Any) -> dict[str, Any]:
+    code, session = await call(jp_fetch, "POST", body=body)
+    assert code == 201, session
+    return dict(session)
+
+
+async def run(jp_fetch: Fetch, sid: str, code: str, **extra: Any) -> dict[str, Any]:
+    status, result = await call(jp_fetch, "POST", sid, "execute", body={"code": code, **extra})
+    assert status == 200, result
+    return dict(result)
+
+
+def stdout(result: dict[str, Any]) -> str:
+    return "".join(o.get("text", "") for o in result["outputs"] if o["output_type"] == "stream")
+
+
+ROUTES = [("POST", ""), ("GET", ""), ("GET", "/s1"), ("DELETE", "/s1"), ("POST", "/s1/restart"),
+          ("POST", "/s1/execute"), ("GET", "/s1/notebook"), ("GET", "/s1/files"),
+          ("GET", "/s1/files/a.txt"), ("PUT", "/s1/files/a.txt"), ("DELETE", "/s1/files/a.txt")]
+
+
+async def test_every_route_needs_jupyters_authentication(
+    jp_serverapp: Any, http_server_client: Any, jp_base_url: str
+) -> None:
+    for method, tail in ROUTES:
+        body = b"{}" if method in ("POST", "PUT") else None
+        response = await http_server_client.fetch(
+            f"{jp_base_url}jupyter-ci/sessions{tail}", method=method, body=body,
+            raise_error=False)
+        assert response.code in (401, 403), (method, tail, response.code)
+
+
+async def test_a_session_keeps_state_lists_and_is_deleted_whole(
+    jp_fetch: Fetch, jp_serverapp: Any
+) -> None:
+    session = await new_session(jp_fetch)
+    sid = session["id"]
+    assert session["status"] == "idle" and session["kernel_name"] == "python3"
+    first = await run(jp_fetch, sid, "x = 20\nx + 1")
+    assert first["status"] == "ok" and first["files"] == []
+    assert first["outputs"][0]["data"]["text/plain"] == "21"
+    second = await run(jp_fetch, sid, "import os\nprint(x * 2, os.getcwd())")
+    out = stdout(second).split()
+    assert out[0] == "40" and second["execution_count"] > first["execution_count"]
+    directory = Path(out[1])
+    assert directory.name == sid and directory.is_dir()
+    assert (await call(jp_fetch, "GET", sid))[1]["executions"] == 2
+    assert [s["id"] for s in (await call(jp_fetch, "GET"))[1]] == [sid]
+    kernel_id = session["kernel_id"]
+    assert kernel_id in jp_serverapp.kernel_manager  # started by the server's kernel manager
+    assert (await call(jp_fetch, "DELETE", sid))[0] == 204
+    assert kernel_id not in jp_serverapp.kernel_manager and not directory.exists()
+    assert (await call(jp_fetch, "GET", sid))[0] == 404
+
+
+async def test_sessions_are_isolated_and_a_runaway_does_not_delay_another(
+    jp_fetch: Fetch,
+) -> None:
+    one, two = (await new_session(jp_fetch))["id"], (await new_session(jp_fetch))["id"]
+    await run(jp_fetch, one, "secret = 42\nopen('mine.txt', 'w').write('one')")
+    assert (await run(jp_fetch, two, "secret"))["status"] == "error"
+    assert (await call(jp_fetch, "GET", two, "files"))[1] == []
+    assert (await call(jp_fetch, "GET", two, "files", "mine.txt"))[0] == 404
+    runaway = asyncio.ensure_future(run(jp_fetch, one, "while True: pass", timeout=4))
+    await asyncio.sleep(0.5)
+    started = time.monotonic()
+    quick = await run(jp_fetch, two, "y = 1")
+    took = time.monotonic() - started
+    assert quick["status"] == "ok" and took < 2.0, f"the other session waited {took:.2f} s"
+    stuck = await runaway
+    assert stuck["status"] == "timeout"
+    # The timed-out session is interrupted, not lost.
+    assert stdout(await run(jp_fetch, one, "print(secret)")) == "42\n"
+
+
+async def test_a_dead_kernel_is_reported_and_restart_brings_it_back(jp_fetch: Fetch) -> None:
+    sid = (await new_session(jp_fetch))["id"]
+    await run(jp_fetch, sid, "kept = 1\nopen('kept.txt', 'w').write('file')")
+    died = await run(jp_fetch, sid, "import os\nos._exit(1)", timeout=20)
+    assert died["status"] == "dead"
+    assert (await call(jp_fetch, "GET", sid))[1]["status"] == "dead"
+    code, restarted = await call(jp_fetch, "POST", sid, "restart")
+    assert code == 200 and restarted["status"] == "idle"
+    after = await run(jp_fetch, sid, "print(open('kept.txt').read())\nkept")
+    assert stdout(after) == "file\n" and after["status"] == "error"  # files kept, state not
+
+
+async def stream(jp_fetch: Fetch, sid: str, code: str,
+                 **kwargs: Any) -> list[tuple[float, str, Any]]:
+    """Execute with Accept: text/event-stream; return (arrival time, event, data)."""
+    events: list[tuple[float, str, Any]] = []
+    buffer = b""
+
+    def on_chunk(chunk: bytes) -> None:
+        nonlocal buffer
+        buffer += chunk
+        while b"\n\n" in buffer:
+            block, buffer = buffer.split(b"\n\n", 1)
+            fields = dict(line.split(": ", 1) for line in block.decode().splitlines())
+            events.append((time.monotonic(), fields["event"], json.loads(fields["data"])))
+
+    await jp_fetch("jupyter-ci", "sessions", sid, "execute", method="POST",
+                   body=json.dumps({"code": code}), headers={"Accept": "text/event-stream"},
+                   streaming_callback=on_chunk, **kwargs)
+    return events
+
+
+async def test_a_streaming_execute_delivers_print_output_before_the_run_ends(
+    jp_fetch: Fetch,
+) -> None:
+    sid = (await new_session(jp_fetch))["id"]
+    events = await stream(jp_fetch, sid, "import time\nprint('first', flush=True)\n"
+                                         "time.sleep(2)\nprint('second')")
+    kinds = [kind for _, kind, _ in events]
+    assert kinds[0] == "output" and kinds[-1] == "result"
+    first_at = events[0][0]
+    assert events[0][2]["text"] == "first\n"
+    assert events[-1][0] - first_at > 1.5, "the first line came only at the end"
+    result = events[-1][2]
+    assert result["status"] == "ok" and stdout(result) == "first\nsecond\n"
+
+
+async def test_a_client_that_hangs_up_on_a_stream_interrupts_the_run(jp_fetch: Fetch) -> None:
+    sid = (await new_session(jp_fetch))["id"]
+    with pytest.raises(HTTPClientError):  # tornado's client gives up after 2 s and hangs up
+        await stream(jp_fetch, sid, "import time\nprint('go', flush=True)\ntime.sleep(60)",
+                     request_timeout=2)
+    started = time.monotonic()
+    after = await run(jp_fetch, sid, "print('free')")
+    assert stdout(after) == "free\n" and time.monotonic() - started < 10
+
+
+async def test_files_round_trip_exactly_and_runs_list_what_they_wrote(jp_fetch: Fetch) -> None:
+    sid = (await new_session(jp_fetch))["id"]
+    data = bytes(range(256)) * 1000 + b"\xff\xfe not utf-8"
+    code, described = await call(jp_fetch, "PUT", sid, "files", "in", "data.bin", raw=data)
+    assert code == 201 and described == {"path": "in/data.bin", "size": len(data),
+                                         "mime": "application/octet-stream"}
+    code, got = await call(jp_fetch, "GET", sid, "files", "in", "data.bin")
+    assert code == 200 and got == data
+    made = await run(jp_fetch, sid, "import pandas as pd\n"
+                                    "pd.DataFrame({'a': [1, 2]}).to_csv('out.csv', index=False)\n"
+                                    "print(len(open('in/data.bin', 'rb').read()))")
+    assert stdout(made) == f"{len(data)}\n"
+    assert made["files"] == [{"path": "out.csv", "size": 6, "mime": "text/csv"}]
+    listing = (await call(jp_fetch, "GET", sid, "files"))[1]
+    assert {f["path"] for f in listing} == {"in/data.bin", "out.csv"}
+    assert (await call(jp_fetch, "DELETE", sid, "files", "out.csv"))[0] == 204
+    assert (await call(jp_fetch, "GET", sid, "files", "out.csv"))[0] == 404
+
+
+@pytest.mark.parametrize("path", ["../escape.txt", "a/../../escape.txt", "%2e%2e/escape.txt",
+                                  "%2E%2E%2Fescape.txt", "%2Fetc%2Fescape.txt", "/etc/escape.txt",
+                                  "out/escape.txt", ".%2e/escape.txt"])
+async def test_paths_that_leave_the_session_directory_are_refused(
+    jp_fetch: Fetch, http_server_client: Any, jp_base_url: str, jp_auth_header: dict[str, str],
+    path: str, jp_root_dir: Path, tmp_path: Path,
+) -> None:
+    sid = (await new_session(jp_fetch))["id"]
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    await run(jp_fetch, sid, f"import os\nos.symlink({str(outside)!r}, 'out')")
+    for method, raw in (("GET", None), ("PUT", b"x"), ("DELETE", None)):
+        # Sent as written: no client-side quoting or normalising of the path.
+        response = await http_server_client.fetch(
+            f"{jp_base_url}jupyter-ci/sessions/{sid}/files/{path}", method=method,
+            body=raw, headers=jp_auth_header, raise_error=False)
+        assert response.code in (400, 404), (method, path, response.code, response.body)
+    assert list(outside.iterdir()) == [] and not Path("/etc/escape.txt").exists()
+    assert not (jp_root_dir / ".jupyter-ci-sessions" / "escape.txt").exists()
+
+
+@pytest.mark.parametrize("ci_config", [{"session_pool": 0, "max_code_bytes": 100,
+                                        "max_upload_bytes": 1000}])
+async def test_bad_input_gets_a_4xx_with_a_message_and_leaves_nothing(
+    jp_fetch: Fetch, jp_serverapp: Any
+) -> None:
+    sid = (await new_session(jp_fetch))["id"]
+    bad = [
+        (("POST", sid, "execute"), b"{not json", 400, "bad_json"),
+        (("POST", sid, "execute"), b"[1, 2]", 400, "bad_json"),
+        (("POST", sid, "execute"), b"{}", 400, "bad_field"),
+        (("POST", sid, "execute"), b'{"code": 5}', 400, "bad_field"),
+        (("POST", sid, "execute"), b'{"code": "1", "timeout": "soon"}', 400, "bad_field"),
+        (("POST", sid, "execute"), b'{"code": "1", "timeout": -1}', 400, "bad_field"),
+        (("POST", sid, "execute"), json.dumps({"code": "x" * 101}).encode(), 413,
+         "code_too_large"),
+        (("POST", "nope", "execute"), b'{"code": "1"}', 404, "unknown_session"),
+        (("POST",), b'{"env": {"JUPYTER_CI_BROKER_TOKEN": "mine"}}', 400, "bad_request"),
+        (("POST",), b'{"env": ["A=1"]}', 400, "bad_request"),
+        (("POST",), b'{"kernel_name": 3}', 400, "bad_field"),
+        (("POST",), b'{"cwd_name": "../up"}', 400, "bad_request"),
+        (("POST",), b'{"kernel_name": "no-such-kernel"}', 400, "bad_request"),
+        (("PUT", sid, "files", "big.bin"), b"x" * 1001, 413, "upload_too_large"),
+    ]
+    kernels = len(jp_serverapp.kernel_manager)
+    for (method, *path), raw, status, reason in bad:
+        code, reply = await call(jp_fetch, method, *path, raw=raw)
+        assert (code, reply["reason"]) == (status, reason), (path, raw[:40], reply)
+        assert reply["message"] and "Traceback" not in reply["message"]
+    assert len(jp_serverapp.kernel_manager) == kernels  # no orphan kernel
+    assert (await call(jp_fetch, "GET", sid, "files"))[1] == []  # no partial file
+
+
+@pytest.mark.parametrize("ci_config", [{"session_pool": 0, "max_sessions": 1}])
+async def test_max_sessions_answers_429(jp_fetch: Fetch) -> None:
+    await new_session(jp_fetch)
+    code, reply = await call(jp_fetch, "POST", body={})
+    assert code == 429 and "max_sessions" in reply["message"]
+
+
+@pytest.mark.parametrize("ci_config", [{"session_pool": 0, "session_idle_timeout": 1.0}])
+async def test_idle_sessions_are_culled(jp_fetch: Fetch, jp_serverapp: Any) -> None:
+    session = await new_session(jp_fetch)
+    for _ in range(40):
+        await asyncio.sleep(0.25)
+        if session["kernel_id"] not in jp_serverapp.kernel_manager:
+            break
+    assert (await call(jp_fetch, "GET", session["id"]))[0] == 404
+    assert session["kernel_id"] not in jp_serverapp.kernel_manager
+
+
+async def test_the_history_exports_as_a_valid_notebook(jp_fetch: Fetch) -> None:
+    sid = (await new_session(jp_fetch))["id"]
+    await run(jp_fetch, sid, "print('hello')")
+    await run(jp_fetch, sid, "1 / 0")
+    await run(jp_fetch, sid, "from IPython.display import HTML, display\ndisplay(HTML('<b>x</b>'))")
+    code, nb = await call(jp_fetch, "GET", sid, "notebook")
+    assert code == 200
+    nbformat.validate(nb)
+    assert [c["source"] for c in nb["cells"]][:2] == ["print('hello')", "1 / 0"]
+    assert nb["cells"][1]["outputs"][0]["output_type"] == "error"
+
+
+@pytest.mark.parametrize("ci_config", [{"session_pool": 1}])
+async def test_a_pooled_kernel_makes_creation_fast_and_runs_in_its_own_directory(
+    jp_fetch: Fetch, jp_serverapp: Any
+) -> None:
+    manager = jp_serverapp.web_app.settings["jupyter_ci_sessions"]
+    assert not manager._pool  # nothing is started before the REST API is used
+    await new_session(jp_fetch)  # the first one starts cold and fills the pool
+    for _ in range(120):
+        if manager._pool:
+            break
+        await asyncio.sleep(0.25)
+    assert manager._pool, "the pool never filled"
+    started = time.monotonic()
+    session = await new_session(jp_fetch)
+    took = time.monotonic() - started
+    where = stdout(await run(jp_fetch, session["id"], "import os\nprint(os.getcwd())")).strip()
+    assert Path(where).name == session["id"] and took < 1.5, took
