@@ -17,7 +17,6 @@ from jupyter_ci.server.hardening import make_non_dumpable
 from jupyter_ci.server.kernels import hook_kernel_manager
 from jupyter_ci.server.keys import stored_keys
 from jupyter_ci.server.relay import make_client
-from jupyter_ci.server.session_handlers import session_routes
 from jupyter_ci.server.sessions import SessionManager
 
 
@@ -44,7 +43,8 @@ class JupyterCIApp(ExtensionApp):
         # after that and before the server can accept a request that starts a kernel.
         self._server().io_loop.add_callback(self._publish_environ)
         self.sessions = SessionManager(self._server().kernel_manager,
-                                       Path(self._server().root_dir), self.ci, self.log)
+                                       Path(self._server().root_dir), self.ci, self.log,
+                                       self.broker)
         self._server().io_loop.add_callback(self._start_sessions)
         self.settings.update({"jupyter_ci": self.ci, "jupyter_ci_broker": self.broker,
                               "jupyter_ci_sessions": self.sessions})
@@ -55,8 +55,7 @@ class JupyterCIApp(ExtensionApp):
 
     def initialize_handlers(self) -> None:
         """Register the routes (see handlers.routes)."""
-        self.handlers.extend(routes(self.ci, self.broker, self.client, self.log))
-        self.handlers.extend(session_routes(self.sessions, self.ci))
+        self.handlers.extend(routes(self.ci, self.broker, self.client, self.log, self.sessions))
 
     def _start_sessions(self) -> None:
         """Cull idle sessions once the server runs (the pool fills at the first session)."""

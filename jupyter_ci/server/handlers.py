@@ -1,4 +1,4 @@
-"""HTTP handlers: the panel's config route and the key broker (route table at the bottom)."""
+"""HTTP handlers: the panel's config route and the key broker; the route table of all routes."""
 
 from __future__ import annotations
 
@@ -14,11 +14,14 @@ from tornado.http1connection import HTTP1Connection
 
 from jupyter_ci import providers
 from jupyter_ci.config import JupyterCI
+from jupyter_ci.server import session_handlers as s
 from jupyter_ci.server.allowlist import split_provider
 from jupyter_ci.server.broker import BROKER_ROUTE, Admitted, Broker
 from jupyter_ci.server.errors import BodyTooLarge, BrokerError
 from jupyter_ci.server.panel import panel_config
 from jupyter_ci.server.relay import relay
+from jupyter_ci.server.session_file_handler import FileHandler
+from jupyter_ci.server.sessions import SessionManager
 from jupyter_ci.server.usage import UsageMeter
 
 if TYPE_CHECKING:
@@ -207,12 +210,23 @@ def _below_broker(path: str, base_url: str) -> str:
 
 
 def routes(
-    ci: JupyterCI, broker: Broker, client: httpx.AsyncClient, log: Logger
+    ci: JupyterCI, broker: Broker, client: httpx.AsyncClient, log: Logger,
+    sessions: SessionManager,
 ) -> list[tuple[str, type[web.RequestHandler], dict[str, Any]]]:
     """Return the extension's routes, relative to the server's base_url."""
+    session = {"manager": sessions, "ci": ci}
+    base, sid = "/jupyter-ci/sessions", s.SID
     return [
         (r"/jupyter-ci/config", ConfigHandler, {"ci": ci, "broker": broker}),
         # Everything below the broker route, so even paths no route allows answer in JSON.
         (rf"/{BROKER_ROUTE}(?:/.*)?", BrokerHandler,
          {"broker": broker, "client": client, "log": log, "max_body": ci.broker_max_body_bytes}),
+        (base, s.SessionsHandler, session),
+        (rf"{base}/{sid}", s.SessionHandler, session),
+        (rf"{base}/{sid}/restart", s.RestartHandler, session),
+        (rf"{base}/{sid}/execute", s.ExecuteHandler, session),
+        (rf"{base}/{sid}/ask", s.AskHandler, session),
+        (rf"{base}/{sid}/notebook", s.NotebookHandler, session),
+        (rf"{base}/{sid}/files", s.FilesHandler, session),
+        (rf"{base}/{sid}/files/(?P<path>.+)", FileHandler, session),
     ]

@@ -9,16 +9,16 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from jupyter_core.utils import ensure_async
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
 from jupyter_ci.agent.outputs import OutputEvent
 from jupyter_ci.config import JupyterCI
-from jupyter_ci.server import session_files
+from jupyter_ci.server import session_ask, session_files
 from jupyter_ci.server.sessions import (
     SessionError,
     SessionManager,
@@ -170,10 +170,55 @@ def output_event(event: OutputEvent) -> bytes:
     return sse("set_outputs", {"outputs": list(event.outputs)})
 
 
-class ExecuteHandler(SessionAPIHandler):
-    """POST code to run; JSON, or server-sent events with `Accept: text/event-stream`."""
+class StreamingHandler(SessionAPIHandler):
+    """Server-sent events of a run or an ask; a client that hangs up stops it."""
 
     _running: str | None = None
+    _task: asyncio.Future[dict[str, Any]] | None = None
+    #: Whether hanging up cancels the work too (an ask), not only interrupts the kernel.
+    cancel_on_close = False
+
+    async def stream(self, sid: str, work: Callable[[Callable[[bytes], None]],
+                                                   Awaitable[dict[str, Any]]]) -> None:
+        """Send what `work` emits as it happens, then its result as the `result` event."""
+        self.set_header("Content-Type", "text/event-stream")
+        self.set_header("Cache-Control", "no-cache")
+        self.set_header("X-Accel-Buffering", "no")
+        queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self._running = sid
+        self._task = task = asyncio.ensure_future(work(queue.put_nowait))
+        task.add_done_callback(lambda _: queue.put_nowait(None))
+        while (chunk := await queue.get()) is not None:
+            await self._send(chunk)
+        self._running = None
+        if task.cancelled():
+            return
+        try:
+            await self._send(sse("result", task.result()))
+        except SessionError as error:
+            await self._send(sse("error", {"message": error.message, "reason": error.reason}))
+        self.finish()
+
+    async def _send(self, chunk: bytes) -> None:
+        if self.request.connection is None or self._finished:
+            return
+        self.write(chunk)
+        try:
+            await self.flush()
+        except Exception:  # the client hung up; on_connection_close stops the work
+            return
+
+    def on_connection_close(self) -> None:
+        """A client that hangs up interrupts what runs for it."""
+        super().on_connection_close()
+        if self._running is not None:
+            self._interrupting = asyncio.ensure_future(self.manager.interrupt(self._running))
+            if self.cancel_on_close and self._task is not None:
+                self._task.cancel()
+
+
+class ExecuteHandler(StreamingHandler):
+    """POST code to run; JSON, or server-sent events with `Accept: text/event-stream`."""
 
     @web.authenticated
     @authorized
@@ -192,46 +237,37 @@ class ExecuteHandler(SessionAPIHandler):
         except SessionError as error:
             return self.fail(error)
         if "text/event-stream" in self.request.headers.get("Accept", ""):
-            return await self._stream(sid, code, timeout)
+            return await self.stream(sid, lambda send: self.manager.execute(
+                sid, code, timeout, lambda event: send(output_event(event))))
         try:
             result = await self.manager.execute(sid, code, timeout)
         except SessionError as error:
             return self.fail(error)
         self.finish(json.dumps(result))
 
-    async def _stream(self, sid: str, code: str, timeout: float | None) -> None:
-        """Send each output as it happens, then the result, as server-sent events."""
-        self.set_header("Content-Type", "text/event-stream")
-        self.set_header("Cache-Control", "no-cache")
-        self.set_header("X-Accel-Buffering", "no")
-        queue: asyncio.Queue[bytes | None] = asyncio.Queue()
-        self._running = sid
-        task = asyncio.ensure_future(self.manager.execute(
-            sid, code, timeout, lambda event: queue.put_nowait(output_event(event))))
-        task.add_done_callback(lambda _: queue.put_nowait(None))
-        while (chunk := await queue.get()) is not None:
-            await self._send(chunk)
-        self._running = None
+
+class AskHandler(StreamingHandler):
+    """POST a prompt; the ask's events stream back, ending with its result."""
+
+    cancel_on_close = True
+
+    @web.authenticated
+    @authorized
+    async def post(self, sid: str) -> None:
+        """Ask {"prompt", "model"?, "timeout"?, "max_steps"?, "max_fixes"?} in the session."""
         try:
-            await self._send(sse("result", task.result()))
+            request = session_ask.parse(self.body())
+            session = self.manager.get(sid)
+            chat, redactor = await session_ask.resolve(self.manager, session, request.model)
         except SessionError as error:
-            await self._send(sse("error", {"message": error.message, "reason": error.reason}))
-        self.finish()
+            return self.fail(error)
 
-    async def _send(self, chunk: bytes) -> None:
-        if self.request.connection is None or self._finished:
-            return
-        self.write(chunk)
-        try:
-            await self.flush()
-        except Exception:  # the client hung up; on_connection_close interrupts the run
-            return
+        async def work(send: Callable[[bytes], None]) -> dict[str, Any]:
+            async with session.lock:
+                return await session_ask.ask(self.manager, session, request, chat, redactor,
+                                             lambda event, data: send(sse(event, data)))
 
-    def on_connection_close(self) -> None:
-        """A client that hangs up on a streaming execute interrupts that run."""
-        super().on_connection_close()
-        if self._running is not None:
-            self._interrupting = asyncio.ensure_future(self.manager.interrupt(self._running))
+        await self.stream(sid, work)
 
 
 class NotebookHandler(SessionAPIHandler):
@@ -259,115 +295,3 @@ class FilesHandler(SessionAPIHandler):
         except SessionError as error:
             return self.fail(error)
         self.finish(json.dumps(await asyncio.to_thread(session_files.listing, directory)))
-
-
-@web.stream_request_body
-class FileHandler(SessionAPIHandler):
-    """GET (download), PUT (upload, raw body) or DELETE one file of a session."""
-
-    _upload: session_files.Upload | None = None
-    _too_large = False
-
-    async def prepare(self) -> None:  # type: ignore[override]
-        """Judge an upload on its headers, before a byte of its body is read."""
-        await super().prepare()
-        if self.request.method != "PUT" or self._finished:
-            return
-        user = self.current_user
-        if not user or not await ensure_async(self.authorizer.is_authorized(
-                self, user, "write", self.auth_resource)):
-            raise web.HTTPError(403, "Not allowed to upload to jupyter-ci sessions.")
-        limit = self.ci.max_upload_bytes
-        try:
-            if int(self.request.headers.get("Content-Length") or 0) > limit:
-                raise Refused(413, "upload_too_large", _too_large(limit))
-            target = self._target()
-        except (SessionError, ValueError) as error:
-            return self.fail(error if isinstance(error, SessionError) else Refused(
-                400, "bad_request", "The Content-Length header is not a number."))
-        self.request.connection.set_max_body_size(limit + 1)  # type: ignore[union-attr]
-        self._upload = session_files.Upload(target, limit)
-
-    def data_received(self, chunk: bytes) -> None:
-        """Write the upload as it arrives; past the limit, drop it."""
-        if self._upload is not None and not self._too_large:
-            self._too_large = not self._upload.write(chunk)
-
-    def _target(self) -> Any:
-        directory = self.manager.get(self.path_kwargs["sid"]).directory
-        try:
-            return session_files.resolve(directory, self.path_kwargs["path"])
-        except session_files.PathRefused as error:
-            raise Refused(400, "bad_path", str(error)) from None
-
-    @web.authenticated
-    @authorized
-    async def put(self, sid: str, path: str) -> None:
-        """Put the uploaded file in place and describe it."""
-        upload, self._upload = self._upload, None
-        if upload is None:
-            return self.fail(Refused(400, "bad_request", "Nothing was uploaded."))
-        if self._too_large:
-            return self.fail(Refused(413, "upload_too_large",
-                                     _too_large(self.ci.max_upload_bytes)))
-        upload.commit()
-        directory = self.manager.get(sid).directory
-        self.set_status(201)
-        self.finish(json.dumps(session_files.describe(directory, upload.target)))
-
-    @web.authenticated
-    @authorized
-    async def get(self, sid: str, path: str) -> None:
-        """Send the file's bytes (as an attachment: never rendered on Jupyter's origin)."""
-        try:
-            target = self._target()
-        except SessionError as error:
-            return self.fail(error)
-        if not target.is_file():
-            return self.fail(Refused(404, "no_such_file", f"No file {path!r} in the session."))
-        self.set_header("Content-Type", "application/octet-stream")
-        self.set_header("Content-Disposition", "attachment")
-        self.set_header("X-Content-Type-Options", "nosniff")
-        async for chunk in session_files.chunks(target):
-            self.write(chunk)
-            await self.flush()
-        self.finish()
-
-    @web.authenticated
-    @authorized
-    async def delete(self, sid: str, path: str) -> None:
-        """Remove the file."""
-        try:
-            target = self._target()
-        except SessionError as error:
-            return self.fail(error)
-        if not target.is_file():
-            return self.fail(Refused(404, "no_such_file", f"No file {path!r} in the session."))
-        target.unlink()
-        self.set_status(204)
-        self.finish()
-
-    def on_finish(self) -> None:
-        """Drop an upload that never completed (refused, or the client hung up)."""
-        if self._upload is not None:
-            self._upload.abort()
-            self._upload = None
-
-
-def _too_large(limit: int) -> str:
-    return f"The upload is over {limit} bytes (c.JupyterCI.max_upload_bytes)."
-
-
-def session_routes(manager: SessionManager, ci: JupyterCI) -> list[tuple[str, Any, Any]]:
-    """Return the sessions' routes, relative to the server's base_url."""
-    args = {"manager": manager, "ci": ci}
-    base = "/jupyter-ci/sessions"
-    return [
-        (base, SessionsHandler, args),
-        (rf"{base}/{SID}", SessionHandler, args),
-        (rf"{base}/{SID}/restart", RestartHandler, args),
-        (rf"{base}/{SID}/execute", ExecuteHandler, args),
-        (rf"{base}/{SID}/notebook", NotebookHandler, args),
-        (rf"{base}/{SID}/files", FilesHandler, args),
-        (rf"{base}/{SID}/files/(?P<path>.+)", FileHandler, args),
-    ]

@@ -109,8 +109,11 @@ class _Pooled:
 class SessionManager:
     """Create, find, run in, restart, cull and delete sessions; keep a pool of kernels."""
 
-    def __init__(self, kernel_manager: Any, root_dir: Path, ci: JupyterCI, log: Logger) -> None:
+    def __init__(self, kernel_manager: Any, root_dir: Path, ci: JupyterCI, log: Logger,
+                 broker: Any = None) -> None:
         self.km = kernel_manager
+        #: The server's key broker (asks reach the model through it), if any.
+        self.broker = broker
         self.root_dir = root_dir.resolve()
         self.root = Path(ci.session_root).resolve() if ci.session_root else (
             self.root_dir / ".jupyter-ci-sessions")
@@ -155,6 +158,8 @@ class SessionManager:
         session = self.sessions.pop(sid, None)
         if session is None:
             raise UnknownSession(f"No session {sid!r}.")
+        if self.broker is not None:
+            self.broker.revoke(f"ask:{sid}")  # the credential of its asks (session_ask.py)
         await self._dispose(session.client, session.kernel_id, session.directory)
 
     async def restart(self, sid: str) -> Session:
@@ -179,18 +184,24 @@ class SessionManager:
         """Run code in the session; return the API's execute result."""
         session = self.get(sid)
         async with session.lock:
-            session.busy, session.last_activity = True, time.time()
-            before = await asyncio.to_thread(session_files.snapshot, session.directory)
-            try:
-                result = await session.executor.run(code, timeout or self.ci.timeout, on_output)
-            finally:
-                session.busy, session.last_activity = False, time.time()
-            session.dead = result.status == "died"
-            files = await asyncio.to_thread(session_files.changed, session.directory, before)
-            session.history.append(_cell(code, result))
-        return {"status": API_STATUS[result.status], "outputs": list(result.outputs),
-                "execution_count": result.execution_count,
-                "duration_ms": round(result.duration_s * 1000, 1), "files": files}
+            result, files = await self.run_locked(session, code, timeout or self.ci.timeout,
+                                                  on_output)
+        return execute_result(result, files)
+
+    async def run_locked(self, session: Session, code: str, timeout: float,
+                         on_output: OnOutput | None = None
+                         ) -> tuple[CodeResult, list[dict[str, Any]]]:
+        """Run code in a session whose lock the caller holds; record it in the history."""
+        session.busy, session.last_activity = True, time.time()
+        before = await asyncio.to_thread(session_files.snapshot, session.directory)
+        try:
+            result = await session.executor.run(code, timeout, on_output)
+        finally:
+            session.busy, session.last_activity = False, time.time()
+        session.dead = result.status == "died"
+        files = await asyncio.to_thread(session_files.changed, session.directory, before)
+        session.history.append(_cell(code, result))
+        return result, files
 
     async def interrupt(self, sid: str) -> None:
         """Interrupt whatever runs in the session (a streaming client hung up)."""
@@ -343,6 +354,13 @@ def validate_env(env: Any) -> dict[str, str]:
         raise SessionError(f"'env' may not set {', '.join(reserved)}: the server manages "
                            "these (or they are not variable names).")
     return dict(env)
+
+
+def execute_result(result: CodeResult, files: list[dict[str, Any]]) -> dict[str, Any]:
+    """Return the API's object for one run."""
+    return {"status": API_STATUS[result.status], "outputs": list(result.outputs),
+            "execution_count": result.execution_count,
+            "duration_ms": round(result.duration_s * 1000, 1), "files": files}
 
 
 def _cell(code: str, result: CodeResult) -> dict[str, Any]:

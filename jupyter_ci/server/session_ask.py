@@ -1,0 +1,210 @@
+"""The `ask` of a REST session: the same loop, limits and memory as `%%ask`, driven in the server.
+
+The loop is the sans-IO `AskLoop` driven by `drive_async`; code runs in the session's kernel
+through its `KernelExecutor`; the model is reached through this server's own key broker (a
+token of the session's, so per-kernel budgets apply), with the adapter's synchronous SDK call
+in a worker thread and its streamed text handed back to the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from jupyter_ci.agent.drive import drive_async
+from jupyter_ci.agent.errors import AskError, ModelConfigError
+from jupyter_ci.agent.loop import AskLoop, Limits, RunCode
+from jupyter_ci.agent.memory import Memory
+from jupyter_ci.agent.outputs import OutputEvent
+from jupyter_ci.agent.secrets import Redactor
+from jupyter_ci.agent.types import CodeResult, ModelReply, ModelRequest, OnText
+from jupyter_ci.config import JupyterCI
+from jupyter_ci.models.base import ChatModel
+from jupyter_ci.models.broker import ENV_TOKEN
+from jupyter_ci.server.sessions import Session, SessionError, SessionManager, execute_result
+
+#: Sends one server-sent event: (event name, data).
+Emit = Callable[[str, dict[str, Any]], None]
+
+
+def ask_token_id(sid: str) -> str:
+    """Name the broker credential of a session's asks (revoked with the session)."""
+    return f"ask:{sid}"
+
+
+@dataclass(frozen=True)
+class AskRequest:
+    """A validated ask: the prompt and what may override the settings."""
+
+    prompt: str
+    model: str | None = None
+    timeout: float | None = None
+    max_steps: int | None = None
+    max_fixes: int | None = None
+
+    def limits(self, ci: JupyterCI) -> Limits:
+        """The ask's limits: the request's where given, else the server's settings."""
+        return Limits(max_steps=self.max_steps or ci.max_steps,
+                      max_fixes=self.max_fixes or ci.max_fixes,
+                      timeout=self.timeout or ci.timeout,
+                      max_output_chars=ci.max_output_chars, max_tokens=ci.max_ask_tokens,
+                      max_reply_tokens=ci.max_reply_tokens)
+
+
+class ThreadedModel:
+    """An adapter's blocking `complete` in a worker thread, its text back on the event loop."""
+
+    def __init__(self, model: ChatModel) -> None:
+        self.model = model
+
+    async def complete(self, request: ModelRequest, on_text: OnText) -> ModelReply:
+        """Call the model without blocking the server's event loop."""
+        loop = asyncio.get_running_loop()
+
+        def from_thread(delta: str) -> None:
+            loop.call_soon_threadsafe(on_text, delta)
+
+        return await asyncio.to_thread(self.model.complete, request, from_thread)
+
+
+@dataclass
+class EventView:
+    """The driver's view: every event of the ask becomes a server-sent event."""
+
+    emit: Emit
+    steps: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+    def text(self, delta: str) -> None:
+        """Stream the model's text."""
+        self.emit("text", {"delta": delta})
+
+    def turn_end(self) -> None:
+        """A model turn ended (nothing to send: the next event says what follows)."""
+
+    def step_start(self, run: RunCode) -> None:
+        """A step's code is about to run."""
+        self.emit("step_start", {"step": run.step, "attempt": run.attempt, "code": run.code})
+
+    def output(self, event: OutputEvent) -> None:
+        """A change of the running step's outputs."""
+        if event.kind == "add":
+            self.emit("output", {"output": event.output})
+        elif event.kind == "clear":
+            self.emit("clear_output", {"wait": event.wait})
+        else:
+            self.emit("set_outputs", {"outputs": list(event.outputs)})
+
+    def step_end(self, run: RunCode, result: CodeResult) -> None:
+        """A step's code finished; the last attempt of each step is what the steps list keeps."""
+        error = result.error
+        done = {"step": run.step, "attempt": run.attempt, "code": run.code,
+                "status": execute_result(result, [])["status"],
+                "execution_count": result.execution_count,
+                "duration_ms": round(result.duration_s * 1000, 1),
+                "error": {"ename": error.ename, "evalue": error.evalue} if error else None}
+        self.steps[run.step] = {**done, "outputs": list(result.outputs)}
+        self.emit("step_end", done)
+
+
+class SessionSteps:
+    """The executor the driver uses: runs in the session (its lock held by the ask)."""
+
+    def __init__(self, manager: SessionManager, session: Session, view: EventView) -> None:
+        self.manager, self.session, self.view = manager, session, view
+
+    async def run(self, code: str, timeout: float) -> CodeResult:
+        """Run one step's code, streaming its outputs."""
+        result, files = await self.manager.run_locked(self.session, code, timeout,
+                                                      self.view.output)
+        if files:
+            self.view.emit("files", {"files": files})
+        return result
+
+
+def parse(body: dict[str, Any]) -> AskRequest:
+    """Validate an ask's body, raising SessionError with what is wrong."""
+    prompt = body.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise SessionError("'prompt' (a non-empty string) is required.")
+    model = body.get("model")
+    if model is not None and not isinstance(model, str):
+        raise SessionError("'model' must be a string such as 'openai:gpt-4.1'.")
+    numbers: dict[str, Any] = {}
+    for name, kind in (("timeout", float), ("max_steps", int), ("max_fixes", int)):
+        value = body.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(
+                value, (int, float) if kind is float else int) or value <= 0):
+            raise SessionError(f"'{name}' must be a positive "
+                               f"{'number' if kind is float else 'integer'}.")
+        numbers[name] = value
+    return AskRequest(prompt.strip(), model, **numbers)
+
+
+async def resolve(manager: SessionManager, session: Session, model: str | None
+                  ) -> tuple[ChatModel, Redactor]:
+    """Build the adapter that reaches the model through the broker, and the redaction."""
+    # Redacted: the ask's token and every provider key the server holds.
+    from jupyter_ci.models.resolve import ModelSettings, resolve_model
+
+    ci = manager.ci
+    if manager.broker is None:
+        raise SessionError("This server has no key broker: asks are not available.")
+    token = manager.broker.issue(ask_token_id(session.id))
+    env = {**os.environ, ENV_TOKEN: token}
+    settings = ModelSettings(ci.model, ci.request_timeout, ci.retries)
+    try:
+        # The adapter imports its SDK on first use: not on the event loop.
+        chat = await asyncio.to_thread(resolve_model, model, settings, env)
+    except ModelConfigError as error:
+        raise SessionError(str(error)) from None
+    keys = [p.api_key for p in manager.broker.providers.values() if p.api_key]
+    return chat, Redactor([token, *keys, *_kernel_token(manager, session)])
+
+
+def _kernel_token(manager: SessionManager, session: Session) -> list[str]:
+    """Return the broker token the session's kernel was started with, to redact it too."""
+    # jupyter_client keeps the launch's env for restarts; no public accessor exists.
+    launch = getattr(manager.km.get_kernel(session.kernel_id), "_launch_args", None) or {}
+    token = (launch.get("env") or {}).get(ENV_TOKEN, "")
+    return [token] if isinstance(token, str) and token else []
+
+
+async def ask(manager: SessionManager, session: Session, request: AskRequest,
+              chat: ChatModel, redactor: Redactor, emit: Emit) -> dict[str, Any]:
+    """Run one ask in the session (its lock held by the caller); return the final event."""
+    view = EventView(emit)
+    if session.memory is None:
+        session.memory = Memory(manager.ci.memory_tokens)
+    memory: Memory = session.memory
+    loop = AskLoop(request.prompt, context=f"Working directory: {session.directory.name}/ "
+                   "(files you write there can be downloaded by the user).",
+                   history=memory.messages(), limits=request.limits(manager.ci),
+                   redact=redactor)
+    session.history.append(_markdown(f"**Ask:** {request.prompt}"))
+    try:
+        answer = await drive_async(loop, ThreadedModel(chat), SessionSteps(
+            manager, session, view), view)
+    except AskError as error:
+        memory.remember(request.prompt, loop.transcript(), f"(The ask failed: {error})")
+        return {"status": "failed", "answer": "", "error": {
+            "message": error.message, "hint": error.hint, "type": type(error).__name__},
+            "steps": _steps(view), "usage": {"tokens": loop.tokens_used}}
+    memory.remember(request.prompt, loop.transcript(), answer)
+    session.history.append(_markdown(answer))
+    return {"status": "done", "answer": answer, "steps": _steps(view),
+            "usage": {"tokens": loop.tokens_used}}
+
+
+def _steps(view: EventView) -> list[dict[str, Any]]:
+    return [view.steps[k] for k in sorted(view.steps)]
+
+
+def _markdown(text: str) -> dict[str, Any]:
+    """A Markdown cell of the notebook export."""
+    import uuid
+
+    return {"cell_type": "markdown", "id": uuid.uuid4().hex[:8], "metadata": {},
+            "source": text}

@@ -1,0 +1,111 @@
+"""The HTTP handler of one file of a REST session: download, upload (streamed), delete."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from jupyter_core.utils import ensure_async
+from jupyter_server.auth.decorator import authorized
+from tornado import web
+
+from jupyter_ci.server import session_files
+from jupyter_ci.server.session_handlers import Refused, SessionAPIHandler
+from jupyter_ci.server.sessions import SessionError
+
+
+@web.stream_request_body
+class FileHandler(SessionAPIHandler):
+    """GET (download), PUT (upload, raw body) or DELETE one file of a session."""
+
+    _upload: session_files.Upload | None = None
+    _too_large = False
+
+    async def prepare(self) -> None:  # type: ignore[override]
+        """Judge an upload on its headers, before a byte of its body is read."""
+        await super().prepare()
+        if self.request.method != "PUT" or self._finished:
+            return
+        user = self.current_user
+        if not user or not await ensure_async(self.authorizer.is_authorized(
+                self, user, "write", self.auth_resource)):
+            raise web.HTTPError(403, "Not allowed to upload to jupyter-ci sessions.")
+        limit = self.ci.max_upload_bytes
+        try:
+            if int(self.request.headers.get("Content-Length") or 0) > limit:
+                raise Refused(413, "upload_too_large", _too_large(limit))
+            target = self._target()
+        except (SessionError, ValueError) as error:
+            return self.fail(error if isinstance(error, SessionError) else Refused(
+                400, "bad_request", "The Content-Length header is not a number."))
+        self.request.connection.set_max_body_size(limit + 1)  # type: ignore[union-attr]
+        self._upload = session_files.Upload(target, limit)
+
+    def data_received(self, chunk: bytes) -> None:
+        """Write the upload as it arrives; past the limit, drop it."""
+        if self._upload is not None and not self._too_large:
+            self._too_large = not self._upload.write(chunk)
+
+    def _target(self) -> Any:
+        directory = self.manager.get(self.path_kwargs["sid"]).directory
+        try:
+            return session_files.resolve(directory, self.path_kwargs["path"])
+        except session_files.PathRefused as error:
+            raise Refused(400, "bad_path", str(error)) from None
+
+    @web.authenticated
+    @authorized
+    async def put(self, sid: str, path: str) -> None:
+        """Put the uploaded file in place and describe it."""
+        upload, self._upload = self._upload, None
+        if upload is None:
+            return self.fail(Refused(400, "bad_request", "Nothing was uploaded."))
+        if self._too_large:
+            return self.fail(Refused(413, "upload_too_large",
+                                     _too_large(self.ci.max_upload_bytes)))
+        upload.commit()
+        directory = self.manager.get(sid).directory
+        self.set_status(201)
+        self.finish(json.dumps(session_files.describe(directory, upload.target)))
+
+    @web.authenticated
+    @authorized
+    async def get(self, sid: str, path: str) -> None:
+        """Send the file's bytes (as an attachment: never rendered on Jupyter's origin)."""
+        try:
+            target = self._target()
+        except SessionError as error:
+            return self.fail(error)
+        if not target.is_file():
+            return self.fail(Refused(404, "no_such_file", f"No file {path!r} in the session."))
+        self.set_header("Content-Type", "application/octet-stream")
+        self.set_header("Content-Disposition", "attachment")
+        self.set_header("X-Content-Type-Options", "nosniff")
+        async for chunk in session_files.chunks(target):
+            self.write(chunk)
+            await self.flush()
+        self.finish()
+
+    @web.authenticated
+    @authorized
+    async def delete(self, sid: str, path: str) -> None:
+        """Remove the file."""
+        try:
+            target = self._target()
+        except SessionError as error:
+            return self.fail(error)
+        if not target.is_file():
+            return self.fail(Refused(404, "no_such_file", f"No file {path!r} in the session."))
+        target.unlink()
+        self.set_status(204)
+        self.finish()
+
+    def on_finish(self) -> None:
+        """Drop an upload that never completed (refused, or the client hung up)."""
+        if self._upload is not None:
+            self._upload.abort()
+            self._upload = None
+
+
+def _too_large(limit: int) -> str:
+    return f"The upload is over {limit} bytes (c.JupyterCI.max_upload_bytes)."
