@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import nbformat
 import pytest
 from traitlets.config import Config
 
@@ -84,9 +85,8 @@ async def test_asks_of_a_session_share_memory_and_enter_its_notebook(
     assert second[-1][1]["answer"] == "It was seven."
     said = json.dumps(fake.requests[-1].messages)
     assert "make n" in said and "n is seven." in said
-    code_, nb = await call(jp_fetch, "GET", sid, "notebook")
-    import nbformat
-
+    status, nb = await call(jp_fetch, "GET", sid, "notebook")
+    assert status == 200
     nbformat.validate(nb)
     sources = [c["source"] for c in nb["cells"]]
     assert sources[:3] == ["**Ask:** make n", "n = 7", "n is seven."]
