@@ -1,0 +1,134 @@
+"""jupyter_ci.client against a real server: sessions, streaming, files, tool calls, errors."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import time
+from typing import Any
+
+import pytest
+from traitlets.config import Config
+
+from jupyter_ci.client import AsyncClient, Client, CodeInterpreterError
+from jupyter_ci.client.formats import tool_result
+from jupyter_ci.models.broker import MANAGED
+from tests.fakellm import FakeLLM, Turn
+from tests.nbrun import TEST_KEY
+
+PLOT = "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()"
+
+
+@pytest.fixture
+def jp_server_config(monkeypatch: pytest.MonkeyPatch, fake: FakeLLM) -> Config:
+    """The extension, with OpenAI pointing at the fake model server."""
+    for var in MANAGED:
+        monkeypatch.setenv(var, "")
+        monkeypatch.delenv(var)
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    monkeypatch.setenv("OPENAI_BASE_URL", fake.openai_base_url)
+    return Config({"ServerApp": {"jpserver_extensions": {"jupyter_ci": True}},
+                   "JupyterCI": {"session_pool": 0, "model": "openai:gpt-test"}})
+
+
+@pytest.fixture
+def server(jp_serverapp: Any, http_server_client: Any, http_server_port: tuple[Any, int],
+           jp_base_url: str) -> tuple[str, str]:
+    """The live server's URL and token (http_server_client makes it listen)."""
+    return (f"http://127.0.0.1:{http_server_port[-1]}{jp_base_url}",
+            str(jp_serverapp.identity_provider.token))
+
+
+async def test_the_sync_client_runs_code_streams_stdout_and_moves_files(
+    server: tuple[str, str],
+) -> None:
+    url, token = server
+
+    def use() -> dict[str, Any]:
+        seen: list[tuple[float, str]] = []
+        with Client(url, token) as client, client.session() as py:
+            first = py.execute("x = 6 * 7\nx")
+            live = py.execute("import time\nprint('a', flush=True)\ntime.sleep(1.5)\n"
+                              "print('b')", on_stdout=lambda t: seen.append((time.monotonic(), t)))
+            ended = time.monotonic()
+            failed = py.execute("1 / 0")
+            py.upload("data/in.bin", b"\x00\xffbytes")
+            made = py.execute("open('out.txt', 'w').write(open('data/in.bin', 'rb').read()"
+                              ".hex())")
+            return {"first": first, "live": live, "seen": seen, "ended": ended,
+                    "failed": failed, "made": made, "out": py.download("out.txt"),
+                    "files": py.files(), "sid": py.id, "left": None}
+
+    got = await asyncio.to_thread(use)
+    assert got["first"].text == "Out: 42" and got["first"].status == "ok"
+    assert "".join(t for _, t in got["seen"]) == "a\nb\n"
+    assert got["ended"] - got["seen"][0][0] > 1.0, "stdout arrived only at the end"
+    assert got["failed"].status == "error" and got["failed"].error["ename"] == "ZeroDivisionError"
+    assert "ZeroDivisionError" in got["failed"].text
+    assert got["made"].files == [{"path": "out.txt", "size": 14, "mime": "text/plain"}]
+    assert got["out"] == b"\x00\xffbytes".hex().encode()
+    assert {f["path"] for f in got["files"]} == {"data/in.bin", "out.txt"}
+    # Leaving the with block deleted the session.
+    assert await asyncio.to_thread(lambda: Client(url, token).sessions()) == []
+
+
+async def test_errors_are_raised_with_the_servers_message(server: tuple[str, str]) -> None:
+    url, token = server
+    async with AsyncClient(url, token) as client:
+        py = await client.session()
+        await py.execute("import os\nos.symlink('/etc', 'etc')")
+        with pytest.raises(CodeInterpreterError) as raised:
+            await py.download("etc/passwd")
+        assert raised.value.status == 400 and "outside" in raised.value.message
+        await py.delete()
+        with pytest.raises(CodeInterpreterError) as gone:
+            await py.execute("1")
+        assert gone.value.status == 404
+    async with AsyncClient(url, "wrong-token") as stranger:
+        with pytest.raises(CodeInterpreterError) as refused:
+            await stranger.session()
+        assert refused.value.status == 403
+
+
+async def test_tool_calls_of_both_providers_get_results_in_their_format_images_included(
+    server: tuple[str, str],
+) -> None:
+    url, token = server
+    async with AsyncClient(url, token) as client, await client.session() as py:
+        assert py.openai_tool()["function"]["parameters"]["required"] == ["code"]
+        assert py.anthropic_tool()["input_schema"]["properties"]["code"]["type"] == "string"
+        openai_call = {"id": "call_1", "type": "function", "function": {
+            "name": "python", "arguments": json.dumps({"code": PLOT})}}
+        messages = await py.run_tool_call(openai_call)
+        anthropic_call = {"type": "tool_use", "id": "toolu_1", "name": "python",
+                          "input": {"code": "print(2 + 2)"}}
+        block = await py.run_tool_call(anthropic_call)
+    assert messages[0]["role"] == "tool" and messages[0]["tool_call_id"] == "call_1"
+    assert "[image/png image shown to the user]" in messages[0]["content"]
+    image = messages[1]["content"][1]["image_url"]["url"]
+    assert image.startswith("data:image/png;base64,")
+    assert base64.b64decode(image.split(",", 1)[1])[:4] == b"\x89PNG"
+    assert block == {"type": "tool_result", "tool_use_id": "toolu_1",
+                     "content": [{"type": "text", "text": "4"}], "is_error": False}
+
+
+async def test_the_result_of_a_failed_run_is_an_error_for_anthropic() -> None:
+    from jupyter_ci.client import Execution
+
+    run = Execution("error", [{"output_type": "error", "ename": "NameError",
+                               "evalue": "name 'x' is not defined", "traceback": []}])
+    block = tool_result("anthropic", "t1", run)
+    assert block["is_error"] is True and "NameError" in block["content"][0]["text"]
+
+
+async def test_an_ask_through_the_async_client_yields_events_as_they_come(
+    server: tuple[str, str], fake: FakeLLM
+) -> None:
+    url, token = server
+    fake.push(Turn(tool_calls=[("run_python", {"code": "print('step ran')"})]),
+              Turn("All done."))
+    async with AsyncClient(url, token) as client, await client.session() as py:
+        kinds = [kind async for kind, _ in py.ask("run a step")]
+        assert kinds[0] in ("text", "step_start") and kinds[-1] == "result"
+        assert "step_end" in kinds
