@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -18,14 +19,9 @@ from tornado import web
 
 from jupyter_ci.agent.outputs import OutputEvent
 from jupyter_ci.config import JupyterCI
+from jupyter_ci.models.broker import MANAGED
 from jupyter_ci.server import session_ask, session_files
-from jupyter_ci.server.sessions import (
-    SessionError,
-    SessionManager,
-    notebook,
-    validate_cwd_name,
-    validate_env,
-)
+from jupyter_ci.server.sessions import SessionError, SessionManager, notebook
 
 SID = r"(?P<sid>[A-Za-z0-9._-]+)"
 _MAX_TIMEOUT_S = 24 * 3600.0
@@ -92,6 +88,33 @@ def _timeout(body: dict[str, Any]) -> float | None:
         raise Refused(400, "bad_field", f"'timeout' must be a number of seconds in (0, "
                       f"{_MAX_TIMEOUT_S:g}].")
     return float(value)
+
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def validate_cwd_name(name: Any) -> str | None:
+    """Check the name asked for the session's directory: a plain file name."""
+    if name is None:
+        return None
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise SessionError("'cwd_name' must be a plain directory name: letters, digits, '.', "
+                           "'_' or '-', up to 64, not starting with '.' or '-'.")
+    return name
+
+
+def validate_env(env: Any) -> dict[str, str]:
+    """Check a session's extra environment: strings only, none of the broker's variables."""
+    if env is None:
+        return {}
+    if not isinstance(env, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+        raise SessionError("'env' must be an object of string names to string values.")
+    reserved = sorted(k for k in env if k in MANAGED or not k.isidentifier())
+    if reserved:
+        raise SessionError(f"'env' may not set {', '.join(reserved)}: the server manages "
+                           "these (or they are not variable names).")
+    return dict(env)
 
 
 class SessionsHandler(SessionAPIHandler):

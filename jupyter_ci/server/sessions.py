@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import shutil
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from logging import Logger
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from jupyter_client.kernelspec import NoSuchKernel
 from jupyter_core.utils import ensure_async
@@ -25,7 +25,6 @@ from jupyter_core.utils import ensure_async
 from jupyter_ci.agent.outputs import OnOutput
 from jupyter_ci.agent.types import CodeResult
 from jupyter_ci.config import JupyterCI
-from jupyter_ci.models.broker import MANAGED
 from jupyter_ci.server import session_files
 from jupyter_ci.server.executor import KernelControl, KernelExecutor
 
@@ -33,6 +32,7 @@ from jupyter_ci.server.executor import KernelControl, KernelExecutor
 API_STATUS = {"ok": "ok", "error": "error", "timeout": "timeout", "interrupted": "error",
               "died": "dead"}
 _READY_S = 60.0  # a kernel that is not ready by then is not going to be
+T = TypeVar("T")
 
 
 class SessionError(Exception):
@@ -83,6 +83,8 @@ class Session:
     dead: bool = False
     #: What the ask route keeps between asks of this session (its Memory).
     memory: Any = None
+    #: Files in the directory at the last look (small directories are looked at inline).
+    file_count: int = 0
 
     def to_json(self) -> dict[str, Any]:
         """Describe the session as the API returns it."""
@@ -104,6 +106,8 @@ class _Pooled:
     sid: str
     kernel_id: str
     directory: Path
+    #: A client already connected and past wait_for_ready (pooled kernels come with one).
+    client: Any = None
 
 
 class SessionManager:
@@ -193,13 +197,14 @@ class SessionManager:
                          ) -> tuple[CodeResult, list[dict[str, Any]]]:
         """Run code in a session whose lock the caller holds; record it in the history."""
         session.busy, session.last_activity = True, time.time()
-        before = await asyncio.to_thread(session_files.snapshot, session.directory)
+        before = await _off_loop(session, session_files.snapshot, session.directory)
         try:
             result = await session.executor.run(code, timeout, on_output)
         finally:
             session.busy, session.last_activity = False, time.time()
         session.dead = result.status == "died"
-        files = await asyncio.to_thread(session_files.changed, session.directory, before)
+        files = await _off_loop(session, session_files.changed, session.directory, before)
+        session.file_count = len(before)
         session.history.append(_cell(code, result))
         return result, files
 
@@ -228,7 +233,7 @@ class SessionManager:
         for sid in list(self.sessions):
             await self.delete(sid)
         for pooled in self._pool:
-            await self._dispose(None, pooled.kernel_id, pooled.directory)
+            await self._dispose(pooled.client, pooled.kernel_id, pooled.directory)
         self._pool.clear()
 
     # -- the pool ---------------------------------------------------------------------
@@ -244,6 +249,13 @@ class SessionManager:
                 pooled = await self._start(None, None)
             except Exception as exc:  # logged; sessions then start cold
                 self.log.warning("jupyter-ci: could not pre-start a session kernel (%s)", exc)
+                return
+            try:
+                # Connecting costs a few hundred ms of kernel_info polling: do it now too.
+                pooled.client = await self._client(pooled.kernel_id)
+            except Exception as exc:
+                await self._dispose(None, pooled.kernel_id, pooled.directory)
+                self.log.warning("jupyter-ci: a pre-started kernel never became ready (%s)", exc)
                 return
             self._pool.append(pooled)
 
@@ -292,7 +304,7 @@ class SessionManager:
     async def _connect(self, pooled: _Pooled, kernel_name: str) -> Session:
         """Connect a client to a started kernel; on failure leave nothing behind."""
         try:
-            client = await self._client(pooled.kernel_id)
+            client = pooled.client or await self._client(pooled.kernel_id)
         except Exception as exc:
             await self._dispose(None, pooled.kernel_id, pooled.directory)
             raise KernelUnavailable(f"The kernel did not become ready within {_READY_S:g} s "
@@ -329,31 +341,16 @@ class SessionManager:
         await asyncio.to_thread(shutil.rmtree, directory, True)
 
 
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+#: Directories with fewer files are compared on the event loop (well under a millisecond);
+#: bigger ones in a worker thread, whose hop costs more than such a small walk.
+_INLINE_FILES = 200
 
 
-def validate_cwd_name(name: Any) -> str | None:
-    """Check the name asked for the session's directory: a plain file name."""
-    if name is None:
-        return None
-    if not isinstance(name, str) or not _NAME.fullmatch(name):
-        raise SessionError("'cwd_name' must be a plain directory name: letters, digits, '.', "
-                           "'_' or '-', up to 64, not starting with '.' or '-'.")
-    return name
-
-
-def validate_env(env: Any) -> dict[str, str]:
-    """Check a session's extra environment: strings only, none of the broker's variables."""
-    if env is None:
-        return {}
-    if not isinstance(env, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
-        raise SessionError("'env' must be an object of string names to string values.")
-    reserved = sorted(k for k in env if k in MANAGED or not k.isidentifier())
-    if reserved:
-        raise SessionError(f"'env' may not set {', '.join(reserved)}: the server manages "
-                           "these (or they are not variable names).")
-    return dict(env)
+async def _off_loop(session: Session, fn: Callable[..., T], *args: Any) -> T:
+    """Call a directory walk inline when the directory is small, else in a thread."""
+    if session.file_count < _INLINE_FILES:
+        return fn(*args)
+    return await asyncio.to_thread(fn, *args)
 
 
 def execute_result(result: CodeResult, files: list[dict[str, Any]]) -> dict[str, Any]:
