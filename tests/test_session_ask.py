@@ -10,6 +10,7 @@ import pytest
 from traitlets.config import Config
 
 from jupyter_ci.models.broker import MANAGED
+from tests import openapi_check
 from tests.fakellm import FakeLLM, Turn
 from tests.nbrun import TEST_KEY
 from tests.test_sessions import Fetch, call, new_session, run, stdout
@@ -45,6 +46,8 @@ async def ask(jp_fetch: Fetch, sid: str, **body: Any) -> list[tuple[str, Any]]:
         if block.strip():
             fields = dict(line.split(": ", 1) for line in block.splitlines())
             events.append((fields["event"], json.loads(fields["data"])))
+    assert events[-1][0] == "result"
+    openapi_check.check_schema("AskResult", events[-1][1])
     return events
 
 

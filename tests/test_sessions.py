@@ -14,6 +14,7 @@ from tornado.httpclient import HTTPClientError, HTTPResponse
 from traitlets.config import Config
 
 from jupyter_ci.models.broker import MANAGED
+from tests import openapi_check
 
 Fetch = Any
 
@@ -48,6 +49,8 @@ async def call(jp_fetch: Fetch, method: str, *path: str, body: Any = None,
         response = err.response
     assert response.code < 500, response.body
     content = response.body or b""
+    openapi_check.check(method, response.effective_url, response.code,
+                        response.headers.get("Content-Type", ""), content)
     if response.headers.get("Content-Type", "").startswith("application/json") and content:
         return response.code, json.loads(content)
     return response.code, content
@@ -153,6 +156,7 @@ async def stream(jp_fetch: Fetch, sid: str, code: str,
             block, buffer = buffer.split(b"\n\n", 1)
             fields = dict(line.split(": ", 1) for line in block.decode().splitlines())
             events.append((time.monotonic(), fields["event"], json.loads(fields["data"])))
+            openapi_check.check_event(fields["event"], events[-1][2])
 
     await jp_fetch("jupyter-ci", "sessions", sid, "execute", method="POST",
                    body=json.dumps({"code": code}), headers={"Accept": "text/event-stream"},

@@ -11,6 +11,7 @@ import json
 import math
 import re
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized
@@ -24,6 +25,7 @@ from jupyter_ci.server import session_ask, session_files
 from jupyter_ci.server.sessions import SessionError, SessionManager, notebook
 
 SID = r"(?P<sid>[A-Za-z0-9._-]+)"
+OPENAPI = Path(__file__).with_name("openapi.json")
 _MAX_TIMEOUT_S = 24 * 3600.0
 
 
@@ -318,3 +320,16 @@ class FilesHandler(SessionAPIHandler):
         except SessionError as error:
             return self.fail(error)
         self.finish(json.dumps(await asyncio.to_thread(session_files.listing, directory)))
+
+
+class OpenAPIHandler(APIHandler):
+    """GET the OpenAPI 3.1 document of the sessions API (a file in the package)."""
+
+    auth_resource = "jupyter_ci"
+
+    @web.authenticated
+    @authorized
+    def get(self) -> None:
+        """Send the document."""
+        self.set_header("Content-Type", "application/json")
+        self.finish(OPENAPI.read_bytes())
