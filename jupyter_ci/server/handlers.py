@@ -221,7 +221,7 @@ def routes(
         # Everything below the broker route, so even paths no route allows answer in JSON.
         (rf"/{BROKER_ROUTE}(?:/.*)?", BrokerHandler,
          {"broker": broker, "client": client, "log": log, "max_body": ci.broker_max_body_bytes}),
-        (r"/jupyter-ci/openapi.json", s.OpenAPIHandler, {}),
+        (r"/jupyter-ci/openapi.json", s.OpenAPIHandler, session),
         (base, s.SessionsHandler, session),
         (rf"{base}/{sid}", s.SessionHandler, session),
         (rf"{base}/{sid}/restart", s.RestartHandler, session),

@@ -24,7 +24,7 @@ from jupyter_ci.models.broker import MANAGED
 from jupyter_ci.server import session_ask, session_files
 from jupyter_ci.server.sessions import SessionError, SessionManager, notebook
 
-SID = r"(?P<sid>[A-Za-z0-9._-]+)"
+SID = r"(?P<sid>[^/]+)"  # any id: an unknown one gets our JSON 404
 OPENAPI = Path(__file__).with_name("openapi.json")
 _MAX_TIMEOUT_S = 24 * 3600.0
 
@@ -322,10 +322,8 @@ class FilesHandler(SessionAPIHandler):
         self.finish(json.dumps(await asyncio.to_thread(session_files.listing, directory)))
 
 
-class OpenAPIHandler(APIHandler):
+class OpenAPIHandler(SessionAPIHandler):
     """GET the OpenAPI 3.1 document of the sessions API (a file in the package)."""
-
-    auth_resource = "jupyter_ci"
 
     @web.authenticated
     @authorized
