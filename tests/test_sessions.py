@@ -89,7 +89,8 @@ async def test_every_route_needs_jupyters_authentication(
 
 
 async def test_a_session_keeps_state_lists_and_is_deleted_whole(
-    jp_fetch: Fetch, jp_serverapp: Any
+    jp_fetch: Fetch, jp_serverapp: Any, http_server_client: Any, jp_base_url: str,
+    jp_auth_header: dict[str, str],
 ) -> None:
     session = await new_session(jp_fetch)
     sid = session["id"]
@@ -102,6 +103,11 @@ async def test_a_session_keeps_state_lists_and_is_deleted_whole(
     assert out[0] == "40" and second["execution_count"] > first["execution_count"]
     directory = Path(out[1])
     assert directory.name == sid and directory.is_dir()
+    # The sessions' root is a hidden directory: not in the file browser or contents API.
+    hidden = await http_server_client.fetch(
+        f"{jp_base_url}api/contents/{directory.parent.name}/{sid}", headers=jp_auth_header,
+        raise_error=False)
+    assert directory.parent.name.startswith(".") and hidden.code == 404
     assert (await call(jp_fetch, "GET", sid))[1]["executions"] == 2
     assert [s["id"] for s in (await call(jp_fetch, "GET"))[1]] == [sid]
     kernel_id = session["kernel_id"]
@@ -109,6 +115,23 @@ async def test_a_session_keeps_state_lists_and_is_deleted_whole(
     assert (await call(jp_fetch, "DELETE", sid))[0] == 204
     assert kernel_id not in jp_serverapp.kernel_manager and not directory.exists()
     assert (await call(jp_fetch, "GET", sid))[0] == 404
+
+
+async def test_deleting_a_busy_session_ends_its_run_with_a_404(
+    jp_fetch: Fetch, jp_serverapp: Any
+) -> None:
+    session = await new_session(jp_fetch)
+    sid = session["id"]
+    directory = Path(stdout(await run(jp_fetch, sid, "import os\nprint(os.getcwd())")).strip())
+    busy = asyncio.ensure_future(call(jp_fetch, "POST", sid, "execute",
+                                      body={"code": "import time\ntime.sleep(60)"}))
+    await asyncio.sleep(0.5)
+    started = time.monotonic()
+    assert (await call(jp_fetch, "DELETE", sid))[0] == 204
+    code, reply = await busy
+    assert (code, reply["reason"]) == (404, "unknown_session"), reply
+    assert time.monotonic() - started < 10
+    assert session["kernel_id"] not in jp_serverapp.kernel_manager and not directory.exists()
 
 
 async def test_sessions_are_isolated_and_a_runaway_does_not_delay_another(
@@ -235,7 +258,7 @@ async def test_bad_input_gets_a_4xx_with_a_message_and_leaves_nothing(
     jp_fetch: Fetch, jp_serverapp: Any
 ) -> None:
     sid = (await new_session(jp_fetch))["id"]
-    bad = [
+    bad: list[tuple[tuple[str, ...], bytes | None, int, str]] = [
         (("POST", sid, "execute"), b"{not json", 400, "bad_json"),
         (("POST", sid, "execute"), b"[1, 2]", 400, "bad_json"),
         (("POST", sid, "execute"), b"{}", 400, "bad_field"),
@@ -252,13 +275,20 @@ async def test_bad_input_gets_a_4xx_with_a_message_and_leaves_nothing(
         (("POST",), b'{"kernel_name": "no-such-kernel"}', 400, "bad_request"),
         (("PUT", sid, "files", "big.bin"), b"x" * 1001, 413, "upload_too_large"),
     ]
+    assert (await call(jp_fetch, "PUT", sid, "files", "sub", "f.txt", raw=b"f"))[0] == 201
+    bad += [(("PUT", sid, "files", "sub"), b"x", 400, "bad_path"),  # a directory
+            (("PUT", sid, "files", "sub", "f.txt", "x"), b"x", 400, "bad_path"),  # under a file
+            (("PUT", sid, "files", "sub/"), b"x", 400, "bad_path"),
+            (("GET", sid, "files", "n" * 300), None, 400, "bad_path"),  # over NAME_MAX
+            (("DELETE", sid, "files", "n" * 300), None, 400, "bad_path")]
     kernels = len(jp_serverapp.kernel_manager)
     for (method, *path), raw, status, reason in bad:
         code, reply = await call(jp_fetch, method, *path, raw=raw)
-        assert (code, reply["reason"]) == (status, reason), (path, raw[:40], reply)
+        assert (code, reply["reason"]) == (status, reason), (path, (raw or b"")[:40], reply)
         assert reply["message"] and "Traceback" not in reply["message"]
     assert len(jp_serverapp.kernel_manager) == kernels  # no orphan kernel
-    assert (await call(jp_fetch, "GET", sid, "files"))[1] == []  # no partial file
+    listing = (await call(jp_fetch, "GET", sid, "files"))[1]
+    assert [f["path"] for f in listing] == ["sub/f.txt"]  # no partial or temporary file
 
 
 @pytest.mark.parametrize("ci_config", [{"session_pool": 0, "max_sessions": 1}])
@@ -270,11 +300,16 @@ async def test_max_sessions_answers_429(jp_fetch: Fetch) -> None:
 
 @pytest.mark.parametrize("ci_config", [{"session_pool": 0, "session_idle_timeout": 1.0}])
 async def test_idle_sessions_are_culled(jp_fetch: Fetch, jp_serverapp: Any) -> None:
-    session = await new_session(jp_fetch)
-    for _ in range(40):
-        await asyncio.sleep(0.25)
-        if session["kernel_id"] not in jp_serverapp.kernel_manager:
-            break
+    session, held = await new_session(jp_fetch), await new_session(jp_fetch)
+    in_use = jp_serverapp.web_app.settings["jupyter_ci_sessions"].get(held["id"])
+    async with in_use.lock:  # as an ask holds it between model calls
+        in_use.last_activity -= 100  # long past the idle timeout
+        for _ in range(40):
+            await asyncio.sleep(0.25)
+            if session["kernel_id"] not in jp_serverapp.kernel_manager:
+                break
+        await asyncio.sleep(0.5)  # two more rounds of the culler (every 0.25 s here)
+        assert (await call(jp_fetch, "GET", held["id"]))[0] == 200
     assert (await call(jp_fetch, "GET", session["id"]))[0] == 404
     assert session["kernel_id"] not in jp_serverapp.kernel_manager
 

@@ -24,6 +24,7 @@ from jupyter_ci.agent.types import CodeResult, ModelReply, ModelRequest, OnText
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.models.base import ChatModel
 from jupyter_ci.models.broker import ENV_TOKEN
+from jupyter_ci.server.session_notebook import markdown_cell
 from jupyter_ci.server.sessions import Session, SessionError, SessionManager, execute_result
 
 #: Sends one server-sent event: (event name, data).
@@ -183,7 +184,7 @@ async def ask(manager: SessionManager, session: Session, request: AskRequest,
                    "(files you write there can be downloaded by the user).",
                    history=memory.messages(), limits=request.limits(manager.ci),
                    redact=redactor)
-    session.history.append(_markdown(f"**Ask:** {request.prompt}"))
+    session.history.append(markdown_cell(f"**Ask:** {request.prompt}"))
     try:
         answer = await drive_async(loop, ThreadedModel(chat), SessionSteps(
             manager, session, view), view)
@@ -193,7 +194,7 @@ async def ask(manager: SessionManager, session: Session, request: AskRequest,
             "message": error.message, "hint": error.hint, "type": type(error).__name__},
             "steps": _steps(view), "usage": {"tokens": loop.tokens_used}}
     memory.remember(request.prompt, loop.transcript(), answer)
-    session.history.append(_markdown(answer))
+    session.history.append(markdown_cell(answer))
     return {"status": "done", "answer": answer, "steps": _steps(view),
             "usage": {"tokens": loop.tokens_used}}
 
@@ -201,10 +202,3 @@ async def ask(manager: SessionManager, session: Session, request: AskRequest,
 def _steps(view: EventView) -> list[dict[str, Any]]:
     return [view.steps[k] for k in sorted(view.steps)]
 
-
-def _markdown(text: str) -> dict[str, Any]:
-    """A Markdown cell of the notebook export."""
-    import uuid
-
-    return {"cell_type": "markdown", "id": uuid.uuid4().hex[:8], "metadata": {},
-            "source": text}

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from jupyter_core.utils import ensure_async
 from jupyter_server.auth.decorator import authorized
@@ -12,6 +13,8 @@ from tornado import web
 from jupyter_ci.server import session_files
 from jupyter_ci.server.session_handlers import Refused, SessionAPIHandler
 from jupyter_ci.server.sessions import SessionError
+
+T = TypeVar("T")
 
 
 @web.stream_request_body
@@ -34,12 +37,11 @@ class FileHandler(SessionAPIHandler):
         try:
             if int(self.request.headers.get("Content-Length") or 0) > limit:
                 raise Refused(413, "upload_too_large", _too_large(limit))
-            target = self._target()
+            self._upload = _bad_path(session_files.Upload, self._target(), limit)
         except (SessionError, ValueError) as error:
             return self.fail(error if isinstance(error, SessionError) else Refused(
                 400, "bad_request", "The Content-Length header is not a number."))
         self.request.connection.set_max_body_size(limit + 1)  # type: ignore[union-attr]
-        self._upload = session_files.Upload(target, limit)
 
     def data_received(self, chunk: bytes) -> None:
         """Write the upload as it arrives; past the limit, drop it."""
@@ -48,10 +50,7 @@ class FileHandler(SessionAPIHandler):
 
     def _target(self) -> Any:
         directory = self.manager.get(self.path_kwargs["sid"]).directory
-        try:
-            return session_files.resolve(directory, self.path_kwargs["path"])
-        except session_files.PathRefused as error:
-            raise Refused(400, "bad_path", str(error)) from None
+        return _bad_path(session_files.resolve, directory, self.path_kwargs["path"])
 
     @web.authenticated
     @authorized
@@ -63,8 +62,12 @@ class FileHandler(SessionAPIHandler):
         if self._too_large:
             return self.fail(Refused(413, "upload_too_large",
                                      _too_large(self.ci.max_upload_bytes)))
-        upload.commit()
-        directory = self.manager.get(sid).directory
+        try:
+            directory = self.manager.get(sid).directory  # not deleted while uploading
+            _bad_path(upload.commit)
+        except SessionError as error:
+            upload.abort()
+            return self.fail(error)
         self.set_status(201)
         self.finish(json.dumps(session_files.describe(directory, upload.target)))
 
@@ -105,6 +108,14 @@ class FileHandler(SessionAPIHandler):
         if self._upload is not None:
             self._upload.abort()
             self._upload = None
+
+
+def _bad_path(fn: Callable[..., T], *args: Any) -> T:
+    """Call a path operation of session_files; a path it refuses is a 400."""
+    try:
+        return fn(*args)
+    except session_files.PathRefused as error:
+        raise Refused(400, "bad_path", str(error)) from None
 
 
 def _too_large(limit: int) -> str:

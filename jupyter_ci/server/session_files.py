@@ -13,6 +13,7 @@ from typing import Any
 #: Entries looked at when listing a directory or comparing it before and after a run.
 MAX_ENTRIES = 2_000
 _CHUNK = 64 * 1024
+_NAME_MAX = 255  # bytes in one path component on Linux and macOS filesystems
 
 
 class PathRefused(ValueError):
@@ -21,12 +22,14 @@ class PathRefused(ValueError):
 
 def resolve(directory: Path, path: str) -> Path:
     """Return `path` inside `directory`, refusing absolute paths, `..` and symlinks out."""
-    if not path or "\x00" in path:
+    if not path or "\x00" in path or path.endswith("/"):
         raise PathRefused("Give a file path relative to the session's directory.")
     parts = PurePosixPath(path).parts
     if PurePosixPath(path).is_absolute() or "\\" in path or any(p in ("..", ".") for p in parts):
         raise PathRefused(f"{path!r} is not a relative path inside the session's directory "
                           "(no leading /, no '..').")
+    if any(len(p.encode()) > _NAME_MAX for p in parts):
+        raise PathRefused(f"A name in {path[:80]!r}... is over {_NAME_MAX} bytes.")
     root = directory.resolve()
     target = root.joinpath(*parts)
     # A symlink anywhere on the way may point outside: judge where it really leads.
@@ -79,7 +82,12 @@ class Upload:
     size: int = 0
 
     def __post_init__(self) -> None:
-        self.target.parent.mkdir(parents=True, exist_ok=True)
+        if self.target.is_dir():
+            raise PathRefused(f"{self.target.name!r} is a directory in the session.")
+        try:
+            self.target.parent.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise PathRefused("A file stands where the path needs a directory.") from None
         fd, name = tempfile.mkstemp(dir=self.target.parent, prefix=".upload-")
         self._file = os.fdopen(fd, "wb")
         self._temp = Path(name)
@@ -96,7 +104,11 @@ class Upload:
     def commit(self) -> None:
         """Put the complete file in place (an atomic rename: readers never see half)."""
         self._file.close()
-        os.replace(self._temp, self.target)
+        try:
+            os.replace(self._temp, self.target)
+        except IsADirectoryError:  # the kernel made a directory there meanwhile
+            self.abort()
+            raise PathRefused(f"{self.target.name!r} is a directory in the session.") from None
 
     def abort(self) -> None:
         """Drop the partial file."""

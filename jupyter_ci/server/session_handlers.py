@@ -22,7 +22,8 @@ from jupyter_ci.agent.outputs import OutputEvent
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.models.broker import MANAGED
 from jupyter_ci.server import session_ask, session_files
-from jupyter_ci.server.sessions import SessionError, SessionManager, notebook
+from jupyter_ci.server.session_notebook import notebook
+from jupyter_ci.server.sessions import SessionError, SessionManager
 
 SID = r"(?P<sid>[^/]+)"  # any id: an unknown one gets our JSON 404
 OPENAPI = Path(__file__).with_name("openapi.json")
@@ -300,12 +301,14 @@ class NotebookHandler(SessionAPIHandler):
 
     @web.authenticated
     @authorized
-    def get(self, sid: str) -> None:
+    async def get(self, sid: str) -> None:
         """Return the notebook."""
         try:
-            self.finish(json.dumps(notebook(self.manager.get(sid))))
+            session = self.manager.get(sid)
         except SessionError as error:
-            self.fail(error)
+            return self.fail(error)
+        # nbformat validates every cell it makes: off the event loop.
+        self.finish(json.dumps(await asyncio.to_thread(notebook, session)))
 
 
 class FilesHandler(SessionAPIHandler):

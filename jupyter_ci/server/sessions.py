@@ -9,6 +9,7 @@ sessions run concurrently on the event loop, which only ever awaits.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import time
@@ -26,12 +27,14 @@ from jupyter_ci.agent.outputs import OnOutput
 from jupyter_ci.agent.types import CodeResult
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.server import session_files
-from jupyter_ci.server.executor import KernelControl, KernelExecutor
+from jupyter_ci.server.executor import POLL_S, KernelControl, KernelExecutor
+from jupyter_ci.server.session_notebook import code_cell
 
 #: Statuses of an execute as the API reports them (the executor's "died" is "dead" here).
 API_STATUS = {"ok": "ok", "error": "error", "timeout": "timeout", "interrupted": "error",
               "died": "dead"}
 _READY_S = 60.0  # a kernel that is not ready by then is not going to be
+_SETTLE_S = 3 * POLL_S  # how long a delete waits for a run in flight to see its kernel gone
 T = TypeVar("T")
 
 
@@ -77,10 +80,12 @@ class Session:
     created: float = field(default_factory=time.time)
     last_activity: float = field(default_factory=time.time)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    #: nbformat v4 code cells of the executes so far (the notebook export).
+    #: The executes (and asks) so far, as the fields of their notebook cells.
     history: list[dict[str, Any]] = field(default_factory=list)
     busy: bool = False
     dead: bool = False
+    #: Deleted (or culled): a run still in flight ends as UnknownSession, not a crash.
+    closed: bool = False
     #: What the ask route keeps between asks of this session (its Memory).
     memory: Any = None
     #: Files in the directory at the last look (small directories are looked at inline).
@@ -162,9 +167,11 @@ class SessionManager:
         session = self.sessions.pop(sid, None)
         if session is None:
             raise UnknownSession(f"No session {sid!r}.")
+        session.closed = True
         if self.broker is not None:
             self.broker.revoke(f"ask:{sid}")  # the credential of its asks (session_ask.py)
-        await self._dispose(session.client, session.kernel_id, session.directory)
+        await self._dispose(session.client, session.kernel_id, session.directory,
+                            session.lock)
 
     async def restart(self, sid: str) -> Session:
         """Restart the kernel (state cleared, files kept) and reconnect."""
@@ -196,16 +203,26 @@ class SessionManager:
                          on_output: OnOutput | None = None
                          ) -> tuple[CodeResult, list[dict[str, Any]]]:
         """Run code in a session whose lock the caller holds; record it in the history."""
+        if session.closed:
+            raise UnknownSession(f"The session {session.id!r} was deleted.")
         session.busy, session.last_activity = True, time.time()
         before = await _off_loop(session, session_files.snapshot, session.directory)
         try:
             result = await session.executor.run(code, timeout, on_output)
+        except Exception:
+            if not session.closed:
+                raise
+            # Deleting shuts the kernel and closes the channels under a run in flight.
+            raise UnknownSession(f"The session {session.id!r} was deleted while this "
+                                 "ran.") from None
         finally:
             session.busy, session.last_activity = False, time.time()
+        if session.closed:
+            raise UnknownSession(f"The session {session.id!r} was deleted while this ran.")
         session.dead = result.status == "died"
         files = await _off_loop(session, session_files.changed, session.directory, before)
         session.file_count = len(before)
-        session.history.append(_cell(code, result))
+        session.history.append(code_cell(code, result))
         return result, files
 
     async def interrupt(self, sid: str) -> None:
@@ -221,7 +238,8 @@ class SessionManager:
             return
         now = time.time()
         for sid, session in list(self.sessions.items()):
-            if not session.busy and now - session.last_activity > limit:
+            # A held lock is an ask between model calls: in use, though not running code.
+            if not session.lock.locked() and now - session.last_activity > limit:
                 self.log.info("jupyter-ci: culling session %s, idle for %.0f s", sid,
                               now - session.last_activity)
                 await self.delete(sid)
@@ -329,15 +347,22 @@ class SessionManager:
 
         return KernelExecutor(client, KernelControl(interrupt, is_alive))
 
-    async def _dispose(self, client: Any, kernel_id: str, directory: Path) -> None:
-        """Stop the client, shut the kernel down and remove the directory, whatever fails."""
-        if client is not None:
-            client.stop_channels()
+    async def _dispose(self, client: Any, kernel_id: str, directory: Path,
+                       lock: asyncio.Lock | None = None) -> None:
+        """Shut the kernel down, stop the client and remove the directory, whatever fails."""
         try:
             if kernel_id in self.km:
                 await ensure_async(self.km.shutdown_kernel(kernel_id, now=True))
         except Exception as exc:  # a kernel that is already gone
             self.log.warning("jupyter-ci: shutting down kernel %s: %s", kernel_id, exc)
+        if lock is not None and lock.locked():
+            # A run in flight sees its kernel gone within a poll and ends as "died"; closing
+            # its channels under it would cancel its read instead.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(_SETTLE_S), lock:
+                    pass
+        if client is not None:
+            client.stop_channels()
         await asyncio.to_thread(shutil.rmtree, directory, True)
 
 
@@ -358,19 +383,3 @@ def execute_result(result: CodeResult, files: list[dict[str, Any]]) -> dict[str,
     return {"status": API_STATUS[result.status], "outputs": list(result.outputs),
             "execution_count": result.execution_count,
             "duration_ms": round(result.duration_s * 1000, 1), "files": files}
-
-
-def _cell(code: str, result: CodeResult) -> dict[str, Any]:
-    """Record one execute as an nbformat v4 code cell."""
-    return {"cell_type": "code", "id": uuid.uuid4().hex[:8], "metadata": {},
-            "source": code, "execution_count": result.execution_count,
-            "outputs": list(result.outputs)}
-
-
-def notebook(session: Session) -> dict[str, Any]:
-    """Return the session's history as an nbformat v4 notebook."""
-    return {"nbformat": 4, "nbformat_minor": 5, "cells": list(session.history),
-            "metadata": {"kernelspec": {"name": session.kernel_name,
-                                        "display_name": session.kernel_name,
-                                        "language": "python"},
-                         "jupyter_ci": {"session": session.id}}}
