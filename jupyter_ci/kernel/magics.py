@@ -20,6 +20,7 @@ from jupyter_ci.kernel.options import AskOptions, help_text, parse_options
 from jupyter_ci.kernel.record import (
     AskInfo,
     RequestInfo,
+    Reuse,
     ask_record,
     prompt_hash,
     request_info,
@@ -34,6 +35,9 @@ from jupyter_ci.models.resolve import ModelSettings, resolve_model
 #: What memory keeps of an ask whose recorded answer was reused instead of asking the model.
 REUSED_SUMMARY = ("(Not asked this time: the notebook already held a recorded answer, shown to "
                   "the user, and its generated cells ran as recorded.)")
+# A re-ask that costs tokens where a reuse was expected should say why.
+UNVERIFIED_NOTE = ("*The answer saved with this cell was not signed by your jupyter-ci (it was "
+                   "written elsewhere or edited), so it is not reused: asking the model.*")
 
 
 @magics_class
@@ -101,12 +105,15 @@ class AskMagics(Magics):
 
     def _reuse(self, opts: AskOptions, info: RequestInfo, phash: str) -> bool:
         if info.has_frontend:
-            record = reusable_from_request(info, phash, opts.prompt)
+            found = reusable_from_request(info, phash, opts.prompt)
         else:
             code = (parent_header(self.ipython).get("content") or {}).get("code")
-            record = reusable_on_disk(phash, opts.prompt, code, Path.cwd()) if isinstance(
-                code, str) else None
+            found = reusable_on_disk(phash, opts.prompt, code, Path.cwd(), info.cell_id
+                                     ) if isinstance(code, str) else Reuse()
+        record = found.record
         if record is None:
+            if found.unverified:
+                show_markdown(UNVERIFIED_NOTE)
             return False
         steps = record.get("steps", 0)
         cells = "the generated cell below holds" if steps == 1 else (

@@ -116,17 +116,26 @@ def _done(record: dict[str, Any] | None, phash: str) -> bool:
     return bool(record.get("status") == "done" and record.get("prompt_hash") == phash)
 
 
-def reusable_from_request(info: RequestInfo, phash: str, prompt: str) -> dict[str, Any] | None:
-    """Return the record when this user signed it and the browser shows all its cells."""
+@dataclass(frozen=True)
+class Reuse:
+    """What a re-run found: the record to reuse, if any."""
+
+    record: dict[str, Any] | None = None
+    #: A finished record of this very ask was there, but this user's kernel did not sign it.
+    unverified: bool = False
+
+
+def reusable_from_request(info: RequestInfo, phash: str, prompt: str) -> Reuse:
+    """Find the record when this user signed it and the browser shows all its cells."""
     from jupyter_ci.kernel.signing import verify
 
     if not info.has_frontend or not _done(info.record, phash):
-        return None
+        return Reuse()
     assert info.record is not None and info.frontend is not None
     if not verify(info.record, prompt):
-        return None  # not written by this user's kernel: ask the model instead
+        return Reuse(unverified=True)  # not written by this user's kernel: ask the model
     generated = info.frontend.get("generated") or []
-    return info.record if len(generated) == info.record.get("steps") else None
+    return Reuse(info.record if len(generated) == info.record.get("steps") else None)
 
 
 def notebook_candidates(cwd: Path) -> list[Path]:
@@ -147,27 +156,31 @@ def _source(cell: dict[str, Any]) -> str:
     return "".join(source) if isinstance(source, list) else str(source)
 
 
-def _matching_records(cells: list[Any], phash: str, code: str) -> list[dict[str, Any]]:
-    """Return the done records of this very cell (same source) with all their generated cells."""
+def _matching_records(cells: list[Any], phash: str, code: str, cell_id: str | None
+                      ) -> list[dict[str, Any]]:
+    """Return the done records of this very cell (same source and id) with all its cells."""
     found = []
     for index, cell in enumerate(cells):
         record = _record_of(cell) if isinstance(cell, dict) else None
         if (record is not None and _done(record, phash) and _source(cell) == code
+                and (cell_id is None or cell.get("id") == cell_id)
                 and len(generated_after(cells, index)) == record.get("steps")):
             found.append(record)
     return found
 
 
-def reusable_on_disk(phash: str, prompt: str, code: str, cwd: Path) -> dict[str, Any] | None:
+def reusable_on_disk(phash: str, prompt: str, code: str, cwd: Path,
+                     cell_id: str | None = None) -> Reuse:
     """Find this ask's signed done record in the notebook being executed (see README).
 
     The notebook is `$JUPYTER_CI_NOTEBOOK` (or the server's `JPY_SESSION_NAME`) when set,
-    else one in the working directory holding this exact cell. The record must be signed by
-    this user, or the notebook trusted with `jupyter trust`.
+    else one in the working directory holding this exact cell (the same source, and the same
+    cell id when the frontend sent one). The record must be signed by this user, or the
+    notebook trusted with `jupyter trust`.
     """
     from jupyter_ci.kernel.signing import notebook_trusted, verify
 
-    budget = MAX_SCAN_BYTES
+    budget, unverified = MAX_SCAN_BYTES, False
     for path in notebook_candidates(cwd):
         try:
             size = path.stat().st_size
@@ -181,10 +194,12 @@ def reusable_on_disk(phash: str, prompt: str, code: str, cwd: Path) -> dict[str,
             cells = json.loads(raw).get("cells", [])
         except (OSError, ValueError, AttributeError):
             continue  # an unreadable notebook simply isn't a match
-        records = _matching_records(cells, phash, code) if isinstance(cells, list) else []
+        records = _matching_records(cells, phash, code, cell_id) if isinstance(
+            cells, list) else []
         signed = [record for record in records if verify(record, prompt)]
         if signed:
-            return signed[0]
+            return Reuse(signed[0])
         if records and notebook_trusted(raw):
-            return records[0]
-    return None
+            return Reuse(records[0])
+        unverified = unverified or bool(records)
+    return Reuse(unverified=unverified)

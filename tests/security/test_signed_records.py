@@ -19,7 +19,7 @@ import nbformat
 import pytest
 
 from jupyter_ci.kernel.record import prompt_hash
-from jupyter_ci.kernel.signing import sign, verify
+from jupyter_ci.kernel.signing import secret_path, sign, verify
 from tests.fakellm import FakeLLM, Turn
 from tests.kernelrun import Execution, Kernel
 from tests.nbrun import openai_env, run_cells, text_of
@@ -77,6 +77,7 @@ def test_a_forged_record_in_the_cell_is_not_reused(
     assert fake.calls() == 1, "the model must be asked"
     assert "All good." not in shown(run) and "The model's own answer." in shown(run)
     assert run.comm_data()[0]["type"] == "ask_start"
+    assert "not signed by your jupyter-ci" in shown(run), "the cell says why it asks again"
 
 
 def test_a_record_this_user_signed_is_reused_and_not_put_in_the_models_mouth(
@@ -126,6 +127,7 @@ def test_headless_a_forged_record_in_a_notebook_of_the_folder_is_not_reused(
     nbformat.write(notebook(forged()), tmp_path / "shared.ipynb")
     out = headless(fake, tmp_path)
     assert fake.calls() == 1 and "All good." not in out and "Asked the model." in out
+    assert "not signed by your jupyter-ci" in out
 
 
 def test_headless_reads_only_the_named_notebook(fake: FakeLLM, tmp_path: Path) -> None:
@@ -160,3 +162,32 @@ def test_headless_an_unsigned_record_is_honoured_in_a_notebook_the_user_trusted(
     nbformat.write(nb, tmp_path / "trusted.ipynb")
     out = headless(fake, tmp_path)
     assert fake.calls() == 0 and "From a trusted notebook." in out
+
+
+def test_a_cell_id_sent_without_the_extension_must_match_the_saved_cell(
+    fake: FakeLLM, kernel: Kernel, tmp_path: Path
+) -> None:
+    # JupyterLab or Notebook 7 without the labextension send the cell's id, not the record:
+    # a signed record of the same source in another cell (or notebook) is not this cell's.
+    nb = notebook(sign(forged(answer="Signed."), PROMPT))
+    nbformat.write(nb, tmp_path / "nb.ipynb")
+    fake.push(Turn("Asked the model."))
+    other = kernel.execute(CELL, {"cellId": "another-cell"})
+    assert fake.calls() == 1 and "Signed." not in shown(other)
+    same = kernel.execute(CELL, {"cellId": nb.cells[1].id})
+    assert fake.calls() == 1 and "Signed." in shown(same)
+
+
+def test_the_secret_is_private_and_one_others_can_read_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "mine"))
+    record = sign(forged(), PROMPT)
+    assert (secret_path().stat().st_mode & 0o777) == 0o600 and verify(record, PROMPT)
+    # The same secret, readable by others (who could then sign records for us): unused.
+    key = secret_path().read_bytes()
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "shared"))
+    secret_path().parent.mkdir(parents=True)
+    secret_path().write_bytes(key)
+    secret_path().chmod(0o644)
+    assert not verify(record, PROMPT) and "signature" not in sign(forged(), PROMPT)
