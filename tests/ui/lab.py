@@ -108,7 +108,8 @@ def start_lab(base: Path, env: dict[str, str], timeout: float = 90) -> LabServer
     """Start `jupyter lab` isolated under `base` and wait until /api/status answers."""
     root, config, runtime = base / "root", base / "config", base / "runtime"
     app_settings, user_settings, workspaces = base / "app-settings", base / "user", base / "ws"
-    for folder in (root, config, runtime, app_settings, user_settings, workspaces):
+    data = base / "data"  # the kernels' record-signing secret: never the user's own
+    for folder in (root, config, runtime, data, app_settings, user_settings, workspaces):
         folder.mkdir(parents=True, exist_ok=True)
     (app_settings / "overrides.json").write_text(json.dumps(_NO_NEWS), encoding="utf-8")
     port, token = free_port(), secrets.token_hex(16)
@@ -123,7 +124,7 @@ def start_lab(base: Path, env: dict[str, str], timeout: float = 90) -> LabServer
     if os.geteuid() == 0:
         args.append("--allow-root")
     full_env = lab_environ({**env, "JUPYTER_CONFIG_DIR": str(config),
-                            "JUPYTER_RUNTIME_DIR": str(runtime)})
+                            "JUPYTER_RUNTIME_DIR": str(runtime), "JUPYTER_DATA_DIR": str(data)})
     log = base / "jupyter-lab.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(args, cwd=root, env=full_env, stdout=out,
