@@ -164,6 +164,14 @@ async def test_a_dead_kernel_is_reported_and_restart_brings_it_back(jp_fetch: Fe
     assert code == 200 and restarted["status"] == "idle"
     after = await run(jp_fetch, sid, "print(open('kept.txt').read())\nkept")
     assert stdout(after) == "file\n" and after["status"] == "error"  # files kept, state not
+    # Restarting a session stuck in a long run stops the run instead of waiting it out.
+    stuck = asyncio.ensure_future(run(jp_fetch, sid, "while True: pass", timeout=300))
+    await asyncio.sleep(0.5)
+    started = time.monotonic()
+    code, restarted = await call(jp_fetch, "POST", sid, "restart")
+    assert code == 200 and restarted["status"] == "idle" and time.monotonic() - started < 15
+    assert (await stuck)["status"] == "error"  # KeyboardInterrupt
+    assert stdout(await run(jp_fetch, sid, "print('back')")) == "back\n"
 
 
 async def stream(jp_fetch: Fetch, sid: str, code: str,
@@ -343,3 +351,13 @@ async def test_a_pooled_kernel_makes_creation_fast_and_runs_in_its_own_directory
     took = time.monotonic() - started
     where = stdout(await run(jp_fetch, session["id"], "import os\nprint(os.getcwd())")).strip()
     assert Path(where).name == session["id"] and took < 1.5, took
+    # A pooled kernel shut down from elsewhere (JupyterLab lists it) is never handed out.
+    for _ in range(120):
+        if manager._pool:
+            break
+        await asyncio.sleep(0.25)
+    gone = manager._pool[0]
+    await jp_serverapp.kernel_manager.shutdown_kernel(gone.kernel_id, now=True)
+    fresh = await new_session(jp_fetch)
+    assert fresh["kernel_id"] != gone.kernel_id and not gone.directory.exists()
+    assert (await run(jp_fetch, fresh["id"], "1"))["status"] == "ok"

@@ -176,7 +176,12 @@ class SessionManager:
     async def restart(self, sid: str) -> Session:
         """Restart the kernel (state cleared, files kept) and reconnect."""
         session = self.get(sid)
+        if session.busy:
+            # The run in flight holds the lock: stop it rather than wait out its timeout.
+            await self.interrupt(sid)
         async with session.lock:
+            if session.closed:
+                raise UnknownSession(f"The session {sid!r} was deleted.")
             session.client.stop_channels()
             try:
                 await ensure_async(self.km.restart_kernel(session.kernel_id))
@@ -279,9 +284,16 @@ class SessionManager:
 
     def _take(self, kernel_name: str | None, env: dict[str, str] | None) -> _Pooled | None:
         """Take a pooled kernel when the request asks for nothing it lacks."""
-        if env or (kernel_name and kernel_name != self._default_kernel()) or not self._pool:
+        if env or (kernel_name and kernel_name != self._default_kernel()):
             return None
-        return self._pool.pop(0)
+        while self._pool:
+            pooled = self._pool.pop(0)
+            if pooled.kernel_id in self.km:
+                return pooled
+            # Shut down from elsewhere: JupyterLab's Running panel lists every kernel.
+            pooled.client.stop_channels()
+            shutil.rmtree(pooled.directory, ignore_errors=True)
+        return None
 
     # -- kernels ----------------------------------------------------------------------
 
