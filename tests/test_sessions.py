@@ -218,6 +218,13 @@ async def test_a_client_that_hangs_up_on_a_stream_interrupts_the_run(jp_fetch: F
     started = time.monotonic()
     after = await run(jp_fetch, sid, "print('free')")
     assert stdout(after) == "free\n" and time.monotonic() - started < 10
+    # Hanging up while queued behind another request's run drops only the queued one.
+    other = asyncio.ensure_future(run(jp_fetch, sid, "time.sleep(2)\nprint('other')"))
+    await asyncio.sleep(0.3)
+    with pytest.raises(HTTPClientError):
+        await stream(jp_fetch, sid, "queued = True", request_timeout=0.7)
+    assert stdout(await other) == "other\n"
+    assert stdout(await run(jp_fetch, sid, "print('queued' in dir())")) == "False\n"
 
 
 async def test_files_round_trip_exactly_and_runs_list_what_they_wrote(jp_fetch: Fetch) -> None:
@@ -269,6 +276,8 @@ async def test_bad_input_gets_a_4xx_with_a_message_and_leaves_nothing(
     bad: list[tuple[tuple[str, ...], bytes | None, int, str]] = [
         (("POST", sid, "execute"), b"{not json", 400, "bad_json"),
         (("POST", sid, "execute"), b"[1, 2]", 400, "bad_json"),
+        (("POST", sid, "execute"), b'{"code": "\\ud800"}', 400, "bad_json"),  # lone surrogate
+        (("POST",), b'{"env": {"A": "\\udfff"}}', 400, "bad_json"),
         (("POST", sid, "execute"), b"{}", 400, "bad_field"),
         (("POST", sid, "execute"), b'{"code": 5}', 400, "bad_field"),
         (("POST", sid, "execute"), b'{"code": "1", "timeout": "soon"}', 400, "bad_field"),
@@ -324,13 +333,13 @@ async def test_idle_sessions_are_culled(jp_fetch: Fetch, jp_serverapp: Any) -> N
 
 async def test_the_history_exports_as_a_valid_notebook(jp_fetch: Fetch) -> None:
     sid = (await new_session(jp_fetch))["id"]
-    await run(jp_fetch, sid, "print('hello')")
+    assert stdout(await run(jp_fetch, sid, "print('hello 😀')")) == "hello 😀\n"
     await run(jp_fetch, sid, "1 / 0")
     await run(jp_fetch, sid, "from IPython.display import HTML, display\ndisplay(HTML('<b>x</b>'))")
     code, nb = await call(jp_fetch, "GET", sid, "notebook")
     assert code == 200
     nbformat.validate(nb)
-    assert [c["source"] for c in nb["cells"]][:2] == ["print('hello')", "1 / 0"]
+    assert [c["source"] for c in nb["cells"]][:2] == ["print('hello 😀')", "1 / 0"]
     assert nb["cells"][1]["outputs"][0]["output_type"] == "error"
 
 

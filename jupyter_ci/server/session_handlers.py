@@ -23,7 +23,7 @@ from jupyter_ci.config import JupyterCI
 from jupyter_ci.models.broker import MANAGED
 from jupyter_ci.server import session_ask, session_files
 from jupyter_ci.server.session_notebook import notebook
-from jupyter_ci.server.sessions import SessionError, SessionManager
+from jupyter_ci.server.sessions import Session, SessionError, SessionManager, execute_result
 
 SID = r"(?P<sid>[^/]+)"  # any id: an unknown one gets our JSON 404
 OPENAPI = Path(__file__).with_name("openapi.json")
@@ -68,8 +68,11 @@ class SessionAPIHandler(APIHandler):
             return {}
         try:
             value = json.loads(self.request.body)
-        except (ValueError, UnicodeDecodeError):
-            raise Refused(400, "bad_json", "The body is not valid JSON.") from None
+            if b"\\ud" in self.request.body.lower():
+                # JSON may escape a lone surrogate, which no kernel, file or env can take.
+                json.dumps(value, ensure_ascii=False).encode()
+        except (ValueError, UnicodeError):
+            raise Refused(400, "bad_json", "The body is not valid JSON in UTF-8.") from None
         if not isinstance(value, dict):
             raise Refused(400, "bad_json", "The body must be a JSON object.")
         return value
@@ -196,27 +199,30 @@ def output_event(event: OutputEvent) -> bytes:
     return sse("set_outputs", {"outputs": list(event.outputs)})
 
 
+Work = Callable[[Callable[[bytes], None]], Awaitable[dict[str, Any]]]
+
+
 class StreamingHandler(SessionAPIHandler):
     """Server-sent events of a run or an ask; a client that hangs up stops it."""
 
-    _running: str | None = None
+    _session: Session | None = None
     _task: asyncio.Future[dict[str, Any]] | None = None
+    #: Whether this request holds the session's lock (its work runs, not waits its turn).
+    _holding = False
     #: Whether hanging up cancels the work too (an ask), not only interrupts the kernel.
     cancel_on_close = False
 
-    async def stream(self, sid: str, work: Callable[[Callable[[bytes], None]],
-                                                   Awaitable[dict[str, Any]]]) -> None:
-        """Send what `work` emits as it happens, then its result as the `result` event."""
+    async def stream(self, session: Session, work: Work) -> None:
+        """Run `work` under the session's lock; send what it emits, then its `result`."""
         self.set_header("Content-Type", "text/event-stream")
         self.set_header("Cache-Control", "no-cache")
         self.set_header("X-Accel-Buffering", "no")
         queue: asyncio.Queue[bytes | None] = asyncio.Queue()
-        self._running = sid
-        self._task = task = asyncio.ensure_future(work(queue.put_nowait))
+        self._session = session
+        self._task = task = asyncio.ensure_future(self._locked(session, work, queue.put_nowait))
         task.add_done_callback(lambda _: queue.put_nowait(None))
         while (chunk := await queue.get()) is not None:
             await self._send(chunk)
-        self._running = None
         if task.cancelled():
             return
         try:
@@ -224,6 +230,15 @@ class StreamingHandler(SessionAPIHandler):
         except SessionError as error:
             await self._send(sse("error", {"message": error.message, "reason": error.reason}))
         self.finish()
+
+    async def _locked(self, session: Session, work: Work,
+                      send: Callable[[bytes], None]) -> dict[str, Any]:
+        async with session.lock:
+            self._holding = True
+            try:
+                return await work(send)
+            finally:
+                self._holding = False
 
     async def _send(self, chunk: bytes) -> None:
         if self.request.connection is None or self._finished:
@@ -235,12 +250,16 @@ class StreamingHandler(SessionAPIHandler):
             return
 
     def on_connection_close(self) -> None:
-        """A client that hangs up interrupts what runs for it."""
+        """A client that hangs up interrupts what runs for it (and only that)."""
         super().on_connection_close()
-        if self._running is not None:
-            self._interrupting = asyncio.ensure_future(self.manager.interrupt(self._running))
-            if self.cancel_on_close and self._task is not None:
-                self._task.cancel()
+        if self._task is None or self._task.done() or self._session is None:
+            return
+        if not self._holding:
+            self._task.cancel()  # still waiting its turn: another request's run goes on
+            return
+        self._interrupting = asyncio.ensure_future(self.manager.interrupt(self._session.id))
+        if self.cancel_on_close:
+            self._task.cancel()
 
 
 class ExecuteHandler(StreamingHandler):
@@ -259,12 +278,17 @@ class ExecuteHandler(StreamingHandler):
                 raise Refused(413, "code_too_large", f"The code is over "
                               f"{self.ci.max_code_bytes} bytes (c.JupyterCI.max_code_bytes).")
             timeout = _timeout(body)
-            self.manager.get(sid)
+            session = self.manager.get(sid)
         except SessionError as error:
             return self.fail(error)
         if "text/event-stream" in self.request.headers.get("Accept", ""):
-            return await self.stream(sid, lambda send: self.manager.execute(
-                sid, code, timeout, lambda event: send(output_event(event))))
+            async def work(send: Callable[[bytes], None]) -> dict[str, Any]:
+                result, files = await self.manager.run_locked(
+                    session, code, timeout or self.ci.timeout,
+                    lambda event: send(output_event(event)))
+                return execute_result(result, files)
+
+            return await self.stream(session, work)
         try:
             result = await self.manager.execute(sid, code, timeout)
         except SessionError as error:
@@ -289,11 +313,10 @@ class AskHandler(StreamingHandler):
             return self.fail(error)
 
         async def work(send: Callable[[bytes], None]) -> dict[str, Any]:
-            async with session.lock:
-                return await session_ask.ask(self.manager, session, request, chat, redactor,
-                                             lambda event, data: send(sse(event, data)))
+            return await session_ask.ask(self.manager, session, request, chat, redactor,
+                                         lambda event, data: send(sse(event, data)))
 
-        await self.stream(sid, work)
+        await self.stream(session, work)
 
 
 class NotebookHandler(SessionAPIHandler):
