@@ -24,8 +24,8 @@ from jupyter_ci.agent.types import CodeResult, ModelReply, ModelRequest, OnText
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.models.base import ChatModel
 from jupyter_ci.models.broker import ENV_TOKEN
-from jupyter_ci.server.session_notebook import markdown_cell
-from jupyter_ci.server.sessions import Session, SessionError, SessionManager, execute_result
+from jupyter_ci.server.session_results import execute_result, markdown_cell
+from jupyter_ci.server.sessions import Session, SessionError, SessionManager
 
 #: Sends one server-sent event: (event name, data).
 Emit = Callable[[str, dict[str, Any]], None]

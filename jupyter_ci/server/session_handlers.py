@@ -22,8 +22,8 @@ from jupyter_ci.agent.outputs import OutputEvent
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.models.broker import MANAGED
 from jupyter_ci.server import session_ask, session_files
-from jupyter_ci.server.session_notebook import notebook
-from jupyter_ci.server.sessions import Session, SessionError, SessionManager, execute_result
+from jupyter_ci.server.session_results import execute_result, notebook
+from jupyter_ci.server.sessions import Session, SessionError, SessionManager
 
 SID = r"(?P<sid>[^/]+)"  # any id: an unknown one gets our JSON 404
 OPENAPI = Path(__file__).with_name("openapi.json")

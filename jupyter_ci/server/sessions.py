@@ -28,11 +28,8 @@ from jupyter_ci.agent.types import CodeResult
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.server import session_files
 from jupyter_ci.server.executor import POLL_S, KernelControl, KernelExecutor
-from jupyter_ci.server.session_notebook import code_cell
+from jupyter_ci.server.session_results import code_cell, execute_result
 
-#: Statuses of an execute as the API reports them (the executor's "died" is "dead" here).
-API_STATUS = {"ok": "ok", "error": "error", "timeout": "timeout", "interrupted": "error",
-              "died": "dead"}
 _READY_S = 60.0  # a kernel that is not ready by then is not going to be
 _SETTLE_S = 3 * POLL_S  # how long a delete waits for a run in flight to see its kernel gone
 T = TypeVar("T")
@@ -329,6 +326,9 @@ class SessionManager:
             shutil.rmtree(directory, ignore_errors=True)
             raise KernelUnavailable(f"The kernel {kwargs['kernel_name']!r} could not be "
                                     f"started ({type(exc).__name__}: {exc}).") from exc
+        except BaseException:  # cancelled: the server is stopping
+            shutil.rmtree(directory, ignore_errors=True)
+            raise
         return _Pooled(sid, str(kernel_id), directory)
 
     async def _connect(self, pooled: _Pooled, kernel_name: str) -> Session:
@@ -388,10 +388,3 @@ async def _off_loop(session: Session, fn: Callable[..., T], *args: Any) -> T:
     if session.file_count < _INLINE_FILES:
         return fn(*args)
     return await asyncio.to_thread(fn, *args)
-
-
-def execute_result(result: CodeResult, files: list[dict[str, Any]]) -> dict[str, Any]:
-    """Return the API's object for one run."""
-    return {"status": API_STATUS[result.status], "outputs": list(result.outputs),
-            "execution_count": result.execution_count,
-            "duration_ms": round(result.duration_s * 1000, 1), "files": files}

@@ -1,4 +1,4 @@
-"""A session's history and its export as an nbformat v4 notebook."""
+"""What a session's runs leave: the API's result object, the history, the notebook."""
 
 from __future__ import annotations
 
@@ -16,6 +16,16 @@ if TYPE_CHECKING:
 _NEW_CELL: dict[str, Callable[..., dict[str, Any]]] = {
     "code": v4.new_code_cell, "markdown": v4.new_markdown_cell}
 _new_notebook: Callable[..., dict[str, Any]] = v4.new_notebook
+#: Statuses of an execute as the API reports them (the executor's "died" is "dead" here).
+API_STATUS = {"ok": "ok", "error": "error", "timeout": "timeout", "interrupted": "error",
+              "died": "dead"}
+
+
+def execute_result(result: CodeResult, files: list[dict[str, Any]]) -> dict[str, Any]:
+    """Return the API's object for one run."""
+    return {"status": API_STATUS[result.status], "outputs": list(result.outputs),
+            "execution_count": result.execution_count,
+            "duration_ms": round(result.duration_s * 1000, 1), "files": files}
 
 
 def code_cell(code: str, result: CodeResult) -> dict[str, Any]:
