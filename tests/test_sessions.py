@@ -14,6 +14,7 @@ from tornado.httpclient import HTTPClientError, HTTPResponse
 from traitlets.config import Config
 
 from jupyter_ci.models.broker import MANAGED
+from jupyter_ci.server import session_handlers
 from tests import openapi_check
 
 Fetch = Any
@@ -185,6 +186,9 @@ async def stream(jp_fetch: Fetch, sid: str, code: str,
         buffer += chunk
         while b"\n\n" in buffer:
             block, buffer = buffer.split(b"\n\n", 1)
+            if block.startswith(b":"):  # an SSE comment: the stream's keep-alive
+                events.append((time.monotonic(), "comment", block.decode()))
+                continue
             fields = dict(line.split(": ", 1) for line in block.decode().splitlines())
             events.append((time.monotonic(), fields["event"], json.loads(fields["data"])))
             openapi_check.check_event(fields["event"], events[-1][2])
@@ -196,11 +200,15 @@ async def stream(jp_fetch: Fetch, sid: str, code: str,
 
 
 async def test_a_streaming_execute_delivers_print_output_before_the_run_ends(
-    jp_fetch: Fetch,
+    jp_fetch: Fetch, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setattr(session_handlers, "KEEPALIVE_S", 0.5)
     sid = (await new_session(jp_fetch))["id"]
     events = await stream(jp_fetch, sid, "import time\nprint('first', flush=True)\n"
                                          "time.sleep(2)\nprint('second')")
+    kinds = [kind for _, kind, _ in events]
+    assert kinds.count("comment") >= 2, kinds  # the quiet 2 s kept alive
+    events = [e for e in events if e[1] != "comment"]
     kinds = [kind for _, kind, _ in events]
     assert kinds[0] == "output" and kinds[-1] == "result"
     first_at = events[0][0]

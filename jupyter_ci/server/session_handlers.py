@@ -28,6 +28,9 @@ from jupyter_ci.server.sessions import Session, SessionError, SessionManager
 SID = r"(?P<sid>[^/]+)"  # any id: an unknown one gets our JSON 404
 OPENAPI = Path(__file__).with_name("openapi.json")
 _MAX_TIMEOUT_S = 24 * 3600.0
+#: Seconds of silence after which a stream sends an SSE comment, so that proxies and clients'
+#: read timeouts (httpx, nginx: 60 s) do not cut a long quiet run, which would interrupt it.
+KEEPALIVE_S = 15.0
 
 
 class Refused(SessionError):
@@ -221,7 +224,13 @@ class StreamingHandler(SessionAPIHandler):
         self._session = session
         self._task = task = asyncio.ensure_future(self._locked(session, work, queue.put_nowait))
         task.add_done_callback(lambda _: queue.put_nowait(None))
-        while (chunk := await queue.get()) is not None:
+        while True:
+            try:
+                chunk = await asyncio.wait_for(queue.get(), KEEPALIVE_S)
+            except TimeoutError:
+                chunk = b": keep-alive\n\n"
+            if chunk is None:
+                break
             await self._send(chunk)
         if task.cancelled():
             return
