@@ -73,9 +73,11 @@ def stdout(result: dict[str, Any]) -> str:
     return "".join(o.get("text", "") for o in result["outputs"] if o["output_type"] == "stream")
 
 
-ROUTES = [("POST", ""), ("GET", ""), ("GET", "/s1"), ("DELETE", "/s1"), ("POST", "/s1/restart"),
-          ("POST", "/s1/execute"), ("GET", "/s1/notebook"), ("GET", "/s1/files"),
-          ("GET", "/s1/files/a.txt"), ("PUT", "/s1/files/a.txt"), ("DELETE", "/s1/files/a.txt")]
+S = "sessions/s1"
+ROUTES = [("POST", "sessions"), ("GET", "sessions"), ("GET", S), ("DELETE", S),
+          ("POST", f"{S}/restart"), ("POST", f"{S}/execute"), ("POST", f"{S}/ask"),
+          ("GET", f"{S}/notebook"), ("GET", f"{S}/files"), ("GET", f"{S}/files/a.txt"),
+          ("PUT", f"{S}/files/a.txt"), ("DELETE", f"{S}/files/a.txt"), ("GET", "openapi.json")]
 
 
 async def test_every_route_needs_jupyters_authentication(
@@ -84,8 +86,7 @@ async def test_every_route_needs_jupyters_authentication(
     for method, tail in ROUTES:
         body = b"{}" if method in ("POST", "PUT") else None
         response = await http_server_client.fetch(
-            f"{jp_base_url}jupyter-ci/sessions{tail}", method=method, body=body,
-            raise_error=False)
+            f"{jp_base_url}jupyter-ci/{tail}", method=method, body=body, raise_error=False)
         assert response.code in (401, 403), (method, tail, response.code)
 
 
