@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -27,13 +29,20 @@ def ci_config() -> dict[str, Any]:
 
 
 @pytest.fixture
-def jp_server_config(monkeypatch: pytest.MonkeyPatch, ci_config: dict[str, Any]) -> Config:
+def more_config() -> dict[str, Any]:
+    """Other sections of the test server's config."""
+    return {}
+
+
+@pytest.fixture
+def jp_server_config(monkeypatch: pytest.MonkeyPatch, ci_config: dict[str, Any],
+                     more_config: dict[str, Any]) -> Config:
     """Enable the extension with no provider configured."""
     for var in (*MANAGED, "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.setenv(var, "")
         monkeypatch.delenv(var)
     return Config({"ServerApp": {"jpserver_extensions": {"jupyter_ci": True}},
-                   "JupyterCI": ci_config})
+                   "JupyterCI": ci_config, **more_config})
 
 
 async def call(jp_fetch: Fetch, method: str, *path: str, body: Any = None,
@@ -174,6 +183,26 @@ async def test_a_dead_kernel_is_reported_and_restart_brings_it_back(jp_fetch: Fe
     assert code == 200 and restarted["status"] == "idle" and time.monotonic() - started < 15
     assert (await stuck)["status"] == "error"  # KeyboardInterrupt
     assert stdout(await run(jp_fetch, sid, "print('back')")) == "back\n"
+
+
+# The server's restarter looks every 0.5 s instead of 3 s.
+@pytest.mark.parametrize("more_config", [{"KernelRestarter": {"time_to_dead": 0.5}}])
+async def test_a_kernel_killed_while_idle_stays_dead_though_the_server_revives_it(
+    jp_fetch: Fetch,
+) -> None:
+    sid = (await new_session(jp_fetch))["id"]
+    pid = int(stdout(await run(jp_fetch, sid, "import os\nkept = 1\nprint(os.getpid())")))
+    os.kill(pid, signal.SIGKILL)
+    for _ in range(40):  # the server's restarter starts a blank kernel and tells the session
+        if (await call(jp_fetch, "GET", sid))[1]["status"] == "dead":
+            break
+        await asyncio.sleep(0.25)
+    assert (await call(jp_fetch, "GET", sid))[1]["status"] == "dead"
+    refused = await run(jp_fetch, sid, "ran = True")  # not run in the blank kernel
+    assert refused["status"] == "dead" and refused["outputs"] == []
+    assert (await call(jp_fetch, "POST", sid, "restart"))[1]["status"] == "idle"
+    assert stdout(await run(jp_fetch, sid, "print('ran' in dir(), 'kept' in dir())")) == \
+        "False False\n"
 
 
 async def stream(jp_fetch: Fetch, sid: str, code: str,

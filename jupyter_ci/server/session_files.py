@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import mimetypes
 import os
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, TypeVar
 
 #: Entries looked at when listing a directory or comparing it before and after a run.
 MAX_ENTRIES = 2_000
 _CHUNK = 64 * 1024
 _NAME_MAX = 255  # bytes in one path component on Linux and macOS filesystems
+T = TypeVar("T")
 
 
 class PathRefused(ValueError):
@@ -115,6 +117,18 @@ class Upload:
         if not self._file.closed:
             self._file.close()
         self._temp.unlink(missing_ok=True)
+
+
+#: Directories with fewer files are walked on the event loop (well under a millisecond);
+#: bigger ones in a worker thread, whose hop costs more than such a small walk.
+INLINE_FILES = 200
+
+
+async def walk(known_files: int, fn: Callable[..., T], *args: Any) -> T:
+    """Call a directory walk inline when the directory had few files at the last look."""
+    if known_files < INLINE_FILES:
+        return fn(*args)
+    return await asyncio.to_thread(fn, *args)
 
 
 async def chunks(path: Path) -> AsyncIterator[bytes]:

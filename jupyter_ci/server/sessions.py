@@ -14,17 +14,16 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from logging import Logger
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from jupyter_client.kernelspec import NoSuchKernel
 from jupyter_core.utils import ensure_async
 
 from jupyter_ci.agent.outputs import OnOutput
-from jupyter_ci.agent.types import CodeResult
+from jupyter_ci.agent.types import CodeResult, ErrorInfo
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.server import session_files
 from jupyter_ci.server.executor import POLL_S, KernelControl, KernelExecutor
@@ -32,7 +31,6 @@ from jupyter_ci.server.session_results import code_cell, execute_result
 
 _READY_S = 60.0  # a kernel that is not ready by then is not going to be
 _SETTLE_S = 3 * POLL_S  # how long a delete waits for a run in flight to see its kernel gone
-T = TypeVar("T")
 
 
 class SessionError(Exception):
@@ -207,8 +205,14 @@ class SessionManager:
         """Run code in a session whose lock the caller holds; record it in the history."""
         if session.closed:
             raise UnknownSession(f"The session {session.id!r} was deleted.")
+        if session.dead:
+            # Its state is gone, even if the server restarted the kernel on its own: say so
+            # rather than run in a blank kernel, until the client restarts the session.
+            return CodeResult("died", error=ErrorInfo(
+                "KernelDied", "the kernel died; restart the session to go on")), []
         session.busy, session.last_activity = True, time.time()
-        before = await _off_loop(session, session_files.snapshot, session.directory)
+        before = await session_files.walk(session.file_count, session_files.snapshot,
+                                          session.directory)
         try:
             result = await session.executor.run(code, timeout, on_output)
         except Exception:
@@ -221,8 +225,9 @@ class SessionManager:
             session.busy, session.last_activity = False, time.time()
         if session.closed:
             raise UnknownSession(f"The session {session.id!r} was deleted while this ran.")
-        session.dead = result.status == "died"
-        files = await _off_loop(session, session_files.changed, session.directory, before)
+        session.dead = session.dead or result.status == "died"
+        files = await session_files.walk(len(before), session_files.changed, session.directory,
+                                         before)
         session.file_count = len(before)
         session.history.append(code_cell(code, result))
         return result, files
@@ -339,8 +344,15 @@ class SessionManager:
             await self._dispose(None, pooled.kernel_id, pooled.directory)
             raise KernelUnavailable(f"The kernel did not become ready within {_READY_S:g} s "
                                     f"({type(exc).__name__}).") from exc
-        return Session(pooled.sid, pooled.kernel_id, kernel_name, pooled.directory, client,
-                       self._executor(pooled.kernel_id, client))
+        session = Session(pooled.sid, pooled.kernel_id, kernel_name, pooled.directory, client,
+                          self._executor(pooled.kernel_id, client))
+        # The server's restarter revives a kernel that died while idle, blank: that is dead too.
+        add_callback = getattr(self.km.get_kernel(pooled.kernel_id), "add_restart_callback",
+                               None)  # none on a gateway's kernels
+        if add_callback is not None:
+            for event in ("restart", "dead"):
+                add_callback(lambda: setattr(session, "dead", True), event)
+        return session
 
     async def _client(self, kernel_id: str) -> Any:
         client = self.km.get_kernel(kernel_id).client()
@@ -377,14 +389,3 @@ class SessionManager:
             client.stop_channels()
         await asyncio.to_thread(shutil.rmtree, directory, True)
 
-
-#: Directories with fewer files are compared on the event loop (well under a millisecond);
-#: bigger ones in a worker thread, whose hop costs more than such a small walk.
-_INLINE_FILES = 200
-
-
-async def _off_loop(session: Session, fn: Callable[..., T], *args: Any) -> T:
-    """Call a directory walk inline when the directory is small, else in a thread."""
-    if session.file_count < _INLINE_FILES:
-        return fn(*args)
-    return await asyncio.to_thread(fn, *args)
