@@ -346,6 +346,29 @@ async def test_bad_input_gets_a_4xx_with_a_message_and_leaves_nothing(
     assert [f["path"] for f in listing] == ["sub/f.txt"]  # no partial or temporary file
 
 
+async def test_a_file_the_system_refuses_is_a_400(
+    jp_fetch: Fetch, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sid = (await new_session(jp_fetch))["id"]
+    await call(jp_fetch, "PUT", sid, "files", "locked.txt", raw=b"x")
+    # Tests run as root, whom permissions never stop: refuse as the system would (EACCES).
+    original_open, original_unlink = Path.open, Path.unlink
+
+    def denied(original: Any) -> Any:
+        def call_or_deny(self: Path, *args: Any, **kwargs: Any) -> Any:
+            if self.name == "locked.txt":
+                raise PermissionError(13, "Permission denied")
+            return original(self, *args, **kwargs)
+        return call_or_deny
+
+    monkeypatch.setattr(Path, "open", denied(original_open))
+    monkeypatch.setattr(Path, "unlink", denied(original_unlink))
+    for method in ("GET", "DELETE"):
+        code, reply = await call(jp_fetch, method, sid, "files", "locked.txt")
+        assert (code, reply["reason"]) == (400, "file_error")
+        assert "Permission denied" in reply["message"]
+
+
 @pytest.mark.parametrize("ci_config", [{"session_pool": 0, "max_sessions": 1}])
 async def test_max_sessions_answers_429(jp_fetch: Fetch) -> None:
     await new_session(jp_fetch)

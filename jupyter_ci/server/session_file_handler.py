@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 from jupyter_core.utils import ensure_async
@@ -48,7 +49,7 @@ class FileHandler(SessionAPIHandler):
         if self._upload is not None and not self._too_large:
             self._too_large = not self._upload.write(chunk)
 
-    def _target(self) -> Any:
+    def _target(self) -> Path:
         directory = self.manager.get(self.path_kwargs["sid"]).directory
         return _bad_path(session_files.resolve, directory, self.path_kwargs["path"])
 
@@ -76,17 +77,17 @@ class FileHandler(SessionAPIHandler):
     async def get(self, sid: str, path: str) -> None:
         """Send the file's bytes (as an attachment: never rendered on Jupyter's origin)."""
         try:
-            target = self._target()
+            target = self._file()
+            file = _os_error(path, lambda: target.open("rb"))
         except SessionError as error:
             return self.fail(error)
-        if not target.is_file():
-            return self.fail(Refused(404, "no_such_file", f"No file {path!r} in the session."))
         self.set_header("Content-Type", "application/octet-stream")
         self.set_header("Content-Disposition", "attachment")
         self.set_header("X-Content-Type-Options", "nosniff")
-        async for chunk in session_files.chunks(target):
-            self.write(chunk)
-            await self.flush()
+        with file:
+            async for chunk in session_files.chunks(file):
+                self.write(chunk)
+                await self.flush()
         self.finish()
 
     @web.authenticated
@@ -94,14 +95,19 @@ class FileHandler(SessionAPIHandler):
     async def delete(self, sid: str, path: str) -> None:
         """Remove the file."""
         try:
-            target = self._target()
+            _os_error(path, self._file().unlink)
         except SessionError as error:
             return self.fail(error)
-        if not target.is_file():
-            return self.fail(Refused(404, "no_such_file", f"No file {path!r} in the session."))
-        target.unlink()
         self.set_status(204)
         self.finish()
+
+    def _file(self) -> Path:
+        """Return the path of an existing file of the session, or refuse."""
+        target = self._target()
+        if not target.is_file():
+            raise Refused(404, "no_such_file", f"No file {self.path_kwargs['path']!r} in "
+                          "the session.")
+        return target
 
     def on_finish(self) -> None:
         """Drop an upload that never completed (refused, or the client hung up)."""
@@ -116,6 +122,14 @@ def _bad_path(fn: Callable[..., T], *args: Any) -> T:
         return fn(*args)
     except session_files.PathRefused as error:
         raise Refused(400, "bad_path", str(error)) from None
+
+
+def _os_error(path: str, fn: Callable[[], T]) -> T:
+    """Call a file operation; one the system refuses (permissions, a race) is a 400."""
+    try:
+        return fn()
+    except OSError as error:
+        raise Refused(400, "file_error", f"{path!r}: {error.strerror or error}.") from None
 
 
 def _too_large(limit: int) -> str:

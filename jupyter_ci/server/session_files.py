@@ -9,7 +9,7 @@ import tempfile
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 #: Entries looked at when listing a directory or comparing it before and after a run.
 MAX_ENTRIES = 2_000
@@ -131,8 +131,7 @@ async def walk(known_files: int, fn: Callable[..., T], *args: Any) -> T:
     return await asyncio.to_thread(fn, *args)
 
 
-async def chunks(path: Path) -> AsyncIterator[bytes]:
-    """Read a file in chunks (downloads stream rather than load whole files)."""
-    with path.open("rb") as file:
-        while chunk := file.read(_CHUNK):
-            yield chunk
+async def chunks(file: BinaryIO) -> AsyncIterator[bytes]:
+    """Read an open file in chunks (downloads stream rather than load whole files)."""
+    while chunk := file.read(_CHUNK):
+        yield chunk
