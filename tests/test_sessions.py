@@ -16,7 +16,7 @@ from tornado.httpclient import HTTPClientError, HTTPResponse
 from traitlets.config import Config
 
 from jupyter_ci.models.broker import MANAGED
-from jupyter_ci.server import session_handlers
+from jupyter_ci.server import session_files, session_handlers
 from tests import openapi_check
 
 Fetch = Any
@@ -361,11 +361,20 @@ async def test_a_file_the_system_refuses_is_a_400(
             return original(self, *args, **kwargs)
         return call_or_deny
 
+    def mkstemp(dir: str, prefix: str) -> Any:
+        if Path(dir).name == "locked.txt":  # a directory the kernel made read-only
+            raise PermissionError(13, "Permission denied")
+        return original_mkstemp(dir=dir, prefix=prefix)
+
+    original_mkstemp = session_files.tempfile.mkstemp
     monkeypatch.setattr(Path, "open", denied(original_open))
     monkeypatch.setattr(Path, "unlink", denied(original_unlink))
-    for method in ("GET", "DELETE"):
-        code, reply = await call(jp_fetch, method, sid, "files", "locked.txt")
-        assert (code, reply["reason"]) == (400, "file_error")
+    monkeypatch.setattr(session_files.tempfile, "mkstemp", mkstemp)
+    for method, *path in (("GET", "locked.txt"), ("DELETE", "locked.txt"),
+                          ("PUT", "sub", "locked.txt", "new.txt")):
+        code, reply = await call(jp_fetch, method, sid, "files", *path,
+                                 raw=b"x" if method == "PUT" else None)
+        assert (code, reply["reason"]) == (400, "file_error"), (method, reply)
         assert "Permission denied" in reply["message"]
 
 

@@ -38,7 +38,9 @@ class FileHandler(SessionAPIHandler):
         try:
             if int(self.request.headers.get("Content-Length") or 0) > limit:
                 raise Refused(413, "upload_too_large", _too_large(limit))
-            self._upload = _bad_path(session_files.Upload, self._target(), limit)
+            target = self._target()
+            self._upload = _os_error(self.path_kwargs["path"], lambda: _bad_path(
+                session_files.Upload, target, limit))
         except (SessionError, ValueError) as error:
             return self.fail(error if isinstance(error, SessionError) else Refused(
                 400, "bad_request", "The Content-Length header is not a number."))
@@ -65,7 +67,7 @@ class FileHandler(SessionAPIHandler):
                                      _too_large(self.ci.max_upload_bytes)))
         try:
             directory = self.manager.get(sid).directory  # not deleted while uploading
-            _bad_path(upload.commit)
+            _os_error(path, lambda: _bad_path(upload.commit))
         except SessionError as error:
             upload.abort()
             return self.fail(error)
