@@ -249,7 +249,8 @@ class SessionManager:
             if not session.lock.locked() and now - session.last_activity > limit:
                 self.log.info("jupyter-ci: culling session %s, idle for %.0f s", sid,
                               now - session.last_activity)
-                await self.delete(sid)
+                with contextlib.suppress(UnknownSession):  # deleted meanwhile by a request
+                    await self.delete(sid)
 
     async def close(self) -> None:
         """Shut down every session and pooled kernel (the server is stopping)."""
