@@ -284,24 +284,32 @@ async def test_files_round_trip_exactly_and_runs_list_what_they_wrote(jp_fetch: 
     assert (await call(jp_fetch, "GET", sid, "files", "out.csv"))[0] == 404
 
 
-@pytest.mark.parametrize("path", ["../escape.txt", "a/../../escape.txt", "%2e%2e/escape.txt",
-                                  "%2E%2E%2Fescape.txt", "%2Fetc%2Fescape.txt", "/etc/escape.txt",
-                                  "out/escape.txt", ".%2e/escape.txt"])
+ESCAPES = ["../escape.txt", "a/../../escape.txt", "%2e%2e/escape.txt", "%2E%2E%2Fescape.txt",
+           "%2Fetc%2Fescape.txt", "/etc/escape.txt", "out/escape.txt", ".%2e/escape.txt",
+           "leak.txt"]
+
+
 async def test_paths_that_leave_the_session_directory_are_refused(
     jp_fetch: Fetch, http_server_client: Any, jp_base_url: str, jp_auth_header: dict[str, str],
-    path: str, jp_root_dir: Path, tmp_path: Path,
+    jp_root_dir: Path, tmp_path: Path,
 ) -> None:
     sid = (await new_session(jp_fetch))["id"]
     outside = tmp_path / "outside"
     outside.mkdir()
-    await run(jp_fetch, sid, f"import os\nos.symlink({str(outside)!r}, 'out')")
-    for method, raw in (("GET", None), ("PUT", b"x"), ("DELETE", None)):
-        # Sent as written: no client-side quoting or normalising of the path.
-        response = await http_server_client.fetch(
-            f"{jp_base_url}jupyter-ci/sessions/{sid}/files/{path}", method=method,
-            body=raw, headers=jp_auth_header, raise_error=False)
-        assert response.code in (400, 404), (method, path, response.code, response.body)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not yours")
+    await run(jp_fetch, sid, f"import os\nos.symlink({str(outside)!r}, 'out')\n"
+                             f"os.symlink({str(secret)!r}, 'leak.txt')")
+    for path in ESCAPES:
+        for method, raw in (("GET", None), ("PUT", b"x"), ("DELETE", None)):
+            # Sent as written: no client-side quoting or normalising of the path.
+            response = await http_server_client.fetch(
+                f"{jp_base_url}jupyter-ci/sessions/{sid}/files/{path}", method=method,
+                body=raw, headers=jp_auth_header, raise_error=False)
+            assert response.code in (400, 404), (method, path, response.code, response.body)
+            assert b"not yours" not in (response.body or b"")
     assert list(outside.iterdir()) == [] and not Path("/etc/escape.txt").exists()
+    assert secret.read_text() == "not yours"
     assert not (jp_root_dir / ".jupyter-ci-sessions" / "escape.txt").exists()
 
 
