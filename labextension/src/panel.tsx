@@ -9,6 +9,7 @@ import * as React from 'react';
 
 import type { IAskView, IStepView } from './conversation';
 import type { PanelModel } from './panelmodel';
+import { withoutRemoteImages } from './sanitize';
 
 const ICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="16">
 <g class="jp-icon3" fill="#616161">
@@ -189,11 +190,17 @@ function ModelPicker(props: { model: PanelModel }): JSX.Element {
 
 /** The side panel widget (re-renders whenever its model changes). */
 export class AskPanel extends VDomRenderer<PanelModel> {
-  constructor(model: PanelModel, private readonly _rendermime: IRenderMimeRegistry) {
+  constructor(model: PanelModel, rendermime: IRenderMimeRegistry) {
     super(model);
+    // Answers are model-written: no remote images (beacons) on top of JupyterLab's rules.
+    this._rendermime = rendermime.clone({
+      sanitizer: withoutRemoteImages(rendermime.sanitizer)
+    });
     this.addClass('jp-ci-panel');
     this.node.dataset.jupyterCi = 'panel';
   }
+
+  private readonly _rendermime: IRenderMimeRegistry;
 
   protected override onAfterShow(): void {
     void this.model.refreshConfig();

