@@ -19,16 +19,7 @@ import pytest
 
 from jupyter_ci.models.broker import ENV_URL
 from jupyter_ci.server.handlers import BrokerHandler
-from tests import test_server as base
 from tests.test_server import CHAT, Upstream, bearer, broker_fetch
-
-upstream = base.upstream
-server_env = base.server_env
-ci_config = base.ci_config
-jp_server_config = base.jp_server_config
-live_server = base.live_server
-capture = base.capture
-token = base.token
 
 # Under the test server's own body limit (tornado's default, 100 MB; Jupyter's is 512 MB),
 # so only the broker can refuse it early, and over it.

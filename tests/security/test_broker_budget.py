@@ -15,16 +15,7 @@ import pytest
 
 from jupyter_ci.models.broker import ENV_URL
 from jupyter_ci.server.usage import UsageMeter, ask_for_usage
-from tests import test_server as base
 from tests.test_server import ANTHROPIC_SSE, CHAT, OPENAI_SSE, Upstream, bearer, broker_fetch
-
-upstream = base.upstream
-server_env = base.server_env
-ci_config = base.ci_config
-jp_server_config = base.jp_server_config
-live_server = base.live_server
-capture = base.capture
-token = base.token
 
 SSE = {"Content-Type": "text/event-stream"}
 OPENAI_USAGE = (b'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"fake",'

@@ -17,16 +17,7 @@ from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPResponse
 from jupyter_ci import providers
 from jupyter_ci.models.broker import ENV_PROVIDERS, ENV_URL
 from jupyter_ci.server.broker import Broker
-from tests import test_server as base
 from tests.test_server import CHAT, Upstream, bearer, broker_fetch
-
-upstream = base.upstream
-server_env = base.server_env
-ci_config = base.ci_config
-jp_server_config = base.jp_server_config
-live_server = base.live_server
-capture = base.capture
-token = base.token
 
 NEWLINE_KEY = "sk-test-first-half-1234\nsk-test-second-half-5678"
 UNICODE_KEY = "sk-ant-t\u00e9st-\u043a\u043b\u044e\u0447-0123456789"

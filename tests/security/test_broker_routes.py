@@ -14,16 +14,7 @@ from typing import Any
 import pytest
 
 from jupyter_ci.models.broker import ENV_URL
-from tests import test_server as base
 from tests.test_server import CHAT, Upstream, bearer, broker_fetch
-
-upstream = base.upstream
-server_env = base.server_env
-ci_config = base.ci_config
-jp_server_config = base.jp_server_config
-live_server = base.live_server
-capture = base.capture
-token = base.token
 
 
 def _refusal(response: Any) -> tuple[str, str]:

@@ -14,15 +14,7 @@ from typing import Any
 import pytest
 
 from jupyter_ci.models.broker import ENV_TOKEN
-from tests import test_server as base
 from tests.test_server import Upstream, bearer, broker_fetch
-
-upstream = base.upstream
-server_env = base.server_env
-ci_config = base.ci_config
-jp_server_config = base.jp_server_config
-live_server = base.live_server
-capture = base.capture
 
 READ_TOKEN = f"import os; print(os.environ.get({ENV_TOKEN!r}, 'none'))"
 
