@@ -11,9 +11,11 @@ same working tree, on an interpreter the user can run.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import sysconfig
@@ -82,11 +84,24 @@ def _interpreters(root: Path) -> Iterator[str]:
         return
     venv = root / "venv"
     subprocess.run([base, "-m", "venv", "--without-pip", str(venv)], check=True)
+    parent = sysconfig.get_paths()["purelib"]
+    _let_others_traverse(Path(parent), REPO)
     site = next(venv.glob("lib/python*/site-packages"))
     # addsitedir (not a bare path) so the parent's own .pth files (the editable install) run.
-    parent = sysconfig.get_paths()["purelib"]
     (site / "_parent_env.pth").write_text(f"import site; site.addsitedir({parent!r})\n")
     yield str(venv / "bin" / "python")
+
+
+def _let_others_traverse(*paths: Path) -> None:
+    """Let the user pass through the private directories above `paths` until the tests end."""
+    # A checkout in a 0700 directory (`mktemp -d`) hides this environment's packages and the
+    # working tree from the user: only traversal (o+x) is added, and taken back at exit.
+    for path in paths:
+        for folder in path.resolve().parents:
+            mode = folder.stat().st_mode
+            if not mode & stat.S_IXOTH:
+                folder.chmod(mode | stat.S_IXOTH)
+                atexit.register(folder.chmod, stat.S_IMODE(mode))
 
 
 def _probe(python: str, cwd: Path) -> str | None:
