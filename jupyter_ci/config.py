@@ -84,6 +84,13 @@ class JupyterCI(Configurable):
         "file wins over the keyring. Default: the environment variable JUPYTER_CI_KEY_FILE.",
     ).tag(config=True)
 
+    broker_url = Unicode(
+        "",
+        help="The URL kernels use to reach the key broker, e.g. "
+        "https://jupyter.example.org/jupyter-ci/broker when kernels run on other machines "
+        "(a gateway, --gateway-url). Default: this server's own address on the loopback.",
+    ).tag(config=True)
+
     session_root = Unicode(
         "",
         help="Directory under which each REST session gets its working directory. Default: "

@@ -81,14 +81,17 @@ class JupyterCIApp(ExtensionApp):
         for var in (ENV_URL, ENV_SOCKET, ENV_TOKEN):
             os.environ.pop(var, None)
         url = None
-        if server.sock:
+        if self.ci.broker_url:
+            url = self.ci.broker_url.rstrip("/")
+        elif server.sock:
             # A Unix socket has no port: kernels connect through it (ENV_SOCKET).
             url = f"http://localhost{server.base_url.rstrip('/')}/{BROKER_ROUTE}"
         elif server.port:  # 0 until init_httpserver picks the port (--port=0)
             scheme = "https" if server.certfile else "http"
             url = broker_url(scheme, server.ip, server.port, server.base_url)
         # The model set in the server's config becomes the kernels' default too.
-        os.environ.update(self.broker.kernel_environ(url, server.sock, self.ci.model))
+        socket = "" if self.ci.broker_url else server.sock
+        os.environ.update(self.broker.kernel_environ(url, socket, self.ci.model))
 
     def _server(self) -> ServerApp:
         """Return the server this extension was loaded into."""

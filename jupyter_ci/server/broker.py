@@ -152,6 +152,11 @@ class Broker:
         self.credentials.revoke(kernel_id)
         self.budget.close(kernel_id)
 
+    def rebind(self, provisional: str, kernel_id: str) -> None:
+        """Give the token issued under `provisional` to `kernel_id`, its id once started."""
+        self.credentials.rebind(provisional, kernel_id)
+        self.budget.rebind(provisional, kernel_id)
+
     def authenticate(self, presented: str) -> str:
         """Return the kernel whose live token `presented` is, or raise BadBrokerToken."""
         kernel_id = self.credentials.kernel_for(presented)

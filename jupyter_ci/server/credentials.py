@@ -40,6 +40,14 @@ class Credentials:
         if digest is not None:
             self._tokens.pop(digest, None)
 
+    def rebind(self, old: str, new: str) -> None:
+        """Move the live token of `old` to `new` (a kernel whose id is known after its start)."""
+        digest = self._kernels.pop(old, None)
+        if digest is not None:
+            self.revoke(new)
+            self._kernels[new] = digest
+            self._tokens[digest] = new
+
     def kernel_for(self, presented: str) -> str | None:
         """Return the kernel a presented token belongs to, or None for any other string."""
         return self._tokens.get(_digest(presented)) if presented else None
@@ -99,3 +107,8 @@ class Budget:
     def close(self, kernel_id: str) -> None:
         """Stop counting for a kernel that is gone."""
         self.kernel_used.pop(kernel_id, None)
+
+    def rebind(self, old: str, new: str) -> None:
+        """Count what `old` used for `new` from now on."""
+        if old in self.kernel_used:
+            self.kernel_used[new] = self.kernel_used.pop(old)

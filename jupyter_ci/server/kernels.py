@@ -13,43 +13,52 @@ configuration and leaves `kernel_manager_class` and provisioners to the user:
 - `shutdown_kernel` and `remove_kernel` (the end of every shutdown, and of a kernel that
   died for good): the token is revoked.
 
-A gateway (`--gateway-url`) starts kernels elsewhere, sending only `KERNEL_*` variables
-and `GatewayClient.allowed_envs`, and restarts them remotely: no token is issued there.
+A gateway (`--gateway-url`) starts kernels elsewhere and picks their ids itself: the token
+is issued under a provisional id, travels in the start request (the gateway client sends
+only `KERNEL_*` variables and `GatewayClient.allowed_envs`, so our variables are added to
+that list) and is moved to the kernel's id once the gateway answers. The gateway restarts
+its kernels with the env they started with, so a restarted gateway kernel keeps its token.
+The gateway itself must let them through (Kernel Gateway: `env_whitelist`; Enterprise
+Gateway: `client_envs`; see the README's scale-out section).
 """
 
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Awaitable, Callable
 from logging import Logger
 from typing import Any
 
-from jupyter_ci.models.broker import ENV_TOKEN
+from jupyter_ci.models.broker import ENV_HOSTS, ENV_MODEL, ENV_PROVIDERS, ENV_TOKEN, ENV_URL
 from jupyter_ci.server.broker import Broker
+from jupyter_ci.server.gateway import is_gateway
 
 _HOOKED = "_jupyter_ci_broker_hooks"
+#: What a gateway kernel needs to reach the broker (a Unix socket is of no use elsewhere).
+GATEWAY_ENVS = (ENV_URL, ENV_TOKEN, ENV_PROVIDERS, ENV_HOSTS, ENV_MODEL)
 
 
 def hook_kernel_manager(manager: Any, broker: Broker, log: Logger) -> bool:
     """Issue and revoke broker tokens around `manager`'s kernels; False if it cannot."""
     if getattr(manager, _HOOKED, False):
         return True
-    if _is_gateway(manager) or not all(
-        callable(getattr(manager, name, None))
-        for name in ("start_kernel", "shutdown_kernel", "remove_kernel", "new_kernel_id")
-    ):
-        log.info("jupyter-ci: kernels of %s get no broker token (a gateway or unknown kernel "
-                 "manager); they cannot reach the broker", type(manager).__name__)
+    needed: tuple[str, ...] = ("start_kernel", "shutdown_kernel", "remove_kernel")
+    gateway = is_gateway(manager)
+    if not gateway:
+        needed += ("new_kernel_id",)
+    if not all(callable(getattr(manager, name, None)) for name in needed):
+        log.info("jupyter-ci: kernels of %s get no broker token (an unknown kernel manager); "
+                 "they cannot reach the broker", type(manager).__name__)
         return False
-    _wrap_start(manager, broker)
+    if gateway:
+        _allow_gateway_envs(log)
+        _wrap_gateway_start(manager, broker)
+    else:
+        _wrap_start(manager, broker)
     _wrap_end(manager, broker)
     setattr(manager, _HOOKED, True)
     return True
-
-
-def _is_gateway(manager: Any) -> bool:
-    """Say whether kernels are run by a remote gateway."""
-    return type(manager).__module__.startswith("jupyter_server.gateway")
 
 
 def _wrap_start(manager: Any, broker: Broker) -> None:
@@ -70,6 +79,40 @@ def _wrap_start(manager: Any, broker: Broker) -> None:
             broker.revoke(kernel_id)
             raise
         _wrap_restart(manager.get_kernel(started), started, broker)
+        return started
+
+    manager.start_kernel = start_kernel
+
+
+def _allow_gateway_envs(log: Logger) -> None:
+    """Add the broker's variables to those the gateway client sends with a kernel start."""
+    from jupyter_server.gateway.gateway_client import GatewayClient
+
+    client = GatewayClient.instance()
+    allowed = [name for name in client.allowed_envs.split(",") if name]
+    missing = [name for name in GATEWAY_ENVS if name not in allowed]
+    if missing:
+        client.allowed_envs = ",".join(allowed + missing)
+        log.info("jupyter-ci: GatewayClient.allowed_envs += %s (the gateway must let them "
+                 "through too)", ",".join(missing))
+
+
+def _wrap_gateway_start(manager: Any, broker: Broker) -> None:
+    """Send a token with each kernel start to the gateway; bind it to the id it returns."""
+    start = manager.start_kernel
+
+    async def start_kernel(*, kernel_id: str | None = None, **kwargs: Any) -> str:
+        if kernel_id is not None:  # a kernel the gateway runs already
+            return str(await start(kernel_id=kernel_id, **kwargs))
+        provisional = f"starting:{uuid.uuid4().hex}"
+        # The gateway client adds os.environ itself, filtered: only the token goes here.
+        kwargs["env"] = {**(kwargs.get("env") or {}), ENV_TOKEN: broker.issue(provisional)}
+        try:
+            started = str(await start(**kwargs))
+        except BaseException:
+            broker.revoke(provisional)
+            raise
+        broker.rebind(provisional, started)
         return started
 
     manager.start_kernel = start_kernel

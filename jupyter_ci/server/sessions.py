@@ -27,6 +27,7 @@ from jupyter_ci.agent.types import CodeResult, ErrorInfo
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.server import session_files
 from jupyter_ci.server.executor import POLL_S, KernelControl, KernelExecutor
+from jupyter_ci.server.gateway import kernel_client
 from jupyter_ci.server.session_results import code_cell, execute_result
 
 _READY_S = 60.0  # a kernel that is not ready by then is not going to be
@@ -356,7 +357,7 @@ class SessionManager:
         return session
 
     async def _client(self, kernel_id: str) -> Any:
-        client = self.km.get_kernel(kernel_id).client()
+        client = kernel_client(self.km.get_kernel(kernel_id))
         await ensure_async(client.start_channels())
         await client.wait_for_ready(timeout=_READY_S)
         return client
