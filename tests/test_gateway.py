@@ -9,8 +9,10 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -23,7 +25,7 @@ from typing import Any
 import pytest
 from tornado.websocket import websocket_connect
 
-from jupyter_ci.client import Client
+from jupyter_ci.client import Client, CodeInterpreterError
 from jupyter_ci.server.kernels import GATEWAY_ENVS
 from tests.fakellm import FakeLLM, Turn
 from tests.nbrun import TEST_KEY
@@ -58,10 +60,21 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     """A Kernel Gateway on a local port that lets the broker's variables through, and no key."""
     base = tmp_path_factory.mktemp("gateway")
     port, token = free_port(), secrets.token_hex(16)
-    for folder in ("config", "runtime", "data"):
+    for folder in ("config", "data"):
         (base / folder).mkdir()
+    # Outside the test's temporary tree, which the "elsewhere" kernels cannot see.
+    runtime = tempfile.mkdtemp(prefix="gateway-runtime-")
+    elsewhere = base / "data" / "kernels" / "python3-elsewhere"
+    elsewhere.mkdir(parents=True)
+    # A kernel on "another machine": a private mount namespace where an empty tmpfs hides
+    # the test's temporary tree, the server's session directories included.
+    script = 'mount -t tmpfs tmpfs "$0" && exec "$@"'
+    (elsewhere / "kernel.json").write_text(json.dumps({
+        "argv": ["unshare", "--mount", "sh", "-c", script, str(tmp_path_factory.getbasetemp()),
+                 sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3 (elsewhere)", "language": "python"}))
     env = lab_environ({
-        "JUPYTER_CONFIG_DIR": str(base / "config"), "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
+        "JUPYTER_CONFIG_DIR": str(base / "config"), "JUPYTER_RUNTIME_DIR": runtime,
         "JUPYTER_DATA_DIR": str(base / "data"),
         # What the README's scale-out section tells a gateway's admin to set.
         "KG_ENV_WHITELIST": ",".join(GATEWAY_ENVS),
@@ -92,6 +105,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     except subprocess.TimeoutExpired:
         proc.kill()
     log.close()
+    shutil.rmtree(runtime, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -154,6 +168,12 @@ def test_a_session_runs_in_the_gateway_and_its_ask_reaches_the_model(
         assert parent_pid(report["pid"]) == gateway.proc.pid
         assert "OPENAI_API_KEY" not in report["names"]
         assert TEST_KEY not in environ_of(report["pid"])
+        # This gateway shares the server's disk: the kernel works in the session directory.
+        session.upload("in.txt", b"from the client")
+        made = session.execute("print(open('in.txt').read())\n_ = open('out.csv', 'w').write('a')")
+        assert made.text.strip() == "from the client"
+        assert [f["path"] for f in made.files] == ["out.csv"]
+        assert session.download("out.csv") == b"a"
         session.execute("x = 20")
         fake_model.push(code_turn("y = x + 1\nprint(y)"), Turn("It is **21**."))
         events = list(session.ask("add one to x"))
@@ -164,6 +184,23 @@ def test_a_session_runs_in_the_gateway_and_its_ask_reaches_the_model(
         session.restart()
         assert "NameError" in (session.execute("print(y)").error or {}).get("ename", "")
     assert TEST_KEY in fake_model.requests[-1].headers["authorization"]
+
+
+def test_a_gateway_kernel_that_cannot_see_the_server_disk_has_no_files_routes(
+    server: LabServer,
+) -> None:
+    with Client(server.url, server.token) as client, \
+            client.session(kernel_name="python3-elsewhere") as session:
+        made = session.execute("_ = open('out.csv', 'w').write('a')\nprint('written')")
+        assert made.text.strip() == "written" and made.files == []
+        for call in (session.files, lambda: session.upload("in.txt", b"x"),
+                     lambda: session.download("out.csv")):
+            with pytest.raises(CodeInterpreterError) as refused:
+                call()
+            assert refused.value.status == 409 and refused.value.reason == "files_unavailable"
+            assert "gateway" in refused.value.message
+        # Nothing the kernel wrote reached the server's session directory.
+        assert not list((server.root / ".jupyter-ci-sessions").glob("*/out.csv"))
 
 
 async def _run_in_kernel(server: LabServer, kernel_id: str, code: str) -> str:

@@ -52,7 +52,7 @@ class FileHandler(SessionAPIHandler):
             self._too_large = not self._upload.write(chunk)
 
     def _target(self) -> Path:
-        directory = self.manager.get(self.path_kwargs["sid"]).directory
+        directory = self.manager.directory(self.path_kwargs["sid"])
         return _bad_path(session_files.resolve, directory, self.path_kwargs["path"])
 
     @web.authenticated
@@ -66,7 +66,7 @@ class FileHandler(SessionAPIHandler):
             return self.fail(Refused(413, "upload_too_large",
                                      _too_large(self.ci.max_upload_bytes)))
         try:
-            directory = self.manager.get(sid).directory  # not deleted while uploading
+            directory = self.manager.directory(sid)  # not deleted while uploading
             _os_error(path, lambda: _bad_path(upload.commit))
         except SessionError as error:
             upload.abort()

@@ -351,7 +351,7 @@ class FilesHandler(SessionAPIHandler):
     async def get(self, sid: str) -> None:
         """List every file with its size and type."""
         try:
-            directory = self.manager.get(sid).directory
+            directory = self.manager.directory(sid)
         except SessionError as error:
             return self.fail(error)
         self.finish(json.dumps(await asyncio.to_thread(session_files.listing, directory)))

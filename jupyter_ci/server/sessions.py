@@ -27,7 +27,7 @@ from jupyter_ci.agent.types import CodeResult, ErrorInfo
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.server import session_files
 from jupyter_ci.server.executor import POLL_S, KernelControl, KernelExecutor
-from jupyter_ci.server.gateway import kernel_client
+from jupyter_ci.server.gateway import is_gateway, kernel_client
 from jupyter_ci.server.session_results import code_cell, execute_result
 
 _READY_S = 60.0  # a kernel that is not ready by then is not going to be
@@ -61,6 +61,12 @@ class KernelUnavailable(SessionError):
     """The kernel could not be started or did not become ready."""
 
     status, reason = 503, "kernel_unavailable"
+
+
+class FilesElsewhere(SessionError):
+    """The session's kernel runs where this server's disk is not (a remote gateway)."""
+
+    status, reason = 409, "files_unavailable"
 
 
 @dataclass
@@ -126,6 +132,8 @@ class SessionManager:
         self.log = log
         self.sessions: dict[str, Session] = {}
         self._pool: list[_Pooled] = []
+        #: Kernels (of a gateway) that could not enter their session directory.
+        self._elsewhere: set[str] = set()
         self._filling: asyncio.Task[None] | None = None
         self._starting = 0  # sessions being created, counted against max_sessions
 
@@ -181,7 +189,7 @@ class SessionManager:
             session.client.stop_channels()
             try:
                 await ensure_async(self.km.restart_kernel(session.kernel_id))
-                session.client = await self._client(session.kernel_id)
+                session.client = await self._client(session.kernel_id, session.directory)
             except Exception as exc:
                 session.dead = True
                 raise KernelUnavailable(f"The session's kernel could not be restarted "
@@ -212,8 +220,9 @@ class SessionManager:
             return CodeResult("died", error=ErrorInfo(
                 "KernelDied", "the kernel died; restart the session to go on")), []
         session.busy, session.last_activity = True, time.time()
+        here = session.kernel_id not in self._elsewhere
         before = await session_files.walk(session.file_count, session_files.snapshot,
-                                          session.directory)
+                                          session.directory) if here else {}
         try:
             result = await session.executor.run(code, timeout, on_output)
         except Exception:
@@ -228,7 +237,7 @@ class SessionManager:
             raise UnknownSession(f"The session {session.id!r} was deleted while this ran.")
         session.dead = session.dead or result.status == "died"
         files = await session_files.walk(len(before), session_files.changed, session.directory,
-                                         before)
+                                         before) if here else []
         session.file_count = len(before)
         session.history.append(code_cell(code, result))
         return result, files
@@ -279,7 +288,7 @@ class SessionManager:
                 return
             try:
                 # Connecting costs a few hundred ms of kernel_info polling: do it now too.
-                pooled.client = await self._client(pooled.kernel_id)
+                pooled.client = await self._client(pooled.kernel_id, pooled.directory)
             except Exception as exc:
                 await self._dispose(None, pooled.kernel_id, pooled.directory)
                 self.log.warning("jupyter-ci: a pre-started kernel never became ready (%s)", exc)
@@ -341,7 +350,7 @@ class SessionManager:
     async def _connect(self, pooled: _Pooled, kernel_name: str) -> Session:
         """Connect a client to a started kernel; on failure leave nothing behind."""
         try:
-            client = pooled.client or await self._client(pooled.kernel_id)
+            client = pooled.client or await self._client(pooled.kernel_id, pooled.directory)
         except Exception as exc:
             await self._dispose(None, pooled.kernel_id, pooled.directory)
             raise KernelUnavailable(f"The kernel did not become ready within {_READY_S:g} s "
@@ -356,11 +365,41 @@ class SessionManager:
                 add_callback(lambda: setattr(session, "dead", True), event)
         return session
 
-    async def _client(self, kernel_id: str) -> Any:
+    async def _client(self, kernel_id: str, directory: Path) -> Any:
         client = kernel_client(self.km.get_kernel(kernel_id))
         await ensure_async(client.start_channels())
         await client.wait_for_ready(timeout=_READY_S)
+        if is_gateway(self.km):
+            await self._enter(kernel_id, client, directory)
         return client
+
+    async def _enter(self, kernel_id: str, client: Any, directory: Path) -> None:
+        """Move a gateway's kernel into the session directory, if its machine has it."""
+        # A gateway starts kernels in its own directory. One that shares this server's disk
+        # (same host, shared volume) can enter the session's; one that cannot has no files
+        # here, and the files routes say so rather than show a directory it never sees.
+        msg_id = client.execute(f"__import__('os').chdir({str(directory)!r})", silent=True,
+                                store_history=False)
+        deadline = time.monotonic() + _READY_S
+        while True:
+            reply = await client.get_shell_msg(timeout=max(0.1, deadline - time.monotonic()))
+            if reply["parent_header"].get("msg_id") == msg_id:
+                break
+        if reply["content"]["status"] == "ok":
+            self._elsewhere.discard(kernel_id)
+        else:
+            self._elsewhere.add(kernel_id)
+
+    def directory(self, sid: str) -> Path:
+        """Return the session's directory for the files routes, if its kernel uses it."""
+        session = self.get(sid)
+        if session.kernel_id in self._elsewhere:
+            raise FilesElsewhere(
+                "This session's kernel runs in a gateway on another machine, which cannot see "
+                "this server's session directory: the files routes are not available. Read and "
+                "write files with execute, or give the gateway the server's session_root (a "
+                "shared volume at the same path).")
+        return session.directory
 
     def _executor(self, kernel_id: str, client: Any) -> KernelExecutor:
         async def interrupt() -> None:
@@ -376,6 +415,7 @@ class SessionManager:
     async def _dispose(self, client: Any, kernel_id: str, directory: Path,
                        lock: asyncio.Lock | None = None) -> None:
         """Shut the kernel down, stop the client and remove the directory, whatever fails."""
+        self._elsewhere.discard(kernel_id)
         try:
             if kernel_id in self.km:
                 await ensure_async(self.km.shutdown_kernel(kernel_id, now=True))
