@@ -16,6 +16,8 @@ if TYPE_CHECKING:
 
 #: Seconds to wait for the provider to accept the connection.
 CONNECT_TIMEOUT = 30.0
+#: Idle connections kept open to providers for the next request.
+KEEP_ALIVE = 32
 # What failed, by httpx exception class name, in our words: the exceptions' own text may
 # hold the URL, headers or the key, so it is never shown.
 _FAILURES = {
@@ -49,8 +51,12 @@ def make_client(read_timeout: float) -> httpx.AsyncClient:
     import httpx
 
     timeout = httpx.Timeout(read_timeout, connect=min(CONNECT_TIMEOUT, read_timeout))
+    # No cap on connections: each kernel's stream holds one for its whole reply, and httpcore
+    # matches every queued request against every connection at each change (quadratic),
+    # which held the server's event loop for 100+ ms with 200 streams past the default 100.
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=KEEP_ALIVE)
     return httpx.AsyncClient(timeout=timeout, follow_redirects=False, trust_env=True,
-                             cookies=no_cookies())
+                             cookies=no_cookies(), limits=limits)
 
 
 def no_cookies() -> CookieJar:
