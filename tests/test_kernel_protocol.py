@@ -171,3 +171,19 @@ def test_ask_start_carries_the_cell_count_and_a_failed_ask_sends_its_record(
         "execution_count"]
     assert end["status"] == "failed" and end["record"]["status"] == "failed"
     assert "ZeroDivisionError" in end["error"]
+
+
+def test_an_answer_over_an_unfixed_failure_ends_unresolved_in_the_log_and_record(
+    fake: FakeLLM, kernel: Kernel
+) -> None:
+    fake.push(code("print(orders)"), Turn("Revenue peaked in March."))
+    run = kernel.execute("%%ask\nbest month", FRONTEND)
+    end = run.comm_data()[-1]
+    unresolved = {"step": 1, "error": "NameError: name 'orders' is not defined"}
+    assert end["status"] == "done" and end["unresolved"] == unresolved
+    assert end["record"]["unresolved"] == unresolved
+    shown = json.dumps([m["content"] for m in run.of_type("display_data",
+                                                          "update_display_data")])
+    assert "Step 1: failed (NameError) \\u2192 not fixed" in shown
+    assert "Done with an unresolved error in step 1: NameError" in shown
+    assert "Done: " not in shown

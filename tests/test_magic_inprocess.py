@@ -370,3 +370,21 @@ def test_model_errors_end_the_ask_clearly_and_the_namespace_stays(
         assert "OPENAI_API_KEY" in str(error) and "ANTHROPIC_API_KEY" in str(error)
     assert f"ModelConfigError: {error.message}" in ask.screen.stream()
     assert ask.ns["y"] == 1
+
+
+def test_an_answer_after_an_unfixed_failure_is_not_a_clean_done(
+    ask: Ask, request: pytest.FixtureRequest
+) -> None:
+    model_id, _ = script(request, code_call("print('loaded')"), code_call("print(orders)"),
+                         answer("Revenue peaked in March."))
+    ask.ok(f"%%ask -m {model_id}\nbest month")
+    status = ask.screen.merged()[-1]
+    assert status == ("update", f"*Done with an unresolved error in step 2: NameError: name "
+                                f"'orders' is not defined ({model_id} · 2 steps · 0 tokens)*")
+
+
+def test_a_fixed_failure_ends_as_a_clean_done(ask: Ask, request: pytest.FixtureRequest) -> None:
+    model_id, _ = script(request, code_call("print(orders)"),
+                         code_call("orders = 3\nprint(orders)"), answer("Three."))
+    ask.ok(f"%%ask -m {model_id}\nhow many")
+    assert ask.screen.merged()[-1] == ("update", f"*{model_id} · 1 step · 0 tokens*")

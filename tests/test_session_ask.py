@@ -133,3 +133,15 @@ async def test_an_ask_that_fails_says_why_in_its_result(jp_fetch: Fetch, fake: F
     result = events[-1][1]
     assert result["status"] == "failed" and result["error"]["type"] == "LimitReached"
     assert result["error"]["message"]
+
+
+async def test_an_answer_over_an_unfixed_failure_is_unresolved_not_done(
+    jp_fetch: Fetch, fake: FakeLLM
+) -> None:
+    fake.push(code("print(orders)"), Turn("Revenue peaked in March."))
+    sid = (await new_session(jp_fetch))["id"]
+    result = (await ask(jp_fetch, sid, prompt="best month"))[-1][1]
+    assert result["status"] == "unresolved" and result["answer"] == "Revenue peaked in March."
+    assert result["unresolved"]["step"] == 1
+    assert result["unresolved"]["error"] == "NameError: name 'orders' is not defined"
+    assert result["unresolved"]["message"].startswith("done with an unresolved error in step 1")

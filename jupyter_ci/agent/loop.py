@@ -68,6 +68,22 @@ class Fail:
 Action = CallModel | RunCode | Finish | Fail
 
 
+@dataclass(frozen=True)
+class Unresolved:
+    """The model answered while the last attempt of a step still failed."""
+
+    step: int
+    error: str
+
+    def describe(self) -> str:
+        """Say so in the words the cell, the panel and the REST result use."""
+        return f"done with an unresolved error in step {self.step}: {self.error}"
+
+    def to_json(self) -> dict[str, int | str]:
+        """Return the step and error for records and events."""
+        return {"step": self.step, "error": self.error}
+
+
 class AskLoop:
     """Drive one ask: model turns, code runs, limits; the caller does all I/O."""
 
@@ -94,6 +110,8 @@ class AskLoop:
         self.attempt = 0
         self.last_error = ""
         self.answer: str | None = None
+        #: Set when the model answers without fixing the step that failed last.
+        self.unresolved: Unresolved | None = None
         self._pending: deque[ToolCall] = deque()
         self._running: RunCode | None = None
 
@@ -107,6 +125,8 @@ class AskLoop:
         self.messages.append(Message("assistant", reply.text, tool_calls=reply.tool_calls))
         if not reply.tool_calls:
             self.answer = reply.text.strip() or "(The model finished without an answer.)"
+            if self.failures_in_a_row and self.step:
+                self.unresolved = Unresolved(self.step, self.last_error)
             return Finish(self.answer)
         if self.tokens_used > self.limits.max_tokens:
             return self._fail(LimitReached(

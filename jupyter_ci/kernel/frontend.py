@@ -11,7 +11,7 @@ from jupyter_ci.agent.loop import RunCode
 from jupyter_ci.agent.outputs import OutputEvent
 from jupyter_ci.agent.types import CodeResult
 from jupyter_ci.kernel.record import AskInfo
-from jupyter_ci.kernel.views import REFRESH_S, LiveMarkdown, step_title, summary
+from jupyter_ci.kernel.views import REFRESH_S, LiveMarkdown, ending, step_title
 
 COMM_TARGET = "jupyter_ci"
 PROTOCOL = 1
@@ -120,8 +120,13 @@ class FrontendView:
         if self._answer is None or self._answer.text.strip() != answer.strip():
             self._answer = self._answer or LiveMarkdown()
             self._answer.set(answer)
-        self._progress(f"Done: {summary(self.info.model, record)}")
-        self._end("done", answer=answer, error=None, record=record)
+        if record.get("unresolved") and self._log and self._log[-1].endswith(" → fixing"):
+            # The model answered instead: the step was never fixed.
+            self._progress(self._log[-1].removesuffix(" → fixing") + " → not fixed",
+                           replace=True)
+        self._progress(ending(self.info.model, record))
+        self._end("done", answer=answer, error=None, record=record,
+                  unresolved=record.get("unresolved"))
 
     def fail(self, error: AskError, status: str, record: dict[str, Any]) -> None:
         """Tell the browser the ask ended without an answer."""

@@ -94,7 +94,9 @@ class AskMagics(Magics):
                                                 loop.tokens_used))
             raise error from None
         self.memory.remember(opts.prompt, loop.transcript(), answer)
-        view.finish(answer, ask_record(ask, phash, "done", answer, loop.step, loop.tokens_used))
+        unresolved = loop.unresolved.to_json() if loop.unresolved else None
+        view.finish(answer, ask_record(ask, phash, "done", answer, loop.step, loop.tokens_used,
+                                       unresolved))
 
     def _drive(self, loop: AskLoop, model: ChatModel, view: AskView) -> str:
         from jupyter_ci.kernel.executor import ShellExecutor

@@ -37,17 +37,21 @@ class AskInfo:
     execution_count: int | None = None
 
 
-def ask_record(ask: AskInfo, phash: str, status: str, answer: str, steps: int, tokens: int
-               ) -> dict[str, Any]:
+def ask_record(ask: AskInfo, phash: str, status: str, answer: str, steps: int, tokens: int,
+               unresolved: dict[str, Any] | None = None) -> dict[str, Any]:
     """Build the record the browser keeps in the %%ask cell's metadata."""
     from jupyter_ci.kernel.signing import sign
 
-    return sign({
+    record = {
         "version": RECORD_VERSION, "ask_id": ask.ask_id, "prompt_hash": phash,
         "model": ask.model, "status": status, "answer": answer, "steps": steps,
         "tokens": tokens,
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-    }, ask.prompt)
+    }
+    if unresolved is not None:
+        # Still "done" (its cells and answer stand and are reused), but not a clean one.
+        record["unresolved"] = unresolved
+    return sign(record, ask.prompt)
 
 
 def _record_of(cell: dict[str, Any]) -> dict[str, Any] | None:

@@ -85,6 +85,15 @@ def summary(model: str, record: dict[str, Any]) -> str:
     return f"{model} · {steps} step{'s' * (steps != 1)} · {tokens:,} tokens"
 
 
+def ending(model: str, record: dict[str, Any], done: str = "Done: ") -> str:
+    """Say how an answered ask ended: done, or done with a step still failing."""
+    unresolved = record.get("unresolved")
+    if isinstance(unresolved, dict):
+        return (f"Done with an unresolved error in step {unresolved.get('step')}: "
+                f"{unresolved.get('error')} ({summary(model, record)})")
+    return f"{done}{summary(model, record)}"
+
+
 def step_title(run: RunCode) -> str:
     """Name a step as the user sees it."""
     retry = f" (fix, attempt {run.attempt})" if run.attempt > 1 else ""
@@ -132,7 +141,7 @@ class InlineView:
 
     def finish(self, answer: str, record: dict[str, Any]) -> None:
         """The answer was streamed already; close with a status line."""
-        self._status.set(f"*{summary(self.info.model, record)}*")
+        self._status.set(f"*{ending(self.info.model, record, done='')}*")
 
     def fail(self, error: AskError, status: str, record: dict[str, Any]) -> None:
         """The error itself is raised in the cell; keep the status line honest."""

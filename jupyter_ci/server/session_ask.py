@@ -195,8 +195,13 @@ async def ask(manager: SessionManager, session: Session, request: AskRequest,
             "steps": _steps(view), "usage": {"tokens": loop.tokens_used}}
     memory.remember(request.prompt, loop.transcript(), answer)
     session.history.append(markdown_cell(answer))
-    return {"status": "done", "answer": answer, "steps": _steps(view),
-            "usage": {"tokens": loop.tokens_used}}
+    result: dict[str, Any] = {"status": "done", "answer": answer, "steps": _steps(view),
+                              "usage": {"tokens": loop.tokens_used}}
+    if loop.unresolved is not None:
+        # Answered, but a step still fails: a client that checks for "done" must not pass it.
+        result.update(status="unresolved", unresolved={
+            **loop.unresolved.to_json(), "message": loop.unresolved.describe()})
+    return result
 
 
 def _steps(view: EventView) -> list[dict[str, Any]]:

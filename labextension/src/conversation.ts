@@ -9,6 +9,7 @@ import type {
   IAskStart,
   IStepEnd,
   IStepStart,
+  IUnresolved,
   StepStatus
 } from './protocol';
 
@@ -37,6 +38,8 @@ export interface IAskView {
   error: string | null;
   /** The answer of an earlier run, reused without asking the model. */
   reused?: boolean;
+  /** Answered while a step's last attempt still failed. */
+  unresolved?: IUnresolved | null;
 }
 
 function newAsk(cellId: string, prompt: string, model: string): IAskView {
@@ -150,6 +153,7 @@ export class Conversation {
       ask.answer = msg.answer;
     }
     ask.error = msg.error;
+    ask.unresolved = msg.unresolved ?? null;
     for (const step of ask.steps) {
       if (step.status === 'running') {
         step.status = 'interrupted';

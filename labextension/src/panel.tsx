@@ -67,6 +67,16 @@ const STATUS_TEXT: Record<IAskView['status'], string> = {
   interrupted: 'interrupted'
 };
 
+function askStatusText(ask: IAskView): string {
+  if (ask.reused) {
+    return 'reused';
+  }
+  if (ask.status === 'done' && ask.unresolved) {
+    return `done with an unresolved error in step ${ask.unresolved.step}`;
+  }
+  return STATUS_TEXT[ask.status];
+}
+
 function Ask(props: { ask: IAskView; rendermime: IRenderMimeRegistry }): JSX.Element {
   const { ask } = props;
   const finished = ask.status !== 'pending' && ask.status !== 'running';
@@ -75,8 +85,12 @@ function Ask(props: { ask: IAskView; rendermime: IRenderMimeRegistry }): JSX.Ele
       <div className="jp-ci-prompt-text">{ask.prompt}</div>
       <div className="jp-ci-ask-meta">
         {ask.model ? <span className="jp-ci-ask-model">{ask.model}</span> : null}
-        <span className="jp-ci-ask-status">
-          {ask.reused ? 'reused' : STATUS_TEXT[ask.status]}
+        <span
+          className="jp-ci-ask-status"
+          data-jupyter-ci-unresolved={ask.unresolved ? 'true' : undefined}
+          title={ask.unresolved?.error}
+        >
+          {askStatusText(ask)}
         </span>
       </div>
       {ask.steps.length > 0 ? (

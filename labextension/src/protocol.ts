@@ -80,6 +80,12 @@ export interface IAnswerDelta {
   text: string;
 }
 
+/** A step whose last attempt still failed when the model answered. */
+export interface IUnresolved {
+  step: number;
+  error: string;
+}
+
 export interface IAskEnd {
   type: 'ask_end';
   ask_id: string;
@@ -87,6 +93,8 @@ export interface IAskEnd {
   answer: string;
   error: string | null;
   record: Record<string, unknown> | null;
+  /** With status "done": the answer came while a step still failed. */
+  unresolved?: IUnresolved | null;
 }
 
 /** Sent (on a comm opened and closed at once) when a re-run reuses its answer. */

@@ -51,6 +51,20 @@ function watched(): { conversation: Conversation; changes: () => number } {
 }
 
 describe('Conversation', () => {
+  test('an answer over a step that still fails keeps the step and error, unlike a clean one', () => {
+    const { conversation } = watched();
+    conversation.start(askStart('c1', 'a1'));
+    conversation.stepStart(stepStart('a1', 1, 1));
+    conversation.stepEnd(stepEnd('a1', 1, 'error'));
+    const unresolved = { step: 1, error: "NameError: name 'y' is not defined" };
+    conversation.end({ ...askEnd('a1', 'done', 'March.'), unresolved });
+    assert.equal(conversation.asks[0].status, 'done');
+    assert.deepEqual(conversation.asks[0].unresolved, unresolved);
+    conversation.start(askStart('c2', 'a2'));
+    conversation.end(askEnd('a2', 'done', 'Clean.'));
+    assert.equal(conversation.asks[1].unresolved, null);
+  });
+
   test('a prompt sent from the panel becomes the ask the kernel starts', () => {
     const { conversation, changes } = watched();
     conversation.addPending('c1', 'plot it', '');
