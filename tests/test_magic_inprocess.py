@@ -388,3 +388,13 @@ def test_a_fixed_failure_ends_as_a_clean_done(ask: Ask, request: pytest.FixtureR
                          code_call("orders = 3\nprint(orders)"), answer("Three."))
     ask.ok(f"%%ask -m {model_id}\nhow many")
     assert ask.screen.merged()[-1] == ("update", f"*{model_id} · 1 step · 0 tokens*")
+
+
+def test_a_one_line_ask_ending_in_a_question_mark_is_a_prompt_not_a_help_request(
+    ask: Ask, request: pytest.FixtureRequest
+) -> None:
+    model_id, model = script(request, answer("March, by 12%."))
+    ask.ok(f"%ask -m {model_id} Which month was best, and by how much?")
+    assert "not found" not in ask.screen.stream() + ask.screen.stream("stderr")
+    assert "Which month was best, and by how much?" in model.requests[0].messages[0].content
+    assert "March, by 12%." in "\n".join(ask.screen.markdown())

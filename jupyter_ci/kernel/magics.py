@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from pathlib import Path
 from typing import Any
@@ -173,6 +174,28 @@ def register(ipython: Any) -> None:
     magics = AskMagics(ipython)
     ipython.register_magics(magics)
     ipython.input_transformers_cleanup.append(StaleCellSkipper(magics))
+    ipython.input_transformers_cleanup.append(question_prompts)
+
+
+_LINE_ASK = re.compile(r"^(?P<indent>[ \t]*)%ask[ \t]+(?P<prompt>\S.*?)[ \t]*$")
+
+
+def question_prompts(lines: list[str]) -> list[str]:
+    """Keep a `%ask ...?` line a prompt: IPython reads a trailing `word?` as a help request."""
+    # Without this, `%ask Which month was best, and by how much?` prints "Object `much` not
+    # found." (IPython's HelpEnd). Turned into the call the line magic would have become, it
+    # keeps the whole line; in every frontend, since the kernel does it. %%ask cells are left
+    # to IPython's cell-magic transform: their prompt is never read as Python.
+    if lines and lines[0].lstrip().startswith("%%"):
+        return lines
+    out = []
+    for line in lines:
+        found = _LINE_ASK.match(line.rstrip("\n"))
+        if found and found["prompt"].endswith("?") and found["prompt"] != "?":
+            line = (f"{found['indent']}get_ipython().run_line_magic('ask', "
+                    f"{found['prompt']!r})" + ("\n" if line.endswith("\n") else ""))
+        out.append(line)
+    return out
 
 
 class StaleCellSkipper:
