@@ -81,6 +81,32 @@ def test_a_matplotlib_plot_is_captured_as_png(fake: FakeLLM, tmp_path: Path) -> 
     assert "[image/png image shown to the user]" in tool_results(fake, 1)[-1]
 
 
+def test_headless_output_holds_each_steps_final_attempt_once_and_no_fixed_error(
+    fake: FakeLLM, tmp_path: Path
+) -> None:
+    plot = "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()\n"
+    fake.push(code(plot + "print(undefined_total)"),
+              code(plot + "undefined_total = 6\nprint('total', undefined_total)"),
+              Turn("Plotted; the total is 6."))
+    nb = run_cells(["%%ask\nplot and total"], openai_env(fake), tmp_path)
+    outputs = nb.cells[1].outputs
+    assert [o for o in outputs if o.output_type == "error"] == []
+    assert len([o for o in outputs if "image/png" in o.get("data", {})]) == 1
+    text = text_of(nb.cells[1])
+    assert "attempt 1 failed: `NameError: name 'undefined_total' is not defined`" in text
+    assert "total 6" in text and "Traceback" not in text
+
+
+def test_a_failed_ask_keeps_its_last_attempts_output_and_fails_the_cell(
+    fake: FakeLLM, tmp_path: Path
+) -> None:
+    fake.push(code("print('tried')\n1/0"), code("print('tried again')\n1/0"))
+    nb = run_cells(["%%ask --max-fixes 2\ndivide"], openai_env(fake), tmp_path)
+    text = text_of(nb.cells[1])
+    assert "attempt 1 failed" in text and "tried again" in text and "tried\n" not in text
+    assert error_of(nb.cells[1]).ename == "LimitReached"
+
+
 def test_context_about_a_dataframe_reaches_the_model_but_secrets_do_not(
     fake: FakeLLM, tmp_path: Path
 ) -> None:

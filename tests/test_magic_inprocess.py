@@ -181,31 +181,51 @@ def test_a_multi_step_ask_leaves_its_variables_for_later_cells(
     assert ask.screen.stream() == "40\n"
 
 
-def test_the_inline_view_shows_each_steps_code_before_its_outputs(
+def test_the_inline_view_shows_each_steps_code_then_its_final_attempts_outputs(
     ask: Ask, request: pytest.FixtureRequest
 ) -> None:
-    model_id, _ = script(request, code_call("print('one')"), code_call("print(undefined)"),
+    model_id, _ = script(request, code_call("print('one')"),
+                         code_call("print('drawn first')\nprint(undefined)"),
                          code_call("undefined = 2\nprint('two', undefined)"), answer("Done."))
     ask.ok(f"%%ask -m {model_id}\ntwo steps")
     seen = ask.screen.merged()
-    assert seen[:3] == [("display", f"*Asking {model_id}…*"),
-                        ("display", "**Step 1**\n\n```python\nprint('one')\n```"),
-                        ("stdout", "one\n")]
-    assert seen[3] == ("display", "**Step 2**\n\n```python\nprint(undefined)\n```")
-    assert seen[4][0] == "stdout" and "NameError" in seen[4][1]  # IPython's traceback
-    assert seen[5:8] == [
-        ("display", "*Step 2 failed: `NameError`.*"),
-        ("display", "**Step 2 (fix, attempt 2)**\n\n```python\nundefined = 2\n"
-                    "print('two', undefined)\n```"),
+    step2 = "```python\nprint('drawn first')\nprint(undefined)\n```"
+    fix = "```python\nundefined = 2\nprint('two', undefined)\n```"
+    assert seen[:9] == [
+        ("display", f"*Asking {model_id}…*"),
+        ("display", "**Step 1**\n\n```python\nprint('one')\n```\n\n*running…*"),
+        ("update", "**Step 1**\n\n```python\nprint('one')\n```"),
+        ("stdout", "one\n"),
+        ("display", f"**Step 2**\n\n{step2}\n\n*running…*"),
+        # The failed attempt collapses into one line: its output and traceback are gone.
+        ("update", "*Step 2: attempt 1 failed: `NameError: name 'undefined' is not "
+                   "defined`.*"),
+        ("display", f"**Step 2 (fix, attempt 2)**\n\n{fix}\n\n*running…*"),
+        ("update", f"**Step 2 (fix, attempt 2)**\n\n{fix}"),
         ("stdout", "two 2\n"),
     ]
+    assert ask.screen.stream() == "one\ntwo 2\n" and ask.screen.stream("stderr") == ""
     # The answer streams into one display (updated in place); then the status line that said
     # "Asking" says what the ask took.
-    answer_shown, status = seen[8:-1], seen[-1]
+    answer_shown, status = seen[9:-1], seen[-1]
     assert answer_shown[0][0] == "display" and "Done.".startswith(answer_shown[0][1])
     assert {kind for kind, _ in answer_shown[1:]} <= {"update"}
     assert answer_shown[-1][1] == "Done."
     assert status == ("update", f"*{model_id} · 2 steps · 0 tokens*")
+
+
+def test_a_failure_nobody_fixed_keeps_its_output_with_the_traceback_as_text(
+    ask: Ask, request: pytest.FixtureRequest
+) -> None:
+    model_id, _ = script(request, code_call("print('partial')\n1/0"), answer("It failed."))
+    ask.ok(f"%%ask -m {model_id}\ndivide")
+    seen = ask.screen.merged()
+    assert ("display",
+            "*Step 1, not fixed: its output.*\n\n```python\nprint('partial')\n1/0\n```"
+            ) in seen
+    assert ("stdout", "partial\n") in seen
+    stderr = ask.screen.stream("stderr")
+    assert "ZeroDivisionError" in stderr and "\x1b[" not in stderr
 
 
 def test_an_error_goes_back_to_the_model_which_fixes_it(
@@ -259,7 +279,7 @@ def test_a_runaway_loop_times_out_and_the_shell_recovers(
                              code_call("print('recovered', x_before)"), answer("Done."))
     ask.ok(f"%%ask -m {model_id} --timeout 0.5\nspin")
     assert "Timed out after 0.5 s" in tool_results(model.requests[1])[-1]
-    assert "*Step 1 timed out and was interrupted.*" in ask.screen.markdown()
+    assert "*Step 1: attempt 1 timed out and was interrupted.*" in ask.screen.markdown()
     assert "recovered 1" in ask.screen.stream()
     ask.screen.clear()
     ask.ok("print(x_before + 1)")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -10,14 +12,17 @@ from IPython.display import display
 
 from jupyter_ci.agent.drive import View
 from jupyter_ci.agent.errors import AskError
+from jupyter_ci.agent.feedback import strip_ansi
 from jupyter_ci.agent.loop import RunCode
 from jupyter_ci.agent.outputs import OutputEvent
-from jupyter_ci.agent.types import CodeResult
+from jupyter_ci.agent.types import CodeResult, Output
 from jupyter_ci.kernel.record import AskInfo
 from jupyter_ci.kernel.safe_markdown import bundle
 
 # Re-rendering Markdown on every token floods the frontend; a few frames a second reads live.
 REFRESH_S = 0.1
+#: Lines of a running step's printed output shown under its code.
+TAIL_LINES = 5
 
 
 class AskView(View, Protocol):
@@ -44,12 +49,12 @@ class LiveMarkdown:
 
     text: str = ""
     _handle: Any = None
-    _shown_at: float = 0.0
+    shown_at: float = 0.0
 
     def append(self, delta: str) -> None:
         """Add streamed text, refreshing the display when enough time passed."""
         self.text += delta
-        if time.monotonic() - self._shown_at >= REFRESH_S:
+        if time.monotonic() - self.shown_at >= REFRESH_S:
             self.flush()
 
     def set(self, text: str) -> None:
@@ -59,7 +64,7 @@ class LiveMarkdown:
 
     def flush(self) -> None:
         """Show the current text."""
-        self._shown_at = time.monotonic()
+        self.shown_at = time.monotonic()
         if self._handle is None:
             self._handle = display(bundle(self.text), raw=True, display_id=True)
         else:
@@ -73,10 +78,15 @@ def show_markdown(text: str) -> None:
 
 def code_block(code: str) -> str:
     """Fence code as Markdown, choosing a fence the code cannot close."""
+    return fenced(code, "python")
+
+
+def fenced(text: str, language: str) -> str:
+    """Fence text as a Markdown code block, with a fence the text cannot close."""
     fence = "```"
-    while fence in code:
+    while fence in text:
         fence += "`"
-    return f"{fence}python\n{code.rstrip()}\n{fence}"
+    return f"{fence}{language}\n{text.rstrip()}\n{fence}"
 
 
 def summary(model: str, record: dict[str, Any]) -> str:
@@ -102,12 +112,25 @@ def step_title(run: RunCode) -> str:
 
 @dataclass
 class InlineView:
-    """Everything inline: narration, each step's code, its real outputs, the answer."""
+    """Everything inline: narration, each step's code and final outputs, the answer.
+
+    Outputs are captured, not passed through: while an attempt runs, the step's header shows
+    the tail of its printed output; when it ends, a successful attempt's outputs are shown
+    under its code, and a failed one collapses into a line ("attempt 1 failed: NameError:
+    ..."), so a headless notebook holds each step once, with no `error` output for a failure
+    the model fixed. A failure nobody fixed (the ask failed, or the model answered over it)
+    keeps its outputs, the traceback as text.
+    """
 
     info: AskInfo
-    passthrough: bool = True
+    passthrough: bool = False
     _turn: LiveMarkdown | None = None
     _status: LiveMarkdown = field(default_factory=LiveMarkdown)
+    _header: LiveMarkdown | None = None
+    _code: str = ""
+    _tail: str = ""
+    #: The last attempt, while it failed and no retry came yet.
+    _failed: tuple[RunCode, CodeResult] | None = None
 
     def start(self) -> None:
         """Show who is being asked."""
@@ -126,23 +149,78 @@ class InlineView:
         self._turn = None
 
     def step_start(self, run: RunCode) -> None:
-        """Show the step's code before its outputs."""
-        show_markdown(f"**{step_title(run)}**\n\n{code_block(run.code)}")
+        """Show the step's code; its outputs follow when it ends."""
+        self._failed = None  # a retry: the failed attempt stays a collapsed line
+        self._code = f"**{step_title(run)}**\n\n{code_block(run.code)}"
+        self._tail = ""
+        self._header = LiveMarkdown()
+        self._header.set(self._code + "\n\n*running…*")
 
     def output(self, event: OutputEvent) -> None:
-        """Outputs reach the cell by themselves (passthrough)."""
+        """Show the last lines printed so far under the code, as a live preview."""
+        out = event.output
+        if self._header is None or event.kind != "add" or out is None or \
+                out.get("output_type") != "stream":
+            return
+        self._tail = (self._tail + str(out.get("text", "")))[-4000:]
+        tail = "\n".join(self._tail.rstrip("\n").splitlines()[-TAIL_LINES:])
+        self._header.text = f"{self._code}\n\n{fenced(tail, '')}\n\n*running…*"
+        if time.monotonic() - self._header.shown_at >= REFRESH_S:
+            self._header.flush()
 
     def step_end(self, run: RunCode, result: CodeResult) -> None:
-        """Say when a step failed, so the fix that follows makes sense."""
-        if result.status == "timeout":
-            show_markdown(f"*{step_title(run)} timed out and was interrupted.*")
-        elif not result.ok and result.error is not None:
-            show_markdown(f"*{step_title(run)} failed: `{result.error.ename}`.*")
+        """Show a successful attempt's outputs; collapse a failed one into a line."""
+        header = self._header or LiveMarkdown()
+        self._header = None
+        if result.ok:
+            header.set(self._code)
+            publish(result.outputs)
+            return
+        header.set(f"*{step_title(run)}: {attempt_failure(run, result)}.*")
+        self._failed = (run, result)
+
+    def _show_unfixed(self) -> None:
+        """Show the outputs of a failed attempt that no retry replaced."""
+        if self._failed is not None:
+            run, result = self._failed
+            self._failed = None
+            show_markdown(f"*{step_title(run)}, not fixed: its output.*\n\n"
+                          f"{code_block(run.code)}")
+            publish(result.outputs, errors_as_text=True)
 
     def finish(self, answer: str, record: dict[str, Any]) -> None:
         """The answer was streamed already; close with a status line."""
+        self._show_unfixed()
         self._status.set(f"*{ending(self.info.model, record, done='')}*")
 
     def fail(self, error: AskError, status: str, record: dict[str, Any]) -> None:
         """The error itself is raised in the cell; keep the status line honest."""
+        self._show_unfixed()
         self._status.set(f"*{self.info.model} · ask {status}*")
+
+
+def attempt_failure(run: RunCode, result: CodeResult) -> str:
+    """Say in a few words how an attempt failed: "attempt 1 failed: NameError: ..."."""
+    if result.status == "timeout":
+        return f"attempt {run.attempt} timed out and was interrupted"
+    error = result.error
+    what = f"{error.ename}: {error.evalue}" if error else result.status
+    first = what.splitlines()[0] if what else result.status
+    return f"attempt {run.attempt} failed: `{first[:200]}`"
+
+
+def publish(outputs: Sequence[Output], errors_as_text: bool = False) -> None:
+    """Show captured nbformat outputs in the running cell, in their order."""
+    from IPython.display import publish_display_data
+
+    for out in outputs:
+        kind = out.get("output_type")
+        if kind == "stream":
+            stream = sys.stderr if out.get("name") == "stderr" else sys.stdout
+            stream.write(str(out.get("text", "")))
+            stream.flush()
+        elif kind in ("display_data", "execute_result"):
+            publish_display_data(dict(out.get("data", {})), dict(out.get("metadata", {})))
+        elif kind == "error" and errors_as_text:
+            sys.stderr.write(strip_ansi("\n".join(out.get("traceback", []))) + "\n")
+            sys.stderr.flush()
