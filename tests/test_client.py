@@ -12,7 +12,7 @@ import pytest
 from traitlets.config import Config
 
 from jupyter_ci.client import AsyncClient, Client, CodeInterpreterError
-from jupyter_ci.client.formats import tool_result
+from jupyter_ci.client.formats import raise_for, tool_result
 from jupyter_ci.models.broker import MANAGED
 from tests.fakellm import FakeLLM, Turn
 from tests.nbrun import TEST_KEY
@@ -89,6 +89,29 @@ async def test_errors_are_raised_with_the_servers_message(server: tuple[str, str
         with pytest.raises(CodeInterpreterError) as refused:
             await stranger.session()
         assert refused.value.status == 403
+
+
+async def test_a_refused_upload_leaves_the_clients_connection_usable(
+    server: tuple[str, str], jp_serverapp: Any
+) -> None:
+    url, token = server
+    jp_serverapp.web_app.settings["jupyter_ci"].max_upload_bytes = 1024
+
+    def use() -> list[int]:
+        statuses = []
+        with Client(url, token) as client, client.session() as py:
+            # Refused on its Content-Length before the body is read; then sent chunked, with
+            # no length, and refused once the body passed the limit.
+            for body in (b"x" * 200_000, iter([b"x" * 50_000] * 4)):
+                with pytest.raises(CodeInterpreterError) as refused:
+                    raise_for(py.http.put(f"jupyter-ci/sessions/{py.id}/files/big.bin",
+                                          content=body))
+                statuses.append(refused.value.status)
+                # The next call goes out on the same keep-alive pool and must be answered.
+                assert py.execute("print('still here')").text.strip() == "still here"
+        return statuses
+
+    assert await asyncio.to_thread(use) == [413, 413]
 
 
 async def test_tool_calls_of_both_providers_get_results_in_their_format_images_included(

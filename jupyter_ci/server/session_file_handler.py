@@ -16,6 +16,8 @@ from jupyter_ci.server.session_handlers import Refused, SessionAPIHandler
 from jupyter_ci.server.sessions import SessionError
 
 T = TypeVar("T")
+#: Bytes tornado may read past the upload limit, so the handler sees the overflow.
+_OVERFLOW_BYTES = 1024 * 1024
 
 
 @web.stream_request_body
@@ -24,6 +26,7 @@ class FileHandler(SessionAPIHandler):
 
     _upload: session_files.Upload | None = None
     _too_large = False
+    _body_read = False
 
     async def prepare(self) -> None:  # type: ignore[override]
         """Judge an upload on its headers, before a byte of its body is read."""
@@ -44,12 +47,19 @@ class FileHandler(SessionAPIHandler):
         except (SessionError, ValueError) as error:
             return self.fail(error if isinstance(error, SessionError) else Refused(
                 400, "bad_request", "The Content-Length header is not a number."))
-        self.request.connection.set_max_body_size(limit + 1)  # type: ignore[union-attr]
+        # Past the limit tornado drops the connection with no answer; a chunk's worth above
+        # it, data_received sees the overflow first and answers 413.
+        self.request.connection.set_max_body_size(  # type: ignore[union-attr]
+            limit + _OVERFLOW_BYTES)
 
     def data_received(self, chunk: bytes) -> None:
-        """Write the upload as it arrives; past the limit, drop it."""
+        """Write the upload as it arrives; past the limit, drop it and answer 413 now."""
         if self._upload is not None and not self._too_large:
             self._too_large = not self._upload.write(chunk)
+            if self._too_large and not self._finished:
+                self._upload.abort()
+                self._upload = None
+                self.fail(Refused(413, "upload_too_large", _too_large(self.ci.max_upload_bytes)))
 
     def _target(self) -> Path:
         directory = self.manager.directory(self.path_kwargs["sid"])
@@ -59,6 +69,7 @@ class FileHandler(SessionAPIHandler):
     @authorized
     async def put(self, sid: str, path: str) -> None:
         """Put the uploaded file in place and describe it."""
+        self._body_read = True  # tornado calls put() once the whole body has arrived
         upload, self._upload = self._upload, None
         if upload is None:
             return self.fail(Refused(400, "bad_request", "Nothing was uploaded."))
@@ -110,6 +121,15 @@ class FileHandler(SessionAPIHandler):
             raise Refused(404, "no_such_file", f"No file {self.path_kwargs['path']!r} in "
                           "the session.")
         return target
+
+    def finish(self, chunk: Any = None) -> Any:
+        """Say "Connection: close" when an upload is refused before its body was read."""
+        # Tornado then drops the connection rather than read the body, but only decides so
+        # after the headers went out: a keep-alive client would send its next request on
+        # the dead connection and get a reset.
+        if self.request.method == "PUT" and not self._body_read and not self._headers_written:
+            self.set_header("Connection", "close")
+        return super().finish(chunk)
 
     def on_finish(self) -> None:
         """Drop an upload that never completed (refused, or the client hung up)."""
