@@ -187,3 +187,38 @@ def test_an_answer_over_an_unfixed_failure_ends_unresolved_in_the_log_and_record
     assert "Step 1: failed (NameError) \\u2192 not fixed" in shown
     assert "Done with an unresolved error in step 1: NameError" in shown
     assert "Done: " not in shown
+
+
+def test_names_only_the_kernel_has_are_told_and_a_step_using_them_is_flagged(
+    fake: FakeLLM, kernel: Kernel
+) -> None:
+    # `orders` was made by a cell that is gone (a replaced ask's step); `pd` by a cell above.
+    assert kernel.execute("orders = [3, 4]\nimport json as pd").reply["content"]["status"] == "ok"
+    fake.push(code("print(sum(orders), pd.dumps(1))"), Turn("Seven."))
+    meta = {**FRONTEND, "jupyter_ci_frontend": {**FRONTEND["jupyter_ci_frontend"],
+                                                "above": ["import json as pd"]}}
+    run = kernel.execute("%%ask\ntotal the orders", meta)
+    context = " ".join(json.dumps(fake.requests[-1].messages).split())
+    assert "Only in this kernel, defined by no cell above this ask (cells that made them " \
+           "were replaced or deleted, so a restart loses them): orders." in context
+    shown = json.dumps([m["content"] for m in run.of_type("display_data",
+                                                          "update_display_data")],
+                       ensure_ascii=False)
+    assert "After a restart, step 1 would fail: `orders` is defined by no cell above it." \
+        in shown
+    # A step that defines what it uses passes the check.
+    fake.push(code("orders = [1]\nprint(sum(orders), pd.dumps(1))"), Turn("One."))
+    run = kernel.execute("%%ask\nreload and total", meta)
+    shown = json.dumps([m["content"] for m in run.of_type("display_data",
+                                                          "update_display_data")])
+    assert "After a restart" not in shown
+
+
+def test_without_the_cells_above_there_is_no_restart_check(fake: FakeLLM, kernel: Kernel
+                                                            ) -> None:
+    kernel.execute("orders = [3, 4]")
+    fake.push(code("print(sum(orders))"), Turn("Seven."))
+    run = kernel.execute("%%ask\ntotal", FRONTEND)
+    assert "Only in this kernel" not in json.dumps(fake.requests[-1].messages)
+    assert "After a restart" not in json.dumps([m["content"] for m in run.of_type(
+        "display_data", "update_display_data")])

@@ -112,6 +112,8 @@ class AskLoop:
         self.answer: str | None = None
         #: Set when the model answers without fixing the step that failed last.
         self.unresolved: Unresolved | None = None
+        #: (step, code) of each successful run, in order: what the notebook keeps.
+        self.succeeded: list[tuple[int, str]] = []
         self._pending: deque[ToolCall] = deque()
         self._running: RunCode | None = None
 
@@ -156,6 +158,7 @@ class AskLoop:
             ))
         if result.ok:
             self.failures_in_a_row = 0
+            self.succeeded.append((running.step, running.code))
             return self._next_call()
         if result.status == "timeout":
             self.last_error = f"timed out after {self.limits.timeout:g} s"

@@ -114,6 +114,10 @@ class FrontendView:
             line = f"Step {run.step}: {failure} → fixing"
         self._progress(line, replace=True)
 
+    def note(self, text: str) -> None:
+        """Add a warning to the %%ask cell's log."""
+        self._progress(f"⚠ {text}")
+
     def finish(self, answer: str, record: dict[str, Any]) -> None:
         """Send the record for the %%ask cell's metadata and close the comm."""
         self._send_delta()

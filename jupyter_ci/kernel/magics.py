@@ -28,6 +28,12 @@ from jupyter_ci.kernel.record import (
     reusable_from_request,
     reusable_on_disk,
 )
+from jupyter_ci.kernel.restart_check import (
+    defined_above,
+    describe,
+    kernel_only,
+    restart_problems,
+)
 from jupyter_ci.kernel.views import AskView, InlineView, show_markdown
 from jupyter_ci.models.base import ChatModel
 from jupyter_ci.models.broker import own_credentials
@@ -36,6 +42,8 @@ from jupyter_ci.models.resolve import ModelSettings, resolve_model
 #: What memory keeps of an ask whose recorded answer was reused instead of asking the model.
 REUSED_SUMMARY = ("(Not asked this time: the notebook already held a recorded answer, shown to "
                   "the user, and its generated cells ran as recorded.)")
+#: Kernel-only names listed for the model at most.
+MAX_KERNEL_ONLY = 40
 # A re-ask that costs tokens where a reuse was expected should say why.
 UNVERIFIED_NOTE = ("*The answer saved with this cell was not signed by your jupyter-ci (it was "
                    "written elsewhere or edited), so it is not reused: asking the model.*")
@@ -68,16 +76,18 @@ class AskMagics(Magics):
         ask = AskInfo(uuid.uuid4().hex[:12], opts.prompt, model.id, info.cell_id,
                       (info.record or {}).get("ask_id"), self.ipython.execution_count - 1)
         view = self._view(ask, info.has_frontend)
-        self._ask(opts, ask, model, view, phash)
+        self._ask(opts, ask, model, view, phash, info)
 
     def _ask(self, opts: AskOptions, ask: AskInfo, model: ChatModel, view: AskView,
-             phash: str) -> None:
+             phash: str, info: RequestInfo) -> None:
         from jupyter_ci.kernel.context import collect_context
 
         # The same redaction for the context and every tool result; the kernel's own
         # credentials are always among what it replaces.
         redactor = Redactor(own_credentials(os.environ))
-        context = redactor(collect_context(self.ipython, self.settings.context_tokens))
+        above = self._defined_above(info)
+        context = redactor(collect_context(self.ipython, self.settings.context_tokens)
+                           + self._kernel_only_note(above))
         loop = AskLoop(opts.prompt, context=context, history=self.memory.messages(),
                        limits=self._limits(opts), redact=redactor)
         if ask.replace_ask_id:
@@ -96,8 +106,34 @@ class AskMagics(Magics):
             raise error from None
         self.memory.remember(opts.prompt, loop.transcript(), answer)
         unresolved = loop.unresolved.to_json() if loop.unresolved else None
-        view.finish(answer, ask_record(ask, phash, "done", answer, loop.step, loop.tokens_used,
-                                       unresolved))
+        record = ask_record(ask, phash, "done", answer, loop.step, loop.tokens_used, unresolved)
+        if above is not None:
+            problems = restart_problems(above, loop.succeeded, self.ipython.transform_cell,
+                                        self.ipython.user_ns_hidden)
+            if problems:
+                view.note(describe(problems))
+        view.finish(answer, record)
+
+    def _defined_above(self, info: RequestInfo) -> frozenset[str] | None:
+        """Return the names the code cells above the ask define, when the frontend sent them."""
+        sources = (info.frontend or {}).get("above") if info.has_frontend else None
+        if not isinstance(sources, list) or not all(isinstance(s, str) for s in sources):
+            return None
+        return defined_above(sources, self.ipython.transform_cell)
+
+    def _kernel_only_note(self, above: frozenset[str] | None) -> str:
+        """Tell the model which of the kernel's names no cell above defines."""
+        if above is None:
+            return ""
+        names = kernel_only(self.ipython.user_ns, above, self.ipython.user_ns_hidden)
+        if not names:
+            return ""
+        shown = ", ".join(names[:MAX_KERNEL_ONLY]) + (" …" if len(names) > MAX_KERNEL_ONLY
+                                                          else "")
+        return ("\n\nOnly in this kernel, defined by no cell above this ask (cells that made "
+                f"them were replaced or deleted, so a restart loses them): {shown}. A step "
+                "that uses one of them must define it again (load or compute it), so the "
+                "notebook still runs top to bottom after a restart.")
 
     def _drive(self, loop: AskLoop, model: ChatModel, view: AskView) -> str:
         from jupyter_ci.kernel.executor import ShellExecutor

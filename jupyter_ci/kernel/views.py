@@ -36,6 +36,9 @@ class AskView(View, Protocol):
     def output(self, event: OutputEvent) -> None:
         """A change of the current step's outputs."""
 
+    def note(self, text: str) -> None:
+        """Warn about the notebook the ask left (e.g. what a restart would break)."""
+
     def finish(self, answer: str, record: dict[str, Any]) -> None:
         """The ask ended with an answer; `record` goes into the %%ask cell's metadata."""
 
@@ -178,6 +181,10 @@ class InlineView:
             return
         header.set(f"*{step_title(run)}: {attempt_failure(run, result)}.*")
         self._failed = (run, result)
+
+    def note(self, text: str) -> None:
+        """Show a warning line in the cell."""
+        show_markdown(f"*⚠ {text}*")
 
     def _show_unfixed(self) -> None:
         """Show the outputs of a failed attempt that no retry replaced."""

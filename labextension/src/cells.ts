@@ -102,6 +102,56 @@ export function generatedAfter(model: INotebookModel, cellId: string): string[] 
   return generatedIds(cells, index);
 }
 
+/** The most source text sent with an ask for the kernel's restart check. */
+export const MAX_ABOVE_CHARS = 200_000;
+
+/** Tell an `%%ask` or `%ask` cell by its source. */
+export function isAskSource(source: string): boolean {
+  return /^\s*%%?ask\b/.test(source);
+}
+
+/**
+ * The sources of the code cells above index `index` (ask cells left out: their code is in
+ * their generated cells), for the kernel to tell which names a restart would lose; null
+ * when they are more than MAX_ABOVE_CHARS, too many to send with a request.
+ */
+export function codeAbove(
+  cells: ReadonlyArray<{ cellType: string; source: string }>,
+  index: number
+): string[] | null {
+  const sources: string[] = [];
+  let total = 0;
+  for (const cell of cells.slice(0, Math.max(0, index))) {
+    if (cell.cellType !== 'code' || isAskSource(cell.source)) {
+      continue;
+    }
+    total += cell.source.length;
+    if (total > MAX_ABOVE_CHARS) {
+      return null;
+    }
+    sources.push(cell.source);
+  }
+  return sources;
+}
+
+/** codeAbove for the cell `cellId` of a notebook; undefined when it is not an ask cell. */
+export function codeAboveAsk(model: INotebookModel, cellId: string): string[] | null | undefined {
+  const cells: { cellType: string; source: string }[] = [];
+  let index = -1;
+  for (let i = 0; i < model.cells.length; i++) {
+    const cell = model.cells.get(i);
+    if (cell.id === cellId) {
+      index = i;
+      if (!isAskSource(cell.sharedModel.getSource())) {
+        return undefined;
+      }
+      break;
+    }
+    cells.push({ cellType: cell.type, source: cell.sharedModel.getSource() });
+  }
+  return index < 0 ? undefined : codeAbove(cells, index);
+}
+
 /** Delete the generated cells of an ask (a re-ask replaces them); keep `keepId`. */
 export function deleteAskCells(model: INotebookModel, askId: string, keepId: string): void {
   const doomed: number[] = [];

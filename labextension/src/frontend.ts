@@ -12,7 +12,7 @@ import type { Kernel } from '@jupyterlab/services';
 import type { JSONObject } from '@lumino/coreutils';
 import type { IDisposable } from '@lumino/disposable';
 
-import { generatedAfter } from './cells';
+import { codeAboveAsk, generatedAfter } from './cells';
 import { FRONTEND_KEY, PROTOCOL_VERSION } from './protocol';
 
 type RequestExecute = Kernel.IKernelConnection['requestExecute'];
@@ -80,12 +80,15 @@ export function announce(
   metadata: JSONObject | undefined
 ): JSONObject {
   const cellId = metadata?.cellId;
-  const generated =
-    model !== null && typeof cellId === 'string' ? generatedAfter(model, cellId) : [];
-  return {
-    ...(metadata ?? {}),
-    [FRONTEND_KEY]: { protocol: PROTOCOL_VERSION, generated }
-  };
+  const known = model !== null && typeof cellId === 'string';
+  const generated = known ? generatedAfter(model, cellId) : [];
+  const frontend: JSONObject = { protocol: PROTOCOL_VERSION, generated };
+  // For an ask: the code above it, so the kernel can tell what a restart would lose.
+  const above = known ? codeAboveAsk(model, cellId) : undefined;
+  if (above !== undefined) {
+    frontend.above = above;
+  }
+  return { ...(metadata ?? {}), [FRONTEND_KEY]: frontend };
 }
 
 /**

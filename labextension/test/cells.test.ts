@@ -8,7 +8,14 @@ import { describe, test } from 'node:test';
 
 import type { INotebookModel } from '@jupyterlab/notebook';
 
-import { generatedAfter, generatedIds, ICellData } from '../src/cells';
+import {
+  codeAbove,
+  generatedAfter,
+  generatedIds,
+  ICellData,
+  isAskSource,
+  MAX_ABOVE_CHARS
+} from '../src/cells';
 
 interface ICase {
   name: string;
@@ -70,5 +77,33 @@ describe('generatedAfter', () => {
     const c = CASES.find(c => c.expected.length > 0);
     assert.ok(c !== undefined);
     assert.deepEqual(generatedAfter(fakeModel(c.cells), 'not-a-cell'), []);
+  });
+});
+
+describe('codeAbove', () => {
+  const cells = [
+    { cellType: 'markdown', source: '# Title' },
+    { cellType: 'code', source: 'import pandas as pd' },
+    { cellType: 'code', source: '%%ask\nload the orders' },
+    { cellType: 'code', source: 'orders = pd.read_csv("o.csv")' },
+    { cellType: 'code', source: '%ask what now?' },
+    { cellType: 'code', source: 'print(orders)' }
+  ];
+
+  test('sends the code cells above the ask, without ask cells or markdown', () => {
+    assert.deepEqual(codeAbove(cells, 4), ['import pandas as pd', 'orders = pd.read_csv("o.csv")']);
+    assert.deepEqual(codeAbove(cells, 0), []);
+  });
+
+  test('sends nothing when the code above is too long to send with a request', () => {
+    const big = [{ cellType: 'code', source: 'x'.repeat(MAX_ABOVE_CHARS + 1) }];
+    assert.equal(codeAbove(big, 1), null);
+  });
+
+  test('tells ask cells by their first word', () => {
+    assert.ok(isAskSource('%%ask -m openai:x\nplot'));
+    assert.ok(isAskSource('  %ask why?'));
+    assert.ok(!isAskSource('%%asker\nx'));
+    assert.ok(!isAskSource('# %%ask in a comment'));
   });
 });
