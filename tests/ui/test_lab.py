@@ -169,6 +169,30 @@ def test_refresh_and_an_edited_prompt_ask_again_and_replace_the_cells(
     nb.screenshot("refreshed")
 
 
+def test_an_edited_prompt_using_a_name_of_the_replaced_cells_is_told_and_warned(
+    lab: Lab, fake: FakeLLM
+) -> None:
+    fake.push(code("orders = [3, 4]\nprint('loaded', orders)"), Turn("Loaded."))
+    nb = lab.open_notebook("restart-check", ["import math", "%%ask\nload the orders"])
+    nb.run(0)
+    nb.wait_cell_done(0)
+    nb.run(1)
+    wait_answer(nb, 1, "Loaded.")
+    nb.wait_cell_count(3)
+    # The edited prompt replaces the cell that defined `orders`; the new step only uses it.
+    fake.push(code("print('total', sum(orders))"), Turn("Seven."))
+    nb.set_source(1, "%%ask\ntotal the orders")
+    nb.run(1)
+    wait_answer(nb, 1, "Seven.")
+    expect(nb.cell(1).locator(".jp-OutputArea")).to_contain_text(
+        "After a restart, step 1 would fail: orders is defined by no cell above it.",
+        timeout=WAIT_MS)
+    expect(nb.cell(2).locator(".jp-OutputArea")).to_contain_text("total 7")
+    told = " ".join(json.dumps(fake.requests[-2].messages).split())
+    assert "so a restart loses them): orders." in told
+    nb.screenshot("restart-check")
+
+
 def test_asking_from_the_panel(lab: Lab, fake: FakeLLM) -> None:
     fake.push(code("from_panel = start + 5\nprint('panel made', from_panel)", "On it."),
               Turn("Made `from_panel` from the panel."))
