@@ -40,7 +40,15 @@ def _readme_use_section() -> str:
 
 
 def _options(parser: argparse.ArgumentParser) -> list[argparse.Action]:
-    return [action for action in parser._actions if action.option_strings]
+    """The options a user types (`--pin` is written by the extension, and hidden)."""
+    return [action for action in parser._actions
+            if action.option_strings and action.help != argparse.SUPPRESS]
+
+
+def test_the_pin_is_parsed_but_kept_out_of_the_usage() -> None:
+    assert parse_options("--pin 0a1b2c -m openai:x", "plot").pin == "0a1b2c"
+    assert parse_options("--pin 0a1b2c Which month?", None).prompt == "Which month?"
+    assert "--pin" not in USAGE and "--pin" not in help_text()
 
 
 def _usage_form(action: argparse.Action) -> str:

@@ -10,7 +10,7 @@ from jupyter_ci.agent.errors import AskError
 from jupyter_ci.agent.loop import RunCode
 from jupyter_ci.agent.outputs import OutputEvent
 from jupyter_ci.agent.types import CodeResult
-from jupyter_ci.kernel.record import AskInfo
+from jupyter_ci.kernel.record import AskInfo, pin_of
 from jupyter_ci.kernel.views import REFRESH_S, LiveMarkdown, ending, step_title
 
 COMM_TARGET = "jupyter_ci"
@@ -25,6 +25,7 @@ def announce_reuse(cell_id: str | None, prompt: str, record: dict[str, Any]) -> 
         "type": "ask_reused", "ask_id": record.get("ask_id"), "protocol": PROTOCOL,
         "cell_id": cell_id, "prompt": prompt, "model": record.get("model", ""),
         "answer": record.get("answer", ""), "steps": record.get("steps", 0),
+        "pin": pin_of(str(record.get("prompt_hash", ""))),
     }).close()
 
 
@@ -130,7 +131,8 @@ class FrontendView:
                            replace=True)
         self._progress(ending(self.info.model, record))
         self._end("done", answer=answer, error=None, record=record,
-                  unresolved=record.get("unresolved"))
+                  unresolved=record.get("unresolved"),
+                  pin=pin_of(str(record.get("prompt_hash", ""))))
 
     def fail(self, error: AskError, status: str, record: dict[str, Any]) -> None:
         """Tell the browser the ask ended without an answer."""

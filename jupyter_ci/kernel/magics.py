@@ -23,6 +23,7 @@ from jupyter_ci.kernel.record import (
     RequestInfo,
     Reuse,
     ask_record,
+    pin_of,
     prompt_hash,
     request_info,
     reusable_from_request,
@@ -42,6 +43,13 @@ from jupyter_ci.models.resolve import ModelSettings, resolve_model
 #: What memory keeps of an ask whose recorded answer was reused instead of asking the model.
 REUSED_SUMMARY = ("(Not asked this time: the notebook already held a recorded answer, shown to "
                   "the user, and its generated cells ran as recorded.)")
+# Headless runners send only the source: the pin in it is all the kernel knows of the ask.
+PINNED_NOTE = ("*Not asked again: this ask was answered in JupyterLab (`--pin`), and the "
+               "generated cells below hold its code and run next. Edit the prompt or run with "
+               "`--refresh` to ask again.*")
+STALE_PIN_NOTE = ("*The prompt changed since this ask was answered (its `--pin` is for the "
+                  "earlier prompt): asking the model. The generated cells below belong to the "
+                  "earlier prompt and run after this cell unless you delete them.*")
 #: Kernel-only names listed for the model at most.
 MAX_KERNEL_ONLY = 40
 # A re-ask that costs tokens where a reuse was expected should say why.
@@ -150,6 +158,8 @@ class AskMagics(Magics):
             found = reusable_on_disk(phash, opts.prompt, code, Path.cwd(), info.cell_id
                                      ) if isinstance(code, str) else Reuse()
         record = found.record
+        if record is None and not info.has_frontend and opts.pin:
+            return self._pinned(opts, phash)
         if record is None:
             if found.unverified:
                 show_markdown(UNVERIFIED_NOTE)
@@ -168,6 +178,15 @@ class AskMagics(Magics):
             from jupyter_ci.kernel.frontend import announce_reuse
 
             announce_reuse(info.cell_id, opts.prompt, record)
+        return True
+
+    def _pinned(self, opts: AskOptions, phash: str) -> bool:
+        """Headless, with no record at hand: trust the pin to skip the ask, if it fits."""
+        if opts.pin != pin_of(phash):
+            show_markdown(STALE_PIN_NOTE)
+            return False
+        show_markdown(PINNED_NOTE)
+        self.memory.remember_summary(opts.prompt, REUSED_SUMMARY)
         return True
 
     def _view(self, ask: AskInfo, has_frontend: bool) -> AskView:

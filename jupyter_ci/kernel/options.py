@@ -25,6 +25,8 @@ class AskOptions:
     max_fixes: int | None = None
     new: bool = False
     refresh: bool = False
+    #: Written by the labextension once the ask is answered (see record.pin_of).
+    pin: str | None = None
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -67,6 +69,9 @@ def ask_parser() -> argparse.ArgumentParser:
                         help="forget the earlier asks of this kernel")
     parser.add_argument("--refresh", action="store_true",
                         help="ask again even if this cell's earlier answer could be reused")
+    # Written by the extension, not typed: kept out of the usage line (the README says what
+    # it does). Headless runs (nbconvert, papermill, nbclient) then do not ask again.
+    parser.add_argument("--pin", metavar="PIN", help=argparse.SUPPRESS)
     return parser
 
 
@@ -118,4 +123,4 @@ def parse_options(line: str, cell: str | None) -> AskOptions:
         if value is not None and value <= 0:
             raise usage_error(f"{name} must be a positive number, got {value:g}.")
     return AskOptions(prompt, args.model, args.timeout, args.max_steps, args.max_fixes,
-                      args.new, args.refresh)
+                      args.new, args.refresh, args.pin)

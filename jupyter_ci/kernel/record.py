@@ -37,6 +37,10 @@ class AskInfo:
     execution_count: int | None = None
 
 
+#: Hex digits of the prompt hash in a pin.
+PIN_CHARS = 10
+
+
 def ask_record(ask: AskInfo, phash: str, status: str, answer: str, steps: int, tokens: int,
                unresolved: dict[str, Any] | None = None) -> dict[str, Any]:
     """Build the record the browser keeps in the %%ask cell's metadata."""
@@ -106,6 +110,17 @@ def request_info(parent: dict[str, Any]) -> RequestInfo:
         record=record if isinstance(record, dict) else None,
         frontend=frontend if isinstance(frontend, dict) else None,
     )
+
+
+def pin_of(phash: str) -> str:
+    """Return the `--pin` the labextension writes into an answered `%%ask` line.
+
+    Runners other than JupyterLab send only the cell's source to the kernel, so the pin goes
+    there: it says "answered for exactly this prompt, its generated cells follow", without
+    the working directory or the notebook's path. It vouches for nothing else (no answer is
+    taken from it): a forged one can only keep a headless run from asking.
+    """
+    return phash[:PIN_CHARS]
 
 
 def prompt_hash(prompt: str, model_option: str | None) -> str:

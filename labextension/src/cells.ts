@@ -102,6 +102,22 @@ export function generatedAfter(model: INotebookModel, cellId: string): string[] 
   return generatedIds(cells, index);
 }
 
+/**
+ * Put `--pin <pin>` right after `%%ask` (or `%ask`) in the first line of an ask cell's
+ * source, replacing an older pin; other sources are returned unchanged.
+ */
+export function withPin(source: string, pin: string): string {
+  const newline = source.indexOf('\n');
+  const first = newline < 0 ? source : source.slice(0, newline);
+  const rest = newline < 0 ? '' : source.slice(newline);
+  const found = /^(\s*%%?ask)\b(.*)$/.exec(first);
+  if (found === null || !/^[0-9a-f]+$/.test(pin)) {
+    return source;
+  }
+  const options = found[2].replace(/\s--pin(=|\s+)\S+/g, '');
+  return `${found[1]} --pin ${pin}${options}${rest}`;
+}
+
 /** The most source text sent with an ask for the kernel's restart check. */
 export const MAX_ABOVE_CHARS = 200_000;
 
@@ -293,6 +309,18 @@ export class AskCells {
       }
       if (isCode(cell) && this._isStepId(cell.id)) {
         cell.executionState = 'idle';
+      }
+    }
+  }
+
+  /** Write the pin into the `%%ask` line (headless runners see only the source). */
+  writePin(pin: string | undefined): void {
+    const cell = findCell(this._model, this.askCellId);
+    if (cell !== null && typeof pin === 'string') {
+      const source = cell.sharedModel.getSource();
+      const pinned = withPin(source, pin);
+      if (pinned !== source) {
+        cell.sharedModel.setSource(pinned);
       }
     }
   }

@@ -8,7 +8,7 @@ import type { INotebookModel } from '@jupyterlab/notebook';
 import type { Kernel, KernelMessage as KM } from '@jupyterlab/services';
 import type { IDisposable } from '@lumino/disposable';
 
-import { AskCells, deleteAskCells, findCell } from './cells';
+import { AskCells, deleteAskCells, findCell, withPin } from './cells';
 import type { Conversation } from './conversation';
 import { COMM_TARGET, IAskStart, KernelMessage, parseMessage } from './protocol';
 
@@ -130,8 +130,17 @@ export class NotebookComm implements IDisposable {
     }
     if (msg.type === 'ask_reused') {
       const model = this._model();
-      if (model !== null && findCell(model, msg.cell_id) !== null) {
+      const cell = model === null ? null : findCell(model, msg.cell_id);
+      if (cell !== null) {
         this._conversation.reused(msg);
+        // A notebook answered before pins existed gets one at its next reuse.
+        if (typeof msg.pin === 'string') {
+          const source = cell.sharedModel.getSource();
+          const pinned = withPin(source, msg.pin);
+          if (pinned !== source) {
+            cell.sharedModel.setSource(pinned);
+          }
+        }
       }
       return;
     }
@@ -162,6 +171,9 @@ export class NotebookComm implements IDisposable {
         break;
       case 'ask_end':
         cells.writeRecord(msg.record);
+        if (msg.status === 'done') {
+          cells.writePin(msg.pin);
+        }
         if (msg.status === 'interrupted') {
           cells.markInterrupted();
         }

@@ -95,6 +95,8 @@ export interface IAskEnd {
   record: Record<string, unknown> | null;
   /** With status "done": the answer came while a step still failed. */
   unresolved?: IUnresolved | null;
+  /** With status "done": what to write as `--pin` into the `%%ask` line. */
+  pin?: string;
 }
 
 /** Sent (on a comm opened and closed at once) when a re-run reuses its answer. */
@@ -106,6 +108,8 @@ export interface IAskReused {
   model: string;
   answer: string;
   steps: number;
+  /** What to write as `--pin` into the `%%ask` line. */
+  pin?: string;
 }
 
 export type KernelMessage =

@@ -14,7 +14,8 @@ import {
   generatedIds,
   ICellData,
   isAskSource,
-  MAX_ABOVE_CHARS
+  MAX_ABOVE_CHARS,
+  withPin
 } from '../src/cells';
 
 interface ICase {
@@ -105,5 +106,23 @@ describe('codeAbove', () => {
     assert.ok(isAskSource('  %ask why?'));
     assert.ok(!isAskSource('%%asker\nx'));
     assert.ok(!isAskSource('# %%ask in a comment'));
+  });
+});
+
+describe('withPin', () => {
+  test('goes right after the magic, keeping options and the prompt', () => {
+    assert.equal(withPin('%%ask\nplot it', 'ab12'), '%%ask --pin ab12\nplot it');
+    assert.equal(
+      withPin('%%ask -m openai:x --timeout 5\nplot', 'ab12'),
+      '%%ask --pin ab12 -m openai:x --timeout 5\nplot'
+    );
+    assert.equal(withPin('%ask Which month, and by how much?', 'ab12'),
+      '%ask --pin ab12 Which month, and by how much?');
+  });
+
+  test('replaces an older pin and leaves other cells and bad pins alone', () => {
+    assert.equal(withPin('%%ask --pin 0000 -m x\nplot', 'ab12'), '%%ask --pin ab12 -m x\nplot');
+    assert.equal(withPin('print(1)', 'ab12'), 'print(1)');
+    assert.equal(withPin('%%ask\nplot', 'ab12\nimport os'), '%%ask\nplot');
   });
 });

@@ -8,6 +8,7 @@ import time
 
 from playwright.sync_api import expect
 
+from jupyter_ci.kernel.record import pin_of, prompt_hash
 from tests.fakellm import FakeLLM, Turn
 from tests.ui.lab import WAIT_MS, Lab, Notebook
 
@@ -51,6 +52,9 @@ def test_three_steps_become_three_cells_below_the_ask(lab: Lab, fake: FakeLLM) -
     expect(ask).to_have_class(has_class("jp-ci-ask"))
     ask_id = ask.get_attribute("data-jupyter-ci-ask-id")
     assert ask_id and ask_ids(nb) == [ask_id] * 4 + [None]
+    # The answered ask is pinned in its source, for runners that send only the source.
+    pin = pin_of(prompt_hash("plot revenue by region", None))
+    assert nb.source(0) == f"%%ask --pin {pin}\nplot revenue by region"
     for index in (1, 2, 3):
         expect(nb.cell(index)).to_have_class(has_class("jp-ci-generated"))
         expect(nb.cell(index)).to_have_attribute("data-jupyter-ci-step", str(index))
@@ -206,7 +210,8 @@ def test_asking_from_the_panel(lab: Lab, fake: FakeLLM) -> None:
     nb.wait_cell_count(4)
     expect(lab.panel.part("prompt")).to_have_value("")
     # Below the active cell (the first), above the notebook's last cell.
-    assert nb.source(1) == "%%ask\nmake from_panel"
+    # (pinned once the ask is answered, which may be done already)
+    assert re.fullmatch(r"%%ask( --pin [0-9a-f]{10})?\nmake from_panel", nb.source(1))
     expect(nb.cell(1)).to_have_class(has_class("jp-ci-ask"), timeout=WAIT_MS)
     expect(nb.cell(2)).to_have_class(has_class("jp-ci-generated"))
     assert nb.source(3) == "print('the last cell')"

@@ -1,0 +1,116 @@
+"""A notebook answered in JupyterLab, run headless from any folder: not re-asked, run once.
+
+JupyterLab leaves `--pin <prompt hash>` in the `%%ask` line and the steps as cells below.
+nbclient, `jupyter nbconvert --execute` and papermill (with or without `--cwd`) send only the
+source, from whatever folder they start in: the pin is what keeps them from asking again and
+so from running the steps twice (inline, then as the cells below).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from jupyter_ci.kernel.record import pin_of, prompt_hash
+from tests.fakellm import FakeLLM, Turn
+from tests.nbrun import openai_env, run_cells, text_of
+
+PROMPT = "append a line to the log"
+STEP = "with open('side.log', 'a') as log:\n    log.write('step ran\\n')"
+
+
+def made_in_jupyterlab(folder: Path, prompt: str = PROMPT) -> Path:
+    """Write a notebook as JupyterLab leaves it: pinned ask, its step as the cell below."""
+    nb = nbformat.v4.new_notebook()
+    pin = pin_of(prompt_hash(PROMPT, None))
+    nb.cells = [nbformat.v4.new_code_cell("%load_ext jupyter_ci"),
+                nbformat.v4.new_code_cell(f"%%ask --pin {pin}\n{prompt}"),
+                nbformat.v4.new_code_cell(STEP, metadata={"jupyter_ci": {
+                    "ask_id": "a1b2c3", "step": 1, "model": "openai:gpt-test",
+                    "attempts": []}})]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "report.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+def log_lines(folder: Path) -> list[str]:
+    """Return what the step appended, where the kernel ran."""
+    log = folder / "side.log"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def runner_env(fake: FakeLLM) -> dict[str, str]:
+    """The runner's environment (kernels inherit it): the fake model, nothing naming the file."""
+    env = openai_env(fake)
+    env.pop("JUPYTER_CI_NOTEBOOK", None)
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]),
+                                         env.get("PYTHONPATH", "")])
+    return env
+
+
+def test_nbclient_in_another_folder_does_not_ask_and_runs_the_step_once(
+    fake: FakeLLM, tmp_path: Path
+) -> None:
+    path = made_in_jupyterlab(tmp_path / "made")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    nb = nbformat.read(path, as_version=4)
+    from nbclient import NotebookClient
+
+    NotebookClient(nb, timeout=90, kernel_name="python3",
+                   resources={"metadata": {"path": str(elsewhere)}}).execute(
+        env=runner_env(fake))
+    assert fake.calls() == 0
+    assert log_lines(elsewhere) == ["step ran"]
+    assert "Not asked again" in text_of(nb.cells[1])
+
+
+@pytest.mark.parametrize("cwd_option", [False, True], ids=["papermill", "papermill --cwd"])
+def test_papermill_from_another_folder_does_not_ask_and_runs_the_step_once(
+    fake: FakeLLM, tmp_path: Path, cwd_option: bool
+) -> None:
+    path = made_in_jupyterlab(tmp_path / "made")
+    start = tmp_path / "start"
+    start.mkdir()
+    args = [sys.executable, "-m", "papermill", str(path), str(tmp_path / "out.ipynb"),
+            "--kernel", "python3", "--log-level", "WARNING"]
+    if cwd_option:
+        args += ["--cwd", str(path.parent)]
+    subprocess.run(args, cwd=start, env=runner_env(fake), check=True, timeout=180,
+                   capture_output=True)
+    ran_in = path.parent if cwd_option else start
+    assert fake.calls() == 0
+    assert log_lines(ran_in) == ["step ran"]
+    out = nbformat.read(tmp_path / "out.ipynb", as_version=4)
+    assert "Not asked again" in text_of(out.cells[1])
+
+
+def test_nbconvert_execute_from_another_folder_does_not_ask_and_runs_the_step_once(
+    fake: FakeLLM, tmp_path: Path
+) -> None:
+    path = made_in_jupyterlab(tmp_path / "sub" / "made")
+    subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "notebook",
+                    "--execute", str(path.relative_to(tmp_path)), "--output", "out"],
+                   cwd=tmp_path, env=runner_env(fake), check=True, timeout=180,
+                   capture_output=True)
+    assert fake.calls() == 0
+    # nbconvert starts the kernel in the notebook's folder.
+    assert log_lines(path.parent) == ["step ran"]
+
+
+def test_a_prompt_edited_after_its_pin_is_asked_again_and_says_so(
+    fake: FakeLLM, tmp_path: Path
+) -> None:
+    pin = pin_of(prompt_hash(PROMPT, None))
+    fake.push(Turn("Nothing to do."))
+    nb = run_cells([f"%%ask --pin {pin}\nan edited prompt"], openai_env(fake), tmp_path)
+    assert fake.calls() == 1
+    assert "its `--pin` is for the earlier prompt" in text_of(nb.cells[1])
