@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +27,12 @@ def private_jupyter_data(tmp_path_factory: pytest.TempPathFactory) -> Iterator[P
         data = tmp_path_factory.mktemp("jupyter-data")
         patch.setenv("JUPYTER_DATA_DIR", str(data))
         yield data
+
+
+@pytest.fixture(autouse=True)
+def no_kept_headless_answers(private_jupyter_data: Path) -> None:
+    """Start each test without the answers earlier tests' headless asks kept (replayed)."""
+    shutil.rmtree(private_jupyter_data / "jupyter_ci" / "headless", ignore_errors=True)
 
 
 @pytest.fixture

@@ -41,6 +41,12 @@ def made_in_jupyterlab(folder: Path, prompt: str = PROMPT) -> Path:
     return path
 
 
+def folder(path: Path) -> Path:
+    """Make a folder for one run's kernel and return it."""
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def log_lines(folder: Path) -> list[str]:
     """Return what the step appended, where the kernel ran."""
     log = folder / "side.log"
@@ -114,3 +120,35 @@ def test_a_prompt_edited_after_its_pin_is_asked_again_and_says_so(
     nb = run_cells([f"%%ask --pin {pin}\nan edited prompt"], openai_env(fake), tmp_path)
     assert fake.calls() == 1
     assert "its `--pin` is for the earlier prompt" in text_of(nb.cells[1])
+
+
+def test_an_ask_answered_headless_is_replayed_by_the_next_headless_run(
+    fake: FakeLLM, tmp_path: Path
+) -> None:
+    cells = ["%%ask\nkeep a log line", "print(open('side.log').read().count('step ran'))"]
+    fake.push(Turn("", tool_calls=[("run_python", {"code": STEP})]), Turn("Logged."))
+    first = run_cells(cells, openai_env(fake), folder(tmp_path / "one"))
+    assert fake.calls() == 2 and text_of(first.cells[2]).strip() == "1"
+    # Another run, another folder and kernel: the steps run once more, the model is not asked.
+    second = run_cells(cells, openai_env(fake), folder(tmp_path / "two"))
+    assert fake.calls() == 2
+    assert "Reusing the answer of an earlier headless run" in text_of(second.cells[1])
+    assert "Logged." in text_of(second.cells[1])
+    assert text_of(second.cells[2]).strip() == "1"
+    # --refresh asks again.
+    fake.push(Turn("Asked again."))
+    third = run_cells(["%%ask --refresh\nkeep a log line"], openai_env(fake),
+                      folder(tmp_path / "three"))
+    assert fake.calls() == 3 and "Asked again." in text_of(third.cells[1])
+
+
+def test_a_kept_answer_edited_by_someone_else_is_not_replayed(
+    fake: FakeLLM, tmp_path: Path, private_jupyter_data: Path
+) -> None:
+    fake.push(Turn("", tool_calls=[("run_python", {"code": "print('mine')"})]), Turn("Mine."))
+    run_cells(["%%ask\nprint mine"], openai_env(fake), folder(tmp_path / "one"))
+    [kept] = (private_jupyter_data / "jupyter_ci" / "headless").glob("*.json")
+    kept.write_text(kept.read_text().replace("print('mine')", "print('theirs')"))
+    fake.push(Turn("Asked."))
+    nb = run_cells(["%%ask\nprint mine"], openai_env(fake), folder(tmp_path / "two"))
+    assert fake.calls() == 3 and "theirs" not in text_of(nb.cells[1])

@@ -13,10 +13,11 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 
 from jupyter_ci.agent.drive import drive
 from jupyter_ci.agent.errors import AskError, AskInterrupted
-from jupyter_ci.agent.loop import AskLoop, Limits
+from jupyter_ci.agent.loop import AskLoop, Limits, RunCode
 from jupyter_ci.agent.memory import Memory
 from jupyter_ci.agent.secrets import Redactor
 from jupyter_ci.config import JupyterCI
+from jupyter_ci.kernel import headless_store
 from jupyter_ci.kernel.options import AskOptions, help_text, parse_options
 from jupyter_ci.kernel.record import (
     AskInfo,
@@ -50,6 +51,11 @@ PINNED_NOTE = ("*Not asked again: this ask was answered in JupyterLab (`--pin`),
 STALE_PIN_NOTE = ("*The prompt changed since this ask was answered (its `--pin` is for the "
                   "earlier prompt): asking the model. The generated cells below belong to the "
                   "earlier prompt and run after this cell unless you delete them.*")
+REPLAY_NOTE = ("*Reusing the answer of an earlier headless run of this cell ({model}, "
+               "{created}): its {steps} step(s) run again below, the model is not asked. Run "
+               "with `--refresh` to ask again.*")
+REPLAY_FAILED_NOTE = ("*Step {step} of the earlier answer fails now: asking the model "
+                      "instead.*")
 #: Kernel-only names listed for the model at most.
 MAX_KERNEL_ONLY = 40
 # A re-ask that costs tokens where a reuse was expected should say why.
@@ -77,6 +83,10 @@ class AskMagics(Magics):
         phash = prompt_hash(opts.prompt, opts.model)
         if not opts.refresh and self._reuse(opts, info, phash):
             return
+        source = (parent_header(self.ipython).get("content") or {}).get("code")
+        headless = source if isinstance(source, str) and not info.has_frontend else None
+        if headless is not None and not opts.refresh and self._replay(opts, info, headless):
+            return
         model = resolve_model(opts.model, ModelSettings(
             self.settings.model, self.settings.request_timeout, self.settings.retries))
         if opts.new:
@@ -84,10 +94,10 @@ class AskMagics(Magics):
         ask = AskInfo(uuid.uuid4().hex[:12], opts.prompt, model.id, info.cell_id,
                       (info.record or {}).get("ask_id"), self.ipython.execution_count - 1)
         view = self._view(ask, info.has_frontend)
-        self._ask(opts, ask, model, view, phash, info)
+        self._ask(opts, ask, model, view, phash, info, headless)
 
     def _ask(self, opts: AskOptions, ask: AskInfo, model: ChatModel, view: AskView,
-             phash: str, info: RequestInfo) -> None:
+             phash: str, info: RequestInfo, headless: str | None = None) -> None:
         from jupyter_ci.kernel.context import collect_context
 
         # The same redaction for the context and every tool result; the kernel's own
@@ -121,6 +131,38 @@ class AskMagics(Magics):
             if problems:
                 view.note(describe(problems))
         view.finish(answer, record)
+        if headless is not None and loop.unresolved is None:
+            # The next headless run of this cell replays these steps instead of asking.
+            headless_store.save(headless, model.id, answer,
+                                [code for _, code in loop.succeeded])
+
+    def _replay(self, opts: AskOptions, info: RequestInfo, source: str) -> bool:
+        """Headless: run the steps an earlier headless run of this cell kept, not the model."""
+        entry = headless_store.load(source)
+        if entry is None:
+            return False
+        from jupyter_ci.kernel.executor import ShellExecutor
+
+        steps: list[str] = entry["steps"]
+        show_markdown(REPLAY_NOTE.format(model=entry.get("model", "model"),
+                                         created=str(entry.get("created", ""))[:16],
+                                         steps=len(steps)))
+        view = InlineView(AskInfo("replay", opts.prompt, str(entry.get("model", "")),
+                                  info.cell_id, None, None))
+        executor = ShellExecutor(self.ipython, on_output=view.output,
+                                 passthrough=view.passthrough)
+        timeout = opts.timeout or self.settings.timeout
+        for number, code in enumerate(steps, 1):
+            run = RunCode(code, number, 1, f"replay-{number}", timeout)
+            view.step_start(run)
+            result = executor.run(code, timeout)
+            view.step_end(run, result)
+            if not result.ok:
+                show_markdown(REPLAY_FAILED_NOTE.format(step=number))
+                return False
+        show_markdown(str(entry.get("answer", "")))
+        self.memory.remember_summary(opts.prompt, REUSED_SUMMARY)
+        return True
 
     def _defined_above(self, info: RequestInfo) -> frozenset[str] | None:
         """Return the names the code cells above the ask define, when the frontend sent them."""

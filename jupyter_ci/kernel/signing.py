@@ -91,6 +91,21 @@ def verify(record: dict[str, Any], prompt: str) -> bool:
     return hmac.compare_digest(signature.removeprefix(f"{SCHEME}:"), expected)
 
 
+def mac(data: bytes) -> str | None:
+    """Return this user's signature of arbitrary bytes, or None when there is no secret."""
+    key = _secret_at(secret_path())
+    if key is None:
+        return None
+    return f"{SCHEME}:{hmac.new(key, data, hashlib.sha256).hexdigest()}"
+
+
+def mac_ok(data: bytes, signature: object) -> bool:
+    """Tell whether `signature` is this user's signature of `data`."""
+    expected = mac(data)
+    return isinstance(signature, str) and expected is not None and \
+        hmac.compare_digest(signature, expected)
+
+
 def notebook_trusted(raw: bytes) -> bool:
     """Tell whether the user trusted this whole notebook (`jupyter trust`, nbformat's notary)."""
     try:
