@@ -152,3 +152,13 @@ def test_a_kept_answer_edited_by_someone_else_is_not_replayed(
     fake.push(Turn("Asked."))
     nb = run_cells(["%%ask\nprint mine"], openai_env(fake), folder(tmp_path / "two"))
     assert fake.calls() == 3 and "theirs" not in text_of(nb.cells[1])
+
+
+def test_refreshing_a_pinned_ask_headless_warns_that_the_old_cells_still_run(
+    fake: FakeLLM, tmp_path: Path
+) -> None:
+    pin = pin_of(prompt_hash(PROMPT, None))
+    fake.push(Turn("Asked again."))
+    nb = run_cells([f"%%ask --refresh --pin {pin}\n{PROMPT}"], openai_env(fake), tmp_path)
+    assert fake.calls() == 1
+    assert "its generated cells below still run after this cell" in text_of(nb.cells[1])

@@ -51,6 +51,9 @@ PINNED_NOTE = ("*Not asked again: this ask was answered in JupyterLab (`--pin`),
 STALE_PIN_NOTE = ("*The prompt changed since this ask was answered (its `--pin` is for the "
                   "earlier prompt): asking the model. The generated cells below belong to the "
                   "earlier prompt and run after this cell unless you delete them.*")
+REFRESH_PINNED_NOTE = ("*Asking again (`--refresh`). This ask was answered before, in "
+                       "JupyterLab: its generated cells below still run after this cell unless "
+                       "you delete them.*")
 REPLAY_NOTE = ("*Reusing the answer of an earlier headless run of this cell ({model}, "
                "{created}): its {steps} step(s) run again below, the model is not asked. Run "
                "with `--refresh` to ask again.*")
@@ -87,6 +90,8 @@ class AskMagics(Magics):
         headless = source if isinstance(source, str) and not info.has_frontend else None
         if headless is not None and not opts.refresh and self._replay(opts, info, headless):
             return
+        if headless is not None and opts.refresh and opts.pin:
+            show_markdown(REFRESH_PINNED_NOTE)
         model = resolve_model(opts.model, ModelSettings(
             self.settings.model, self.settings.request_timeout, self.settings.retries))
         if opts.new:
