@@ -212,8 +212,9 @@ export class AskCells {
   constructor(
     private readonly _model: INotebookModel,
     readonly askId: string,
-    readonly askCellId: string,
-    private readonly _modelName: string
+    public askCellId: string,
+    private readonly _modelName: string,
+    private readonly _prompt: string = ''
   ) {}
 
   /** Insert the step's cell (attempt 1) or reset it for a new attempt. */
@@ -313,6 +314,24 @@ export class AskCells {
     }
   }
 
+  /**
+   * Show the answer in a put-back `%%ask` cell (the kernel shows it in the deleted one), as
+   * plain text: nothing the kernel sends is rendered as HTML here.
+   */
+  showAnswer(answer: string): void {
+    const cell = findCell(this._model, this.askCellId);
+    if (!this._reinserted || !isCode(cell) || !answer) {
+      return;
+    }
+    cell.outputs.add({
+      output_type: 'display_data',
+      data: {
+        'text/plain': `(This %%ask cell was deleted while its ask ran, and put back.)\n\n${answer}`
+      },
+      metadata: {}
+    });
+  }
+
   /** Write the pin into the `%%ask` line (headless runners see only the source). */
   writePin(pin: string | undefined): void {
     const cell = findCell(this._model, this.askCellId);
@@ -371,7 +390,17 @@ export class AskCells {
     }
     let index = cellIndex(this._model, this.askCellId);
     if (index < 0) {
-      return -1;
+      // The %%ask cell was deleted while its ask runs: put it back at the end, so the
+      // steps the kernel runs are still recorded as cells, never run unseen.
+      index = this._model.cells.length;
+      this._model.sharedModel.insertCell(index, {
+        cell_type: 'code',
+        source: `%%ask\n${this._prompt}`
+      });
+      // A new id: the record and pin of the ask's end go to this cell now.
+      this.askCellId = this._model.cells.get(index).id;
+      this._reinserted = true;
+      return index + 1;
     }
     // Skip cells of this ask already below the ask cell (e.g. when the last
     // inserted one was deleted by the user).
@@ -388,4 +417,5 @@ export class AskCells {
   private readonly _stepIds = new Map<number, string>();
   private readonly _codes = new Map<number, string>();
   private _lastId: string | null = null;
+  private _reinserted = false;
 }

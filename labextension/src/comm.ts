@@ -174,6 +174,7 @@ export class NotebookComm implements IDisposable {
         if (msg.status === 'done') {
           cells.writePin(msg.pin);
         }
+        cells.showAnswer(msg.answer || msg.error || '');
         if (msg.status === 'interrupted') {
           cells.markInterrupted();
         }
@@ -192,7 +193,7 @@ export class NotebookComm implements IDisposable {
     if (msg.replace_ask_id) {
       deleteAskCells(model, msg.replace_ask_id, msg.cell_id);
     }
-    this._asks.set(msg.ask_id, new AskCells(model, msg.ask_id, msg.cell_id, msg.model));
+    this._asks.set(msg.ask_id, new AskCells(model, msg.ask_id, msg.cell_id, msg.model, msg.prompt));
     if (typeof msg.execution_count === 'number') {
       this._counts.set(msg.cell_id, msg.execution_count);
     }

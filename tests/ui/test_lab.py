@@ -197,6 +197,28 @@ def test_an_edited_prompt_using_a_name_of_the_replaced_cells_is_told_and_warned(
     nb.screenshot("restart-check")
 
 
+def test_an_ask_whose_cell_is_deleted_while_it_runs_still_records_its_steps(
+    lab: Lab, fake: FakeLLM
+) -> None:
+    step = "deleted_check = 42\nprint('check', deleted_check)"
+    # The model thinks for a few seconds before its step: time to delete the %%ask cell.
+    fake.push(Turn("Thinking it over. " * 8, tool_calls=[("run_python", {"code": step})],
+                   chunk_delay=0.1), Turn("Set."))
+    nb = lab.open_notebook("deleted-ask", ["print('first')", "%%ask\nset the check"])
+    nb.run(1)
+    # The log's first line follows ask_start on IOPub: the extension knows the ask by now.
+    expect(nb.cell(1).locator(".jp-OutputArea")).to_contain_text("Asking", timeout=WAIT_MS)
+    nb.js("panel.content.model.sharedModel.deleteCell(1);")
+    # The step is not run unseen: the ask cell comes back at the end, its step below it.
+    nb.wait_cell_count(3)
+    expect(nb.cell(2).locator(".jp-OutputArea")).to_contain_text("check 42", timeout=WAIT_MS)
+    assert nb.source(2) == step
+    assert re.fullmatch(r"%%ask( --pin [0-9a-f]{10})?\nset the check", nb.source(1))
+    expect(nb.cell(1).locator(".jp-OutputArea")).to_contain_text("put back", timeout=WAIT_MS)
+    expect(nb.cell(1).locator(".jp-OutputArea")).to_contain_text("Set.")
+    nb.screenshot("deleted-ask")
+
+
 def test_asking_from_the_panel(lab: Lab, fake: FakeLLM) -> None:
     fake.push(code("from_panel = start + 5\nprint('panel made', from_panel)", "On it."),
               Turn("Made `from_panel` from the panel."))
