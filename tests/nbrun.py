@@ -38,6 +38,18 @@ def anthropic_env(fake: FakeLLM, model: str = "anthropic:claude-test") -> dict[s
                      JUPYTER_CI_MODEL=model)
 
 
+def session_server_config(monkeypatch: Any, env: dict[str, str]) -> Any:
+    """Config for a pytest-jupyter server with jupyter-ci whose broker holds `env`'s keys."""
+    from traitlets.config import Config
+
+    for var in MANAGED:  # what a parent server would have published
+        monkeypatch.delenv(var, raising=False)
+    for var, value in env.items():
+        monkeypatch.setenv(var, value)
+    return Config({"ServerApp": {"jpserver_extensions": {"jupyter_ci": True}},
+                   "JupyterCI": {"session_pool": 0, "model": "openai:gpt-test"}})
+
+
 def run_cells(sources: Iterable[str], env: dict[str, str], cwd: Path,
               timeout: int = 90) -> Any:
     """Execute `sources` as one notebook (errors allowed) and return the executed notebook."""

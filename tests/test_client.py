@@ -13,9 +13,8 @@ from traitlets.config import Config
 
 from jupyter_ci.client import AsyncClient, Client, CodeInterpreterError
 from jupyter_ci.client.formats import raise_for, tool_result
-from jupyter_ci.models.broker import MANAGED
 from tests.fakellm import FakeLLM, Turn
-from tests.nbrun import TEST_KEY
+from tests.nbrun import TEST_KEY, session_server_config
 
 PLOT = "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()"
 
@@ -23,13 +22,8 @@ PLOT = "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()"
 @pytest.fixture
 def jp_server_config(monkeypatch: pytest.MonkeyPatch, fake: FakeLLM) -> Config:
     """The extension, with OpenAI pointing at the fake model server."""
-    for var in MANAGED:
-        monkeypatch.setenv(var, "")
-        monkeypatch.delenv(var)
-    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
-    monkeypatch.setenv("OPENAI_BASE_URL", fake.openai_base_url)
-    return Config({"ServerApp": {"jpserver_extensions": {"jupyter_ci": True}},
-                   "JupyterCI": {"session_pool": 0, "model": "openai:gpt-test"}})
+    return session_server_config(monkeypatch, {"OPENAI_API_KEY": TEST_KEY,
+                                               "OPENAI_BASE_URL": fake.openai_base_url})
 
 
 @pytest.fixture

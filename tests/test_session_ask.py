@@ -9,10 +9,9 @@ import nbformat
 import pytest
 from traitlets.config import Config
 
-from jupyter_ci.models.broker import MANAGED
 from tests import openapi_check
 from tests.fakellm import FakeLLM, Turn
-from tests.nbrun import TEST_KEY
+from tests.nbrun import TEST_KEY, session_server_config
 from tests.test_sessions import Fetch, call, new_session, run, stdout
 
 ANTHROPIC_KEY = "sk-ant-test-0123456789abcdefghij"
@@ -21,15 +20,9 @@ ANTHROPIC_KEY = "sk-ant-test-0123456789abcdefghij"
 @pytest.fixture
 def jp_server_config(monkeypatch: pytest.MonkeyPatch, fake: FakeLLM) -> Config:
     """Enable the extension with both providers pointing at the fake model server."""
-    for var in MANAGED:
-        monkeypatch.setenv(var, "")
-        monkeypatch.delenv(var)
-    for var, value in {"OPENAI_API_KEY": TEST_KEY, "OPENAI_BASE_URL": fake.openai_base_url,
-                       "ANTHROPIC_API_KEY": ANTHROPIC_KEY,
-                       "ANTHROPIC_BASE_URL": fake.anthropic_base_url}.items():
-        monkeypatch.setenv(var, value)
-    return Config({"ServerApp": {"jpserver_extensions": {"jupyter_ci": True}},
-                   "JupyterCI": {"session_pool": 0, "model": "openai:gpt-test"}})
+    return session_server_config(monkeypatch, {
+        "OPENAI_API_KEY": TEST_KEY, "OPENAI_BASE_URL": fake.openai_base_url,
+        "ANTHROPIC_API_KEY": ANTHROPIC_KEY, "ANTHROPIC_BASE_URL": fake.anthropic_base_url})
 
 
 def code(src: str, text: str = "") -> Turn:

@@ -118,6 +118,17 @@ export function withPin(source: string, pin: string): string {
   return `${found[1]} --pin ${pin}${options}${rest}`;
 }
 
+/** Write `--pin <pin>` into an ask cell's first line, unless it is there already. */
+export function pinCell(cell: ICellModel | null, pin: string | undefined): void {
+  if (cell !== null && typeof pin === 'string') {
+    const source = cell.sharedModel.getSource();
+    const pinned = withPin(source, pin);
+    if (pinned !== source) {
+      cell.sharedModel.setSource(pinned);
+    }
+  }
+}
+
 /** The most source text sent with an ask for the kernel's restart check. */
 export const MAX_ABOVE_CHARS = 200_000;
 
@@ -334,14 +345,7 @@ export class AskCells {
 
   /** Write the pin into the `%%ask` line (headless runners see only the source). */
   writePin(pin: string | undefined): void {
-    const cell = findCell(this._model, this.askCellId);
-    if (cell !== null && typeof pin === 'string') {
-      const source = cell.sharedModel.getSource();
-      const pinned = withPin(source, pin);
-      if (pinned !== source) {
-        cell.sharedModel.setSource(pinned);
-      }
-    }
+    pinCell(findCell(this._model, this.askCellId), pin);
   }
 
   /** Write the ask record into the `%%ask` cell's metadata. */

@@ -8,7 +8,7 @@ import type { INotebookModel } from '@jupyterlab/notebook';
 import type { Kernel, KernelMessage as KM } from '@jupyterlab/services';
 import type { IDisposable } from '@lumino/disposable';
 
-import { AskCells, deleteAskCells, findCell, withPin } from './cells';
+import { AskCells, deleteAskCells, findCell, pinCell } from './cells';
 import type { Conversation } from './conversation';
 import { COMM_TARGET, IAskStart, KernelMessage, parseMessage } from './protocol';
 
@@ -134,13 +134,7 @@ export class NotebookComm implements IDisposable {
       if (cell !== null) {
         this._conversation.reused(msg);
         // A notebook answered before pins existed gets one at its next reuse.
-        if (typeof msg.pin === 'string') {
-          const source = cell.sharedModel.getSource();
-          const pinned = withPin(source, msg.pin);
-          if (pinned !== source) {
-            cell.sharedModel.setSource(pinned);
-          }
-        }
+        pinCell(cell, msg.pin);
       }
       return;
     }
