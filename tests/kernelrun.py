@@ -21,8 +21,19 @@ class Execution:
         return [m for m in self.iopub if m["msg_type"] in types]
 
     def comm_data(self) -> list[dict[str, Any]]:
-        """Return the data of every comm_open/comm_msg, in order."""
-        return [m["content"]["data"] for m in self.of_type("comm_open", "comm_msg")]
+        """Return the data of every comm_open/comm_msg of the ask's own comm, in order."""
+        return [m["content"]["data"] for m in self.of_type("comm_open", "comm_msg")
+                if m["content"]["data"].get("type") != "ask_state"]
+
+    def states(self) -> list[dict[str, Any]]:
+        """Return the ask_state broadcasts (for pages that missed the ask), in order."""
+        return [m["content"]["data"] for m in self.of_type("comm_open")
+                if m["content"]["data"].get("type") == "ask_state"]
+
+    def comm_ids(self) -> list[str]:
+        """Return the ids of the comms opened for asks (not the one-shot ask_state ones)."""
+        return [m["content"]["comm_id"] for m in self.of_type("comm_open")
+                if m["content"]["data"].get("type") == "ask_start"]
 
 
 class Kernel:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
@@ -141,6 +142,66 @@ def test_a_display_updated_in_place_resends_the_step_outputs(
     assert "transient" not in sent[1]["output"]
     final = sent[-1]["outputs"]
     assert final[0]["text"] == "before\n" and final[1]["data"]["text/plain"] == "'second'"
+
+
+def cells_from(messages: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
+    """Apply step messages as the labextension does: each step's outputs at the end."""
+    cells: dict[int, list[dict[str, Any]]] = {}
+    clear_next: set[int] = set()
+    for m in messages:
+        step = m.get("step")
+        if not isinstance(step, int):
+            continue
+        outputs = cells.setdefault(step, [])
+        if m["type"] == "step_start":
+            outputs.clear()
+        elif m["type"] == "output":
+            if step in clear_next:
+                clear_next.discard(step)
+                outputs.clear()
+            outputs.append(m["output"])
+        elif m["type"] == "clear_output":
+            if m["wait"]:
+                clear_next.add(step)
+            else:
+                outputs.clear()
+        elif m["type"] == "set_outputs":
+            outputs[:] = m["outputs"]
+    return cells
+
+
+def test_a_page_that_missed_the_start_gets_where_the_ask_stands(
+    fake: FakeLLM, kernel: Kernel
+) -> None:
+    fake.push(code("print('try')\nprint(missing)"),
+              code("missing = 1\nprint('fixed', missing)"),
+              code("from IPython.display import clear_output\nprint('old')\n"
+                   "clear_output(wait=True)\nprint('new')"),
+              Turn("Both done."))
+    meta = {**FRONTEND, "jupyter_ci_frontend": {**FRONTEND["jupyter_ci_frontend"],
+                                                "path": "work/reload.ipynb"}}
+    run = kernel.execute("%%ask\ntwo steps", meta)
+    live = run.comm_data()
+    states = run.states()
+    # One after each step starts and ends (three starts, three ends), one before the end.
+    assert len(states) == 7
+    assert {s["comm_id"] for s in states} == set(run.comm_ids()) and len(run.comm_ids()) == 1
+    assert all(s["notebook"] == "work/reload.ipynb" and s["cell_id"] == "ask-cell-1"
+               for s in states)
+    assert [s["live"] for s in states] == [True] * 6 + [False]
+    assert states[0]["messages"][0] == live[0]  # ask_start
+    final = states[-1]["messages"]
+    assert final[-1] == live[-1] and final[-1]["type"] == "ask_end"
+    # Replayed, the state leaves the same cells and record as the live messages did.
+    assert cells_from(final) == cells_from(live)
+    assert cells_from(final)[2] == [{"output_type": "stream", "name": "stdout", "text": "new\n"}]
+    ends = [m for m in final if m["type"] == "step_end"]
+    assert ends == [m for m in live if m["type"] == "step_end"]
+    # Mid-ask: after step 2 started, the log and step 1's outputs are there.
+    mid = states[4]
+    assert any("Step 1: failed (NameError) → fixed" in line for line in mid["log"])
+    assert cells_from(mid["messages"])[1] == [
+        {"output_type": "stream", "name": "stdout", "text": "fixed 1\n"}]
 
 
 def test_queued_cells_of_a_replaced_ask_are_skipped(fake: FakeLLM, kernel: Kernel) -> None:

@@ -45,16 +45,23 @@ class FrontendView:
     _step: int = 0
     # The first failure of each step, so its final log line can say it was fixed.
     _failures: dict[int, str] = field(default_factory=dict)
+    # What a page that missed the ask needs to catch up (ask_state): the ask_start, step_start
+    # and step_end messages so far, and each step's outputs as they stand now.
+    _control: list[dict[str, Any]] = field(default_factory=list)
+    _outputs: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    _clear_on_next: set[int] = field(default_factory=set)
 
     def start(self) -> None:
         """Open the comm with ask_start; the browser finds the %%ask cell by id."""
         from comm import create_comm
 
-        self._comm = create_comm(target_name=COMM_TARGET, data=self._msg(
+        opening = self._msg(
             "ask_start", cell_id=self.info.cell_id, prompt=self.info.prompt,
             model=self.info.model, replace_ask_id=self.info.replace_ask_id,
             execution_count=self.info.execution_count,
-        ))
+        )
+        self._control.append(opening)
+        self._comm = create_comm(target_name=COMM_TARGET, data=opening)
         self._progress(f"Asking {self.info.model}…")
 
     def text(self, delta: str) -> None:
@@ -78,17 +85,30 @@ class FrontendView:
             # The text before a tool call was narration, not the answer.
             self._answer.set("")
         self._step = run.step
+        self._outputs[run.step] = []
+        self._clear_on_next.discard(run.step)
         self._send("step_start", step=run.step, attempt=run.attempt, code=run.code)
         self._progress(f"{step_title(run)}: running…", replace=run.attempt > 1)
+        self._broadcast_state()
 
     def output(self, event: OutputEvent) -> None:
         """Forward one change of the current step's outputs to its cell."""
         step = self._step
+        now = self._outputs.setdefault(step, [])
         if event.kind == "add" and event.output is not None:
+            if step in self._clear_on_next:
+                self._clear_on_next.discard(step)
+                now.clear()
+            now.append(event.output)
             self._send("output", step=step, output=event.output)
         elif event.kind == "clear":
+            if event.wait:
+                self._clear_on_next.add(step)
+            else:
+                now.clear()
             self._send("clear_output", step=step, wait=event.wait)
         elif event.kind == "replace":
+            now[:] = event.outputs
             self._send("set_outputs", step=step, outputs=list(event.outputs))
 
     def step_end(self, run: RunCode, result: CodeResult) -> None:
@@ -114,6 +134,7 @@ class FrontendView:
         else:
             line = f"Step {run.step}: {failure} → fixing"
         self._progress(line, replace=True)
+        self._broadcast_state()
 
     def note(self, text: str) -> None:
         """Add a warning to the %%ask cell's log."""
@@ -157,10 +178,44 @@ class FrontendView:
         return {"type": kind, "ask_id": self.info.ask_id, "protocol": PROTOCOL, **fields}
 
     def _send(self, kind: str, **fields: Any) -> None:
+        msg = self._msg(kind, **fields)
+        if kind in ("step_start", "step_end"):
+            self._control.append(msg)
         if self._comm is not None:
-            self._comm.send(self._msg(kind, **fields))
+            self._comm.send(msg)
+
+    def _replay(self) -> list[dict[str, Any]]:
+        """The ask so far as messages a page can apply in order: each step's outputs as
+        they stand now follow its last step_start (earlier attempts' outputs were cleared)."""
+        last_start = {m["step"]: i for i, m in enumerate(self._control)
+                      if m["type"] == "step_start"}
+        messages: list[dict[str, Any]] = []
+        for i, msg in enumerate(self._control):
+            messages.append(msg)
+            if msg["type"] == "step_start" and last_start[msg["step"]] == i:
+                messages.append(self._msg("set_outputs", step=msg["step"],
+                                          outputs=list(self._outputs.get(msg["step"], []))))
+        return messages
+
+    def _broadcast_state(self, end: dict[str, Any] | None = None) -> None:
+        """Tell every page on this kernel where the ask stands, on a comm opened and closed
+        at once: a page reloaded mid-ask, or a second tab, never saw the ask's comm open, so
+        it rebuilds the ask's cells from this and listens on `comm_id` for the rest."""
+        from comm import create_comm
+
+        if self._comm is None:
+            return
+        messages = self._replay() + ([end] if end is not None else [])
+        create_comm(target_name=COMM_TARGET, data=self._msg(
+            "ask_state", cell_id=self.info.cell_id, notebook=self.info.notebook,
+            comm_id=self._comm.comm_id, live=end is None, log=list(self._log),
+            messages=messages,
+        )).close()
 
     def _end(self, status: str, **fields: Any) -> None:
+        # Pages that follow the ask ignore this state (they know the ask); a page that
+        # missed all of it gets the whole ask, its end included, before the comm closes.
+        self._broadcast_state(end=self._msg("ask_end", status=status, **fields))
         self._send("ask_end", status=status, **fields)
         if self._comm is not None:
             self._comm.close()

@@ -96,8 +96,10 @@ class AskMagics(Magics):
             self.settings.model, self.settings.request_timeout, self.settings.retries))
         if opts.new:
             self.memory.clear()
+        path = (info.frontend or {}).get("path")
         ask = AskInfo(uuid.uuid4().hex[:12], opts.prompt, model.id, info.cell_id,
-                      (info.record or {}).get("ask_id"), self.ipython.execution_count - 1)
+                      (info.record or {}).get("ask_id"), self.ipython.execution_count - 1,
+                      path if isinstance(path, str) else None)
         view = self._view(ask, info.has_frontend)
         self._ask(opts, ask, model, view, phash, info, headless)
 

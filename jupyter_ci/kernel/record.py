@@ -35,6 +35,8 @@ class AskInfo:
     replace_ask_id: str | None = None
     #: The %%ask cell's own count; its execute_reply reports the last generated cell's.
     execution_count: int | None = None
+    #: The notebook's path as the frontend named it: a reloaded page finds its ask by it.
+    notebook: str | None = None
 
 
 #: Hex digits of the prompt hash in a pin.

@@ -326,21 +326,40 @@ export class AskCells {
   }
 
   /**
-   * Show the answer in a put-back `%%ask` cell (the kernel shows it in the deleted one), as
-   * plain text: nothing the kernel sends is rendered as HTML here.
+   * Take over an ask that runs already (this page missed its start: reloaded, or a second
+   * tab). The kernel shows the `%%ask` cell's log and answer in the output of the request
+   * that started it, which this page never sees: the cell gets them here, as plain text,
+   * and is put back (at the end) when the notebook does not have it.
+   */
+  resume(log: string[]): void {
+    this._detached = true;
+    let cell = findCell(this._model, this.askCellId);
+    if (cell === null) {
+      this._putBack(this._model.cells.length);
+      cell = findCell(this._model, this.askCellId);
+    }
+    if (isCode(cell)) {
+      cell.outputs.clear();
+      const lines = log.map(line => `- ${line}`).join('\n');
+      cell.outputs.add(plainText(`(Running in the kernel since before this page opened.)\n${lines}`));
+    }
+  }
+
+  /**
+   * Show the answer in a `%%ask` cell whose own output this page does not get (put back, or
+   * taken over by resume), as plain text: nothing the kernel sends is rendered as HTML here.
    */
   showAnswer(answer: string): void {
     const cell = findCell(this._model, this.askCellId);
-    if (!this._reinserted || !isCode(cell) || !answer) {
+    if (!(this._reinserted || this._detached) || !isCode(cell) || !answer) {
       return;
     }
-    cell.outputs.add({
-      output_type: 'display_data',
-      data: {
-        'text/plain': `(This %%ask cell was deleted while its ask ran, and put back.)\n\n${answer}`
-      },
-      metadata: {}
-    });
+    const note = this._reinserted
+      ? '(The notebook lost this %%ask cell while its ask ran, so it was put back here.)\n\n'
+      : '';
+    // The log shown since resume went stale: the answer replaces it.
+    cell.outputs.clear();
+    cell.outputs.add(plainText(note + answer));
   }
 
   /** Write the pin into the `%%ask` line (headless runners see only the source). */
@@ -348,8 +367,13 @@ export class AskCells {
     pinCell(findCell(this._model, this.askCellId), pin);
   }
 
-  /** Write the ask record into the `%%ask` cell's metadata. */
+  /** Write the ask record into the `%%ask` cell's metadata (putting the cell back if gone). */
   writeRecord(record: Record<string, unknown> | null): void {
+    if (findCell(this._model, this.askCellId) === null) {
+      // Deleted after its steps were placed: back above them, so they stay its cells.
+      const first = this._firstStepIndex();
+      this._putBack(first < 0 ? this._model.cells.length : first);
+    }
     const cell = findCell(this._model, this.askCellId);
     if (cell !== null && record !== null && typeof record === 'object') {
       cell.setMetadata(METADATA_KEY, record);
@@ -364,6 +388,29 @@ export class AskCells {
         cell.executionState = 'idle';
       }
     }
+  }
+
+  /** Insert the `%%ask` cell again at `index`, under a new id. */
+  private _putBack(index: number): void {
+    this._model.sharedModel.insertCell(index, {
+      cell_type: 'code',
+      source: `%%ask\n${this._prompt}`
+    });
+    // A new id: the record and pin of the ask's end go to this cell now.
+    this.askCellId = this._model.cells.get(index).id;
+    this._reinserted = true;
+  }
+
+  /** The index of the first cell placed for a step of this ask, or -1. */
+  private _firstStepIndex(): number {
+    let first = -1;
+    for (const id of this._stepIds.values()) {
+      const index = cellIndex(this._model, id);
+      if (index >= 0 && (first < 0 || index < first)) {
+        first = index;
+      }
+    }
+    return first;
   }
 
   private _isStepId(cellId: string): boolean {
@@ -397,13 +444,7 @@ export class AskCells {
       // The %%ask cell was deleted while its ask runs: put it back at the end, so the
       // steps the kernel runs are still recorded as cells, never run unseen.
       index = this._model.cells.length;
-      this._model.sharedModel.insertCell(index, {
-        cell_type: 'code',
-        source: `%%ask\n${this._prompt}`
-      });
-      // A new id: the record and pin of the ask's end go to this cell now.
-      this.askCellId = this._model.cells.get(index).id;
-      this._reinserted = true;
+      this._putBack(index);
       return index + 1;
     }
     // Skip cells of this ask already below the ask cell (e.g. when the last
@@ -422,4 +463,9 @@ export class AskCells {
   private readonly _codes = new Map<number, string>();
   private _lastId: string | null = null;
   private _reinserted = false;
+  private _detached = false;
+}
+
+function plainText(text: string): nbformat.IOutput {
+  return { output_type: 'display_data', data: { 'text/plain': text }, metadata: {} };
 }

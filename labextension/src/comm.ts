@@ -10,7 +10,7 @@ import type { IDisposable } from '@lumino/disposable';
 
 import { AskCells, deleteAskCells, findCell, pinCell } from './cells';
 import type { Conversation } from './conversation';
-import { COMM_TARGET, IAskStart, KernelMessage, parseMessage } from './protocol';
+import { COMM_TARGET, IAskStart, IAskState, KernelMessage, parseMessage } from './protocol';
 
 const LOST_STATUSES = new Set<Kernel.Status>(['restarting', 'autorestarting', 'dead']);
 
@@ -48,6 +48,7 @@ export class NotebookComm implements IDisposable {
     NotebookActions.executed.disconnect(this._onExecuted, this);
     this._asks.clear();
     this._counts.clear();
+    this._ended.clear();
   }
 
   private _onKernelChanged(
@@ -100,10 +101,19 @@ export class NotebookComm implements IDisposable {
 
   private readonly _onCommOpen = (comm: Kernel.IComm, msg: KM.ICommOpenMsg): void => {
     const open = parseMessage(msg.content.data);
+    if (open?.type === 'ask_state') {
+      this._resume(open); // a one-shot comm: the ask itself goes on on its own comm
+      return;
+    }
     const askId = open?.ask_id ?? null;
     if (open !== null) {
       this._handle(open);
     }
+    this._listen(comm, askId);
+  };
+
+  /** Apply the messages of an ask's comm; when it closes without an end, abandon the ask. */
+  private _listen(comm: Kernel.IComm, askId: string | null): void {
     comm.onMsg = (m: KM.ICommMsgMsg) => {
       const message = parseMessage(m.content.data);
       if (message !== null) {
@@ -119,9 +129,47 @@ export class NotebookComm implements IDisposable {
         this._conversation.abandon(askId, 'The kernel closed the ask without an answer.');
         this._asks.get(askId)?.settle();
         this._asks.delete(askId);
+        this._ended.add(askId);
       }
     };
-  };
+  }
+
+  /**
+   * Catch up with an ask this page missed the start of (the page was reloaded mid-ask, or
+   * the notebook opened in a second tab): rebuild its cells from the kernel's account and
+   * follow the rest on the ask's own comm. The ask belongs here when its `%%ask` cell is
+   * here or, when that cell was never saved, when the notebook path is the one it ran from.
+   */
+  private _resume(state: IAskState): void {
+    const model = this._model();
+    const start = state.messages[0];
+    if (
+      model === null ||
+      this._asks.has(state.ask_id) ||
+      this._ended.has(state.ask_id) ||
+      start?.type !== 'ask_start'
+    ) {
+      return;
+    }
+    const here = state.cell_id !== null && findCell(model, state.cell_id) !== null;
+    if (!here && (state.notebook === null || state.notebook !== this._session.path)) {
+      return;
+    }
+    // Steps saved mid-ask come again in the replay, with their outputs as they are now.
+    deleteAskCells(model, state.ask_id, start.cell_id);
+    const cells = new AskCells(model, state.ask_id, start.cell_id, start.model, start.prompt);
+    cells.resume(state.log);
+    this._asks.set(state.ask_id, cells);
+    this._conversation.start(start);
+    for (const message of state.messages.slice(1)) {
+      this._handle(message);
+    }
+    const kernel = this._kernel;
+    if (state.live && kernel !== null && !kernel.isDisposed && !kernel.hasComm(state.comm_id)) {
+      // Not opened from here: the kernel's messages on this comm id now reach us.
+      this._listen(kernel.createComm(COMM_TARGET, state.comm_id), state.ask_id);
+    }
+  }
 
   private _handle(msg: KernelMessage): void {
     if (msg.type === 'ask_start') {
@@ -175,6 +223,7 @@ export class NotebookComm implements IDisposable {
         cells.settle();
         this._conversation.end(msg);
         this._asks.delete(msg.ask_id);
+        this._ended.add(msg.ask_id);
         break;
     }
   }
@@ -206,5 +255,7 @@ export class NotebookComm implements IDisposable {
   private _kernel: Kernel.IKernelConnection | null = null;
   private readonly _asks = new Map<string, AskCells>();
   private readonly _counts = new Map<string, number>();
+  /** Asks that ended here: their last ask_state is old news. */
+  private readonly _ended = new Set<string>();
   private _isDisposed = false;
 }

@@ -77,12 +77,17 @@ function isPython(kernel: Kernel.IKernelConnection, language: string | null): bo
 /** Return the execute_request metadata with the frontend announcement added. */
 export function announce(
   model: INotebookModel | null,
-  metadata: JSONObject | undefined
+  metadata: JSONObject | undefined,
+  path?: string
 ): JSONObject {
   const cellId = metadata?.cellId;
   const known = model !== null && typeof cellId === 'string';
   const generated = known ? generatedAfter(model, cellId) : [];
   const frontend: JSONObject = { protocol: PROTOCOL_VERSION, generated };
+  if (path) {
+    // An ask's notebook, for a page reloaded mid-ask whose %%ask cell was never saved.
+    frontend.path = path;
+  }
   // For an ask: the code above it, so the kernel can tell what a restart would lose.
   const above = known ? codeAboveAsk(model, cellId) : undefined;
   if (above !== undefined) {
@@ -132,6 +137,7 @@ export class FrontendAnnouncer implements IDisposable {
     const ownProperty = Object.prototype.hasOwnProperty.call(kernel, 'requestExecute');
     const original = kernel.requestExecute;
     const model = this._model;
+    const session = this._session;
     const state: { load: boolean; language: string | null } = { load: true, language: null };
     kernel.info
       .then(info => {
@@ -145,7 +151,7 @@ export class FrontendAnnouncer implements IDisposable {
         state.load = false;
         original.call(kernel, { code: LOAD_CODE, silent: true, store_history: false }, true);
       }
-      return original.call(kernel, content, disposeOnDone, announce(model(), metadata));
+      return original.call(kernel, content, disposeOnDone, announce(model(), metadata, session.path));
     };
     const onStatus = (_: Kernel.IKernelConnection, status: Kernel.Status): void => {
       if (RESTARTING.has(status)) {

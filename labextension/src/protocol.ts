@@ -112,6 +112,25 @@ export interface IAskReused {
   pin?: string;
 }
 
+/**
+ * Sent (on a comm opened and closed at once) after each step starts and ends, and before the
+ * ask ends: where the ask stands, for a page that missed its start (reloaded, or a second tab).
+ */
+export interface IAskState {
+  type: 'ask_state';
+  ask_id: string;
+  cell_id: string | null;
+  /** The notebook's path as the page that started the ask named it (null if unknown). */
+  notebook: string | null;
+  /** The ask's own comm, which carries the rest of the ask while `live`. */
+  comm_id: string;
+  live: boolean;
+  /** The `%%ask` cell's progress log so far (the kernel shows it in that cell's output). */
+  log: string[];
+  /** ask_start, then the steps so far (each step's outputs as they stand), then ask_end when over. */
+  messages: KernelMessage[];
+}
+
 export type KernelMessage =
   | IAskStart
   | IStepStart
@@ -121,7 +140,8 @@ export type KernelMessage =
   | IStepEnd
   | IAnswerDelta
   | IAskEnd
-  | IAskReused;
+  | IAskReused
+  | IAskState;
 
 const TYPES = new Set<string>([
   'ask_start',
@@ -132,7 +152,8 @@ const TYPES = new Set<string>([
   'step_end',
   'answer_delta',
   'ask_end',
-  'ask_reused'
+  'ask_reused',
+  'ask_state'
 ]);
 
 /**

@@ -380,14 +380,24 @@ class Lab:
             self.page.evaluate(
                 "p => window.jupyterapp.commands.execute('docmanager:open', {path: p})",
                 path.name)
+        notebook = self._notebook_tab(path)
+        expect(notebook.cells).to_have_count(len(sources), timeout=WAIT_MS)
+        notebook.wait_kernel_idle()
+        return notebook
+
+    def reload(self, notebook: Notebook) -> Notebook:
+        """Load the page again, unsaved changes lost, and reopen `notebook` (on its kernel)."""
+        # JupyterLab asks before leaving a page with unsaved changes: leave.
+        self.page.once("dialog", lambda dialog: dialog.accept())
+        self.goto(notebook.path.name)
+        return self._notebook_tab(notebook.path)
+
+    def _notebook_tab(self, path: Path) -> Notebook:
         tab = self.page.locator("#jp-main-dock-panel .lm-TabBar-tab", has_text=path.name)
         expect(tab).to_have_count(1, timeout=WAIT_MS)
         panel_id = tab.get_attribute("data-id")
         assert panel_id, f"no widget id on the tab of {path.name}"
-        notebook = Notebook(self.page, panel_id, path)
-        expect(notebook.cells).to_have_count(len(sources), timeout=WAIT_MS)
-        notebook.wait_kernel_idle()
-        return notebook
+        return Notebook(self.page, panel_id, path)
 
 
 def screenshot(page: Page, name: str) -> Path:

@@ -219,6 +219,64 @@ def test_an_ask_whose_cell_is_deleted_while_it_runs_still_records_its_steps(
     nb.screenshot("deleted-ask")
 
 
+def test_an_ask_cell_deleted_after_its_first_step_comes_back_above_its_steps(
+    lab: Lab, fake: FakeLLM
+) -> None:
+    first, second = "later_a = 1\nprint('a', later_a)", "later_b = 2\nprint('b', later_b)"
+    fake.push(code(first),
+              Turn("Next one. " * 10, tool_calls=[("run_python", {"code": second})],
+                   chunk_delay=0.1),
+              Turn("Both set."))
+    nb = lab.open_notebook("deleted-later", ["%%ask\nset both", "print('last')"])
+    nb.run(0)
+    nb.wait_cell_count(3)
+    expect(nb.cell(1).locator(".jp-OutputArea")).to_contain_text("a 1", timeout=WAIT_MS)
+    nb.js("panel.content.model.sharedModel.deleteCell(0);")
+    # Its record is not lost: the %%ask cell comes back right above its steps.
+    nb.wait_cell_count(4)
+    expect(nb.cell(0)).to_have_class(has_class("jp-ci-ask"), timeout=WAIT_MS)
+    assert re.fullmatch(r"%%ask --pin [0-9a-f]{10}\nset both", nb.source(0))
+    assert [nb.source(i) for i in (1, 2, 3)] == [first, second, "print('last')"]
+    ask_id = nb.cell(0).get_attribute("data-jupyter-ci-ask-id")
+    assert ask_id and ask_ids(nb) == [ask_id] * 3 + [None]
+    expect(nb.cell(0).locator(".jp-OutputArea")).to_contain_text("Both set.", timeout=WAIT_MS)
+
+
+def test_an_ask_survives_a_reload_of_the_page(lab: Lab, fake: FakeLLM) -> None:
+    first = "reload_check = 42\nprint('check', reload_check)"
+    second = "reload_twice = reload_check * 2\nprint('twice', reload_twice)"
+    # The model thinks for a few seconds before its second step: time to reload the page.
+    fake.push(code(first),
+              Turn("Doubling it next. " * 12, tool_calls=[("run_python", {"code": second})],
+                   chunk_delay=0.1),
+              Turn("Set `reload_check` and its double."))
+    nb = lab.open_notebook("reload-ask", ["print('first')"])
+    nb.select(0)
+    lab.panel.open()
+    lab.panel.ask("set the reload check")
+    nb.wait_cell_count(3)
+    expect(nb.cell(2).locator(".jp-OutputArea")).to_contain_text("check 42", timeout=WAIT_MS)
+    # The %%ask cell the panel inserted was never saved: the reloaded notebook lacks it.
+    nb = lab.reload(nb)
+    # The kernel's account of the ask brings it back, its steps as cells below it.
+    nb.wait_cell_count(4)
+    assert nb.source(0) == "print('first')"
+    assert nb.source(2) == first and nb.source(3) == second
+    expect(nb.cell(2).locator(".jp-OutputArea")).to_contain_text("check 42", timeout=WAIT_MS)
+    expect(nb.cell(3).locator(".jp-OutputArea")).to_contain_text("twice 84", timeout=WAIT_MS)
+    ask = nb.cell(1)
+    expect(ask.locator(".jp-OutputArea")).to_contain_text("its double", timeout=WAIT_MS)
+    expect(ask.locator(".jp-OutputArea")).to_contain_text("put back")
+    expect(ask).to_have_class(has_class("jp-ci-ask"), timeout=WAIT_MS)
+    assert re.fullmatch(r"%%ask --pin [0-9a-f]{10}\nset the reload check", nb.source(1))
+    ask_id = ask.get_attribute("data-jupyter-ci-ask-id")
+    assert ask_id and ask_ids(nb) == [None] + [ask_id] * 3
+    for index, step in ((2, 1), (3, 2)):
+        expect(nb.cell(index)).to_have_attribute("data-jupyter-ci-step", str(step))
+    assert fake.calls() == 3
+    nb.screenshot("reloaded-ask")
+
+
 def test_asking_from_the_panel(lab: Lab, fake: FakeLLM) -> None:
     fake.push(code("from_panel = start + 5\nprint('panel made', from_panel)", "On it."),
               Turn("Made `from_panel` from the panel."))
