@@ -380,7 +380,7 @@ class Lab:
             self.page.evaluate(
                 "p => window.jupyterapp.commands.execute('docmanager:open', {path: p})",
                 path.name)
-        notebook = self._notebook_tab(path)
+        notebook = self.reload_target(path)
         expect(notebook.cells).to_have_count(len(sources), timeout=WAIT_MS)
         notebook.wait_kernel_idle()
         return notebook
@@ -390,9 +390,10 @@ class Lab:
         # JupyterLab asks before leaving a page with unsaved changes: leave.
         self.page.once("dialog", lambda dialog: dialog.accept())
         self.goto(notebook.path.name)
-        return self._notebook_tab(notebook.path)
+        return self.reload_target(notebook.path)
 
-    def _notebook_tab(self, path: Path) -> Notebook:
+    def reload_target(self, path: Path) -> Notebook:
+        """Return the open notebook at `path` (its kernel may be busy)."""
         tab = self.page.locator("#jp-main-dock-panel .lm-TabBar-tab", has_text=path.name)
         expect(tab).to_have_count(1, timeout=WAIT_MS)
         panel_id = tab.get_attribute("data-id")

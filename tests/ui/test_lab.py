@@ -277,6 +277,35 @@ def test_an_ask_survives_a_reload_of_the_page(lab: Lab, fake: FakeLLM) -> None:
     nb.screenshot("reloaded-ask")
 
 
+def test_a_second_tab_follows_an_ask_that_runs_already(lab: Lab, fake: FakeLLM) -> None:
+    first = "tab_check = 7\nprint('tab', tab_check)"
+    second = "print('tab again', tab_check + 1)"
+    fake.push(code(first),
+              Turn("Once more. " * 30, tool_calls=[("run_python", {"code": second})],
+                   chunk_delay=0.1),
+              Turn("Checked in two steps."))
+    nb = lab.open_notebook("second-tab", ["%%ask\ncheck the tab", "print('last')"])
+    nb.run(0)
+    nb.wait_cell_count(3)
+    # Saved mid-ask (the ask goes on changing it): the %%ask cell, its id, and step 1.
+    nb.js("return panel.context.save();")
+    assert nb.read_saved().cells[1].source == first
+    other = Lab(lab.page.context.new_page(), lab.server, f"{lab.workspace}-2")
+    other.goto(nb.path.name)
+    tab = other.reload_target(nb.path)
+    tab.wait_cell_count(4)
+    assert [tab.source(i) for i in (1, 2, 3)] == [first, second, "print('last')"]
+    expect(tab.cell(1).locator(".jp-OutputArea")).to_contain_text("tab 7", timeout=WAIT_MS)
+    expect(tab.cell(2).locator(".jp-OutputArea")).to_contain_text("tab again 8", timeout=WAIT_MS)
+    expect(tab.cell(0).locator(".jp-OutputArea")).to_contain_text("in two steps",
+                                                                  timeout=WAIT_MS)
+    expect(tab.cell(0)).to_have_class(has_class("jp-ci-ask"), timeout=WAIT_MS)
+    # The first tab followed the whole ask as usual, without duplicates.
+    wait_answer(nb, 0, "in two steps")
+    assert [nb.source(i) for i in (1, 2, 3)] == [first, second, "print('last')"]
+    tab.screenshot("second-tab")
+
+
 def test_asking_from_the_panel(lab: Lab, fake: FakeLLM) -> None:
     fake.push(code("from_panel = start + 5\nprint('panel made', from_panel)", "On it."),
               Turn("Made `from_panel` from the panel."))
