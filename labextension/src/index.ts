@@ -79,7 +79,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     };
     addCommands(app, { tracker, ask });
 
-    const model = new PanelModel({ tracker, conversations, ask });
+    const contents = app.serviceManager.contents;
+    const model = new PanelModel({ tracker, conversations, ask, contents });
     const panel = new AskPanel(model, rendermime);
     panel.id = PANEL_ID;
     panel.title.icon = askIcon;

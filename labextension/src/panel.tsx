@@ -125,8 +125,43 @@ function Ask(props: { ask: IAskView; rendermime: IRenderMimeRegistry }): JSX.Ele
   );
 }
 
+function droppedFiles(event: React.DragEvent): File[] {
+  return Array.from(event.dataTransfer?.files ?? []);
+}
+
+function Attachments(props: { model: PanelModel }): JSX.Element | null {
+  const { model } = props;
+  if (model.attached.length === 0 && model.uploading === 0) {
+    return null;
+  }
+  return (
+    <ul className="jp-ci-attached" data-jupyter-ci="attached">
+      {model.attached.map(file => (
+        <li key={file.path} className="jp-ci-attached-file" data-jupyter-ci="attached-file" title={file.path}>
+          <span>{file.relative}</span>
+          <button
+            className="jp-ci-detach"
+            data-jupyter-ci="detach"
+            title="Leave this file out of the next ask (it stays in the folder)"
+            onClick={() => model.detach(file.path)}
+          >
+            ×
+          </button>
+        </li>
+      ))}
+      {model.uploading > 0 ? (
+        <li className="jp-ci-attached-file" data-jupyter-ci="uploading">
+          uploading {model.uploading}…
+        </li>
+      ) : null}
+    </ul>
+  );
+}
+
 function Prompt(props: { model: PanelModel }): JSX.Element {
   const [text, setText] = React.useState('');
+  const [dragging, setDragging] = React.useState(false);
+  const picker = React.useRef<HTMLInputElement>(null);
   const { model } = props;
   const enabled = model.notebook !== null && model.hasKernel;
   const send = (): void => {
@@ -135,7 +170,29 @@ function Prompt(props: { model: PanelModel }): JSX.Element {
     }
   };
   return (
-    <div className="jp-ci-prompt-row">
+    <div
+      className={`jp-ci-prompt-row${dragging ? ' jp-mod-dropTarget' : ''}`}
+      data-jupyter-ci="drop"
+      onDragOver={event => {
+        if (model.canAttach && event.dataTransfer?.types.includes('Files')) {
+          event.preventDefault();
+          event.stopPropagation();
+          setDragging(true);
+        }
+      }}
+      onDragLeave={() => setDragging(false)}
+      onDrop={event => {
+        setDragging(false);
+        const files = droppedFiles(event);
+        if (model.canAttach && files.length > 0) {
+          // Not JupyterLab's own drop handling (which would open the file).
+          event.preventDefault();
+          event.stopPropagation();
+          void model.attach(files);
+        }
+      }}
+    >
+      <Attachments model={model} />
       <textarea
         className="jp-ci-prompt"
         data-jupyter-ci="prompt"
@@ -152,6 +209,27 @@ function Prompt(props: { model: PanelModel }): JSX.Element {
         }}
       />
       <div className="jp-ci-buttons">
+        <input
+          ref={picker}
+          type="file"
+          multiple
+          hidden
+          data-jupyter-ci="attach-input"
+          onChange={event => {
+            const files = Array.from(event.target.files ?? []);
+            event.target.value = '';
+            void model.attach(files);
+          }}
+        />
+        <button
+          className="jp-mod-styled jp-ci-attach"
+          data-jupyter-ci="attach"
+          disabled={!model.canAttach}
+          title="Upload files into the data/ folder beside the notebook, for the next ask (or drop them here)"
+          onClick={() => picker.current?.click()}
+        >
+          Attach
+        </button>
         <button
           className="jp-mod-styled jp-mod-warn jp-ci-stop"
           data-jupyter-ci="stop"
@@ -164,7 +242,7 @@ function Prompt(props: { model: PanelModel }): JSX.Element {
         <button
           className="jp-mod-styled jp-mod-accept jp-ci-send"
           data-jupyter-ci="send"
-          disabled={!enabled || !text.trim()}
+          disabled={!enabled || !text.trim() || model.uploading > 0}
           title="Put an %%ask cell below the active cell and run it"
           onClick={send}
         >

@@ -3,14 +3,16 @@
  */
 import type { ISessionContext } from '@jupyterlab/apputils';
 import type { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import type { Contents } from '@jupyterlab/services';
 import type { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { VDomModel } from '@jupyterlab/ui-components';
 
 import { ApiError, fetchConfig, IServerConfig } from './api';
 import type { IAskInserted } from './commands';
 import type { Conversation, Conversations } from './conversation';
+import { IAttached, mentionFiles, uploadFile } from './upload';
 
-export type MessageKind = 'no-notebook' | 'no-kernel' | 'no-model' | 'config';
+export type MessageKind = 'no-notebook' | 'no-kernel' | 'no-model' | 'config' | 'upload';
 
 export interface IPanelMessage {
   kind: MessageKind;
@@ -21,6 +23,8 @@ export interface IPanelModelOptions {
   tracker: INotebookTracker;
   conversations: Conversations;
   ask: (panel: NotebookPanel, prompt: string, model: string | null) => IAskInserted | null;
+  /** Where uploads go (the application's contents manager). */
+  contents?: Contents.IManager;
 }
 
 const NO_KERNEL_STATUSES = new Set(['dead', 'terminating']);
@@ -49,6 +53,48 @@ export class PanelModel extends VDomModel {
     return this._picked;
   }
 
+  /** Files uploaded for the next ask (it mentions them). */
+  get attached(): readonly IAttached[] {
+    return this._attached;
+  }
+
+  /** Uploads still under way. */
+  get uploading(): number {
+    return this._uploading;
+  }
+
+  get canAttach(): boolean {
+    return this._notebook !== null && this._options.contents !== undefined;
+  }
+
+  /** Upload files into the current notebook's `data/` folder, for the next ask. */
+  async attach(files: File[]): Promise<void> {
+    const notebook = this._notebook;
+    const contents = this._options.contents;
+    if (notebook === null || contents === undefined || files.length === 0) {
+      return;
+    }
+    this._uploadError = null;
+    this._uploading += files.length;
+    this.stateChanged.emit();
+    for (const file of files) {
+      try {
+        this._attached = [...this._attached, await uploadFile(contents, notebook.context.path, file)];
+      } catch (error) {
+        this._uploadError = `Could not upload ${file.name}: ${String(error)}`;
+      } finally {
+        this._uploading--;
+        this.stateChanged.emit();
+      }
+    }
+  }
+
+  /** Leave an uploaded file out of the next ask (the file stays where it is). */
+  detach(path: string): void {
+    this._attached = this._attached.filter(file => file.path !== path);
+    this.stateChanged.emit();
+  }
+
   get hasKernel(): boolean {
     const session = this._notebook?.sessionContext;
     if (!session?.session?.kernel) {
@@ -72,6 +118,9 @@ export class PanelModel extends VDomModel {
       out.push({ kind: 'no-notebook', text: 'Open a notebook to ask: asks run in its kernel.' });
     } else if (!this.hasKernel) {
       out.push({ kind: 'no-kernel', text: this._noKernelText(notebook.sessionContext) });
+    }
+    if (this._uploadError !== null) {
+      out.push({ kind: 'upload', text: this._uploadError });
     }
     if (this._configError !== null) {
       out.push({ kind: 'config', text: this._configError });
@@ -120,11 +169,15 @@ export class PanelModel extends VDomModel {
   /** Ask in the notebook that is current now; return whether it was sent. */
   send(prompt: string): boolean {
     const notebook = this._notebook;
-    if (notebook === null || !prompt.trim() || !this.hasKernel) {
+    if (notebook === null || !prompt.trim() || !this.hasKernel || this._uploading > 0) {
       return false;
     }
     const model = this._picked || null;
-    const inserted = this._options.ask(notebook, prompt, model);
+    const inserted = this._options.ask(notebook, mentionFiles(prompt, this._attached), model);
+    if (inserted !== null && this._attached.length > 0) {
+      this._attached = [];
+      this.stateChanged.emit();
+    }
     return inserted !== null;
   }
 
@@ -163,6 +216,11 @@ export class PanelModel extends VDomModel {
       old.title.changed.disconnect(this._emit, this);
       this.conversation?.changed.disconnect(this._emit, this);
     }
+    if (notebook !== old) {
+      // Uploads went beside the other notebook: they are not this one's.
+      this._attached = [];
+      this._uploadError = null;
+    }
     this._notebook = notebook;
     if (notebook !== null) {
       notebook.sessionContext.statusChanged.connect(this._emit, this);
@@ -189,5 +247,8 @@ export class PanelModel extends VDomModel {
   private _config: IServerConfig | null = null;
   private _configError: string | null = null;
   private _picked = '';
+  private _attached: IAttached[] = [];
+  private _uploading = 0;
+  private _uploadError: string | null = null;
   private _settings: ISettingRegistry.ISettings | null = null;
 }

@@ -150,6 +150,7 @@ def write_notebook(root: Path, name: str, sources: list[str]) -> Path:
     nb.metadata["kernelspec"] = dict(KERNELSPEC)
     nb.cells = [nbformat.v4.new_code_cell(src) for src in sources]
     path = root / f"{name}.ipynb"
+    path.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, path)
     return path
 
@@ -374,12 +375,13 @@ class Lab:
     def open_notebook(self, name: str, sources: list[str]) -> Notebook:
         """Write a notebook with these cells and open it; wait for its kernel to be idle."""
         path = write_notebook(self.server.root, name, sources)
+        relative = path.relative_to(self.server.root).as_posix()
         if self.page.url == "about:blank":
-            self.goto(path.name)
+            self.goto(relative)
         else:
             self.page.evaluate(
                 "p => window.jupyterapp.commands.execute('docmanager:open', {path: p})",
-                path.name)
+                relative)
         notebook = self.reload_target(path)
         expect(notebook.cells).to_have_count(len(sources), timeout=WAIT_MS)
         notebook.wait_kernel_idle()
@@ -389,7 +391,7 @@ class Lab:
         """Load the page again, unsaved changes lost, and reopen `notebook` (on its kernel)."""
         # JupyterLab asks before leaving a page with unsaved changes: leave.
         self.page.once("dialog", lambda dialog: dialog.accept())
-        self.goto(notebook.path.name)
+        self.goto(notebook.path.relative_to(self.server.root).as_posix())
         return self.reload_target(notebook.path)
 
     def reload_target(self, path: Path) -> Notebook:

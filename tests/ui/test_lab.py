@@ -291,7 +291,7 @@ def test_a_second_tab_follows_an_ask_that_runs_already(lab: Lab, fake: FakeLLM) 
     nb.js("return panel.context.save();")
     assert nb.read_saved().cells[1].source == first
     other = Lab(lab.page.context.new_page(), lab.server, f"{lab.workspace}-2")
-    other.goto(nb.path.name)
+    other.goto(nb.path.relative_to(lab.server.root).as_posix())
     tab = other.reload_target(nb.path)
     tab.wait_cell_count(4)
     assert [tab.source(i) for i in (1, 2, 3)] == [first, second, "print('last')"]
@@ -337,6 +337,45 @@ def test_asking_from_the_panel(lab: Lab, fake: FakeLLM) -> None:
     expect(answer).to_contain_text("Made from_panel from the panel.")
     expect(answer.locator("code", has_text="from_panel")).to_be_visible()
     nb.screenshot("panel-ask")
+
+
+def test_files_attached_in_the_panel_land_beside_the_notebook_for_the_next_ask(
+    lab: Lab, fake: FakeLLM
+) -> None:
+    step = ("import pandas as pd\nsales = pd.read_csv('data/sales.csv')\n"
+            "extra = pd.read_csv('data/sales (1).csv')\n"
+            "print('total', sales.revenue.sum() + extra.revenue.sum())")
+    fake.push(code(step), Turn("The total is 10."))
+    nb = lab.open_notebook("work/attach", ["x = 1"])
+    nb.select(0)
+    lab.panel.open()
+    # The button's file picker...
+    lab.panel.part("attach-input").set_input_files(files=[
+        {"name": "sales.csv", "mimeType": "text/csv", "buffer": b"region,revenue\nN,4\nS,2\n"}])
+    expect(lab.panel.part("attached-file")).to_have_count(1, timeout=WAIT_MS)
+    # ... and a drop of a file with the same name, which keeps the first and gets a number.
+    drop = lab.page.evaluate_handle("""() => {
+        const dt = new DataTransfer();
+        dt.items.add(new File(['region,revenue\\nE,3\\nW,1\\n'], 'sales.csv',
+                              {type: 'text/csv'}));
+        return dt;
+    }""")
+    lab.panel.part("drop").dispatch_event("dragover", {"dataTransfer": drop})
+    lab.panel.part("drop").dispatch_event("drop", {"dataTransfer": drop})
+    expect(lab.panel.part("attached-file")).to_have_count(2, timeout=WAIT_MS)
+    lab.screenshot("panel-attached")
+    root = lab.server.root / "work"  # the notebook's folder, where its kernel runs
+    assert (root / "data" / "sales.csv").read_bytes() == b"region,revenue\nN,4\nS,2\n"
+    assert (root / "data" / "sales (1).csv").read_bytes() == b"region,revenue\nE,3\nW,1\n"
+    lab.panel.ask("add up the revenue")
+    nb.wait_cell_count(3)
+    assert nb.source(1).startswith("%%ask")
+    assert nb.source(1).endswith("add up the revenue\n\n"
+                                 "Files uploaded for this: `data/sales.csv`, `data/sales (1).csv`")
+    expect(nb.cell(2).locator(".jp-OutputArea")).to_contain_text("total 10", timeout=WAIT_MS)
+    expect(lab.panel.part("attached-file")).to_have_count(0)
+    told = json.dumps(fake.requests[0].messages)
+    assert "data/sales (1).csv" in told
 
 
 def test_stop_interrupts_a_long_step_and_keeps_its_cell(lab: Lab, fake: FakeLLM) -> None:
