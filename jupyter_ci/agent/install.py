@@ -119,12 +119,13 @@ def decide(module: str, policy: InstallPolicy, tried: dict[str, str]) -> Install
     """Say what to do about a missing module; None when installing cannot help at all."""
     if module.startswith("."):
         return None  # a relative import: the user's own package, not pip's
-    if "." in module:
-        # Python names the first missing part: here the parent imported, a submodule did not.
-        return None
-    if not _MODULE.fullmatch(module) or module in AMBIGUOUS:
+    parts = module.split(".")
+    if not all(_MODULE.fullmatch(part) for part in parts) or parts[0] in AMBIGUOUS:
         return Refuse(f"[`{_shown(module)}` is not a package name jupyter-ci installs. "
                       f"{do_without(module)}]")
+    if len(parts) > 1:
+        # Python names the first missing part: here the parent imported, a submodule did not.
+        return None
     if module in sys.stdlib_module_names:
         return Refuse(f"[`{module}` belongs to Python's standard library, which pip cannot "
                       f"install; this Python was built without it. {do_without(module)}]")
@@ -190,9 +191,9 @@ def checked_install(package: str, result: CodeResult) -> CodeResult:
 
 def installed_note(module: str, package: str, install_step: int, retry_step: int) -> str:
     """Tell the model its code was run again after an install."""
-    return (f"[`{module}` was not installed: {package} was installed (`{install_code(package)}`, "
-            f"step {install_step}) and your code ran again as step {retry_step}; the result "
-            "above is from that run.]")
+    return (f"[`import {module}` failed at first: {package} was missing, so it was installed "
+            f"(`{install_code(package)}`, step {install_step}) and your code ran again as step "
+            f"{retry_step}; the result above is from that run.]")
 
 
 def failed_note(module: str, package: str, how: str) -> str:
