@@ -26,9 +26,11 @@ _MB = 1024 * 1024
 #: Largest file previewed, by how it is read: in pieces (first rows only), or parsed whole.
 MAX_BYTES = {"pieces": 50 * _MB, "whole": 5 * _MB}
 _WHOLE = frozenset({"JSON", "Excel"})
-#: Characters of one file's preview; files previewed per ask.
+#: Characters of one file's preview, and of all previews of one ask together.
 PREVIEW_CHARS = 1_500
-MAX_PREVIEWS = 3
+TOTAL_CHARS = 4_500
+#: Named files looked at per ask.
+MAX_PREVIEWS = 5
 ROWS = 5
 #: Rows read to infer column types; never more of a file than this.
 INFER_ROWS = 1_000
@@ -39,8 +41,15 @@ _SUBFOLDER_SCAN = 200
 
 
 def previews_section(prompt: str, folder: str) -> str:
-    """Preview each data file the prompt names (by name or path), at most MAX_PREVIEWS."""
-    return "\n\n".join(preview(path, label) for path, label in named_files(prompt, folder))
+    """Preview each data file the prompt names (by name or path), within TOTAL_CHARS."""
+    parts: list[str] = []
+    used = 0
+    for path, label in named_files(prompt, folder):
+        text = preview(path, label) if used + PREVIEW_CHARS <= TOTAL_CHARS else (
+            f"{label}: not previewed, the previews of this ask are long enough already")
+        parts.append(text)
+        used += len(text)
+    return "\n\n".join(parts)
 
 
 def named_files(prompt: str, folder: str) -> list[tuple[Path, str]]:
@@ -147,9 +156,8 @@ def frame_text(frame: Any, rows_note: str = "") -> str:
     for i, column in enumerate(head.columns):
         if isinstance(column, str) and is_secret_name(column):
             head.isetitem(i, [REDACTED] * len(head))
-    lines = [f"columns ({frame.shape[1]}): {columns}{more}"]
-    if rows_note:
-        lines.append(rows_note)
+    lines = [rows_note] if rows_note else []
+    lines.append(f"columns ({frame.shape[1]}): {columns}{more}")
     lines += [f"first {min(ROWS, len(frame))} rows:",
               head.to_string(max_cols=12, max_colwidth=30)]
     return "\n".join(lines)
@@ -193,7 +201,8 @@ def _read_json(path: Path) -> str:
     pd = _pandas()
     if records is not None and pd is not None:
         frame = pd.DataFrame.from_records(records[:INFER_ROWS])
-        return frame_text(frame, f"{where}{len(records):,} records")
+        count = len(records)
+        return frame_text(frame, f"{where}{count:,} record{'s' * (count != 1)}")
     if isinstance(data, dict) and pd is not None and _columnar(data):
         return frame_text(pd.DataFrame(data), "an object of equal-length columns")
     shape = (f"an object with keys: {', '.join(map(str, itertools.islice(data, 30)))}"
