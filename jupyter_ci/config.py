@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from traitlets import Bool, Float, Int, List, Unicode, default
+from traitlets import Bool, CaselessStrEnum, Float, Int, List, Unicode, default
 from traitlets.config import Configurable
 
 
@@ -46,6 +46,21 @@ class JupyterCI(Configurable):
                   "timeout), with exponential backoff (default 3).").tag(config=True)
     request_timeout = Float(120.0, help="Seconds to wait for a model response "
                             "(default 120).").tag(config=True)
+
+    install = CaselessStrEnum(
+        ["auto", "ask", "always", "never"], default_value="auto",
+        help="What happens when generated code imports a package that is not installed: "
+        "'ask' asks you on the kernel's stdin (\"Install seaborn with pip? [y/N]\"), then "
+        "installs it with `%pip install` as a step of its own and runs the code again; "
+        "'always' installs without asking; 'never' tells the model to do without. 'auto' "
+        "(default): 'ask' where the frontend can answer (a request that allows stdin: "
+        "JupyterLab, Notebook 7, VS Code), else 'never' (nbclient, papermill, REST asks).",
+    ).tag(config=True)
+    install_allow = List(
+        Unicode(), default_value=[],
+        help="Packages (pip names, or import names) that may be installed; others are "
+        "refused and the model is told to do without. Empty (default): any package.",
+    ).tag(config=True)
 
     max_tokens_per_kernel = Int(
         0,

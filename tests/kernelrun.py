@@ -15,6 +15,8 @@ class Execution:
 
     reply: dict[str, Any]
     iopub: list[dict[str, Any]] = field(default_factory=list)
+    #: The prompts of the input_requests the kernel sent on stdin, in order.
+    prompts: list[str] = field(default_factory=list)
 
     def of_type(self, *types: str) -> list[dict[str, Any]]:
         """Return iopub messages of these types, in order."""
@@ -39,15 +41,23 @@ class Execution:
 class Kernel:
     """A started kernel and its client."""
 
-    def __init__(self, env: dict[str, str], cwd: str) -> None:
+    def __init__(self, env: dict[str, str], cwd: str, kernel_name: str = "python3") -> None:
         self.km: KernelManager
-        self.km, self.kc = start_new_kernel(kernel_name="python3", env=env, cwd=cwd)
+        self.km, self.kc = start_new_kernel(kernel_name=kernel_name, env=env, cwd=cwd)
+        self._answers: list[str] = []
 
     def execute(self, code: str, metadata: dict[str, Any] | None = None,
-                interrupt_after: float | None = None, timeout: float = 60) -> Execution:
-        """Run code with request metadata; optionally interrupt the kernel after some seconds."""
+                interrupt_after: float | None = None, timeout: float = 60,
+                answers: list[str] | None = None) -> Execution:
+        """Run code with request metadata; optionally interrupt the kernel after some seconds.
+
+        With `answers`, the request allows stdin (as JupyterLab's do) and each input_request
+        is answered with the next of them.
+        """
         content = {"code": code, "silent": False, "store_history": True,
-                   "user_expressions": {}, "allow_stdin": False, "stop_on_error": True}
+                   "user_expressions": {}, "allow_stdin": answers is not None,
+                   "stop_on_error": True}
+        self._answers = list(answers or [])
         msg = self.kc.session.msg("execute_request", content, metadata=metadata or {})
         self.kc.shell_channel.send(msg)
         msg_id = msg["header"]["msg_id"]
@@ -65,7 +75,12 @@ class Kernel:
         return result
 
     def _pump(self, msg_id: str, result: Execution, idle: bool) -> bool:
-        if self.kc.iopub_channel.msg_ready():
+        if self.kc.stdin_channel.msg_ready():
+            request = self.kc.get_stdin_msg(timeout=1)
+            if request["msg_type"] == "input_request":
+                result.prompts.append(request["content"]["prompt"])
+                self.kc.input(self._answers.pop(0) if self._answers else "")
+        elif self.kc.iopub_channel.msg_ready():
             msg = self.kc.get_iopub_msg(timeout=1)
             if msg["parent_header"].get("msg_id") == msg_id:
                 result.iopub.append(msg)

@@ -51,11 +51,11 @@ def session_server_config(monkeypatch: Any, env: dict[str, str]) -> Any:
 
 
 def run_cells(sources: Iterable[str], env: dict[str, str], cwd: Path,
-              timeout: int = 90) -> Any:
+              timeout: int = 90, kernel_name: str = "python3") -> Any:
     """Execute `sources` as one notebook (errors allowed) and return the executed notebook."""
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(src) for src in ["%load_ext jupyter_ci", *sources]]
-    client = NotebookClient(nb, timeout=timeout, allow_errors=True, kernel_name="python3",
+    client = NotebookClient(nb, timeout=timeout, allow_errors=True, kernel_name=kernel_name,
                             resources={"metadata": {"path": str(cwd)}})
     client.execute(env=env)
     return nb

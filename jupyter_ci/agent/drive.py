@@ -7,10 +7,15 @@ policy, vision) go in `_Turns`, once.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
-from jupyter_ci.agent.loop import Action, AskLoop, CallModel, Fail, Finish, RunCode
+from jupyter_ci.agent.install import checked_install
+from jupyter_ci.agent.loop import Action, AskLoop, CallModel, ConfirmInstall, Fail, Finish, RunCode
 from jupyter_ci.agent.types import CodeResult, ModelReply, ModelRequest, OnText
+
+#: Puts a yes/no question to the user (the kernel's stdin) and says whether they said yes.
+Confirm = Callable[[str], bool]
 
 
 class Model(Protocol):
@@ -64,9 +69,10 @@ class View(Protocol):
 class _Turns:
     """What happens around each model call and code run, for both forms of the driver."""
 
-    def __init__(self, loop: AskLoop, view: View) -> None:
+    def __init__(self, loop: AskLoop, view: View, confirm: Confirm | None = None) -> None:
         self.loop = loop
         self.view = view
+        self.confirm = confirm
 
     def replied(self, reply: ModelReply) -> Action:
         self.view.turn_end()
@@ -76,17 +82,27 @@ class _Turns:
         self.view.step_start(run)
 
     def ran(self, run: RunCode, result: CodeResult) -> Action:
+        if run.kind == "install":
+            result = checked_install(run.package, result)
         self.view.step_end(run, result)
         return self.loop.on_result(result)
 
+    def confirmed(self, action: ConfirmInstall) -> Action:
+        # Nobody to ask (the policy said "ask" where no one can answer) is a no.
+        approved = self.confirm is not None and self.confirm(action.question)
+        return self.loop.on_install_answer(approved)
 
-def drive(loop: AskLoop, model: Model, executor: Executor, view: View) -> str:
+
+def drive(loop: AskLoop, model: Model, executor: Executor, view: View,
+          confirm: Confirm | None = None) -> str:
     """Run the ask to its end and return the answer; raise the AskError that ended it."""
-    turns = _Turns(loop, view)
+    turns = _Turns(loop, view, confirm)
     action = loop.start()
     while True:
         if isinstance(action, CallModel):
             action = turns.replied(model.complete(action.request, view.text))
+        elif isinstance(action, ConfirmInstall):
+            action = turns.confirmed(action)
         elif isinstance(action, RunCode):
             turns.before_run(action)
             action = turns.ran(action, executor.run(action.code, action.timeout))
@@ -97,11 +113,13 @@ def drive(loop: AskLoop, model: Model, executor: Executor, view: View) -> str:
 async def drive_async(loop: AskLoop, model: AsyncModel, executor: AsyncExecutor,
                       view: View) -> str:
     """Run the ask to its end from an event loop; the same decisions as `drive`."""
-    turns = _Turns(loop, view)
+    turns = _Turns(loop, view)  # no one to ask here (a REST client has no stdin)
     action = loop.start()
     while True:
         if isinstance(action, CallModel):
             action = turns.replied(await model.complete(action.request, view.text))
+        elif isinstance(action, ConfirmInstall):
+            action = turns.confirmed(action)
         elif isinstance(action, RunCode):
             turns.before_run(action)
             action = turns.ran(action, await executor.run(action.code, action.timeout))

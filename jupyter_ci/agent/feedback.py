@@ -69,12 +69,14 @@ def format_output(output: Output) -> str:
 
 
 def tool_result(result: CodeResult, timeout: float, max_chars: int,
-                redact: Redact | None = None) -> ToolResult:
-    """Build what the model is told about a run: status and redacted, capped text."""
+                redact: Redact | None = None, note: str = "") -> ToolResult:
+    """Build what the model is told about a run: status, redacted capped text, our note."""
     text = format_result(result, timeout, max_chars)
     redacted = redact(text) if redact else text
     if redacted != text:
         redacted += f"\n{REDACTION_NOTE}"
+    if note:  # ours (e.g. about a missing package): after the cap, so it is never cut
+        redacted += f"\n{note}"
     return ToolResult(result.status, redacted)
 
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Literal
 
+from jupyter_ci.agent import install as packages
 from jupyter_ci.agent.errors import AskError, AskInterrupted, KernelDied, LimitReached
 from jupyter_ci.agent.feedback import Redact, format_error, invalid_call, not_run, tool_result
 from jupyter_ci.agent.prompts import RUN_PYTHON, SYSTEM_PROMPT, TOOL_NAME, user_message
@@ -39,6 +41,10 @@ class CallModel:
     request: ModelRequest
 
 
+#: The model's code; `%pip install` of a package it lacked; its code again after the install.
+StepKind = Literal["code", "install", "retry"]
+
+
 @dataclass(frozen=True)
 class RunCode:
     """Run this code and feed the result to `on_result`; a retry of a step has attempt > 1."""
@@ -49,6 +55,17 @@ class RunCode:
     call_id: str
     #: Seconds the run may take before it is interrupted.
     timeout: float = 60.0
+    kind: StepKind = "code"
+    #: The package an "install" step installs, or a "retry" step was run again after.
+    package: str = ""
+
+
+@dataclass(frozen=True)
+class ConfirmInstall:
+    """Ask the user `question`; feed whether they said yes to `on_install_answer`."""
+
+    package: str
+    question: str
 
 
 @dataclass(frozen=True)
@@ -65,7 +82,16 @@ class Fail:
     error: AskError
 
 
-Action = CallModel | RunCode | Finish | Fail
+Action = CallModel | RunCode | ConfirmInstall | Finish | Fail
+
+
+@dataclass(frozen=True)
+class _Missing:
+    """A run that failed for want of a package, held while the package is installed."""
+
+    run: RunCode
+    result: CodeResult
+    install: packages.Install
 
 
 @dataclass(frozen=True)
@@ -96,8 +122,10 @@ class AskLoop:
         limits: Limits | None = None,
         system: str = SYSTEM_PROMPT,
         redact: Redact | None = None,
+        install: packages.InstallPolicy | None = None,
     ) -> None:
         self.limits = limits or Limits()
+        self.install = install or packages.InstallPolicy()
         self.system = system
         #: Applied to every tool result before the model sees it.
         self.redact = redact
@@ -116,6 +144,9 @@ class AskLoop:
         self.succeeded: list[tuple[int, str]] = []
         self._pending: deque[ToolCall] = deque()
         self._running: RunCode | None = None
+        self._missing: _Missing | None = None
+        #: Normalised package name -> what became of installing it in this ask.
+        self._tried: dict[str, str] = {}
 
     def start(self) -> Action:
         """Return the first action: ask the model."""
@@ -144,8 +175,81 @@ class AskLoop:
         running = self._running
         assert running is not None, "on_result without a RunCode"
         self._running = None
+        if running.kind == "install":
+            return self._installed(running, result)
+        note = ""
+        if running.kind == "code" and result.status == "error":
+            verdict = self._missing_package(running, result)
+            if not isinstance(verdict, str):
+                return verdict
+            note = verdict
+        elif running.kind == "retry" and self._missing is not None:
+            missing, self._missing = self._missing, None
+            note = packages.installed_note(missing.install.module, running.package,
+                                           running.step - 1, running.step)
+        return self._finish_run(running, result, note)
+
+    def on_install_answer(self, approved: bool) -> Action:
+        """Take the user's answer to a `ConfirmInstall`."""
+        missing = self._missing
+        assert missing is not None, "on_install_answer without a ConfirmInstall"
+        if approved:
+            return self._install_step(missing)
+        self._missing = None
+        self._tried[packages.normalise(missing.install.package)] = "declined by the user"
+        return self._finish_run(missing.run, missing.result, packages.failed_note(
+            missing.install.module, missing.install.package, "the user declined"))
+
+    def _missing_package(self, running: RunCode, result: CodeResult) -> Action | str:
+        """Start installing a missing package, or return the note for the model (maybe "")."""
+        module = packages.missing_module(result.error)
+        verdict = None if module is None else packages.decide(module, self.install,
+                                                                 self._tried)
+        if verdict is None:
+            return ""
+        if isinstance(verdict, packages.Refuse):
+            return verdict.note
+        self._missing = _Missing(running, result, verdict)
+        if verdict.ask:
+            return ConfirmInstall(verdict.package, packages.question(verdict))
+        return self._install_step(self._missing)
+
+    def _install_step(self, missing: _Missing) -> RunCode:
+        """Run `%pip install` as the next attempt of the failed step: its cell becomes it."""
+        self.attempt += 1
+        self._running = RunCode(
+            packages.install_code(missing.install.package), self.step, self.attempt,
+            missing.run.call_id, max(self.limits.timeout, packages.INSTALL_TIMEOUT),
+            kind="install", package=missing.install.package)
+        return self._running
+
+    def _installed(self, run: RunCode, result: CodeResult) -> Action:
+        """After an install: run the failed code again as a new step, or tell the model."""
+        missing = self._missing
+        assert missing is not None, "an install step without a missing package"
+        key = packages.normalise(run.package)
+        if result.ok:
+            self._tried[key] = "installed, yet the import still failed"
+            self.succeeded.append((run.step, run.code))
+            self.step, self.attempt = self.step + 1, 1
+            self._running = replace(missing.run, step=self.step, attempt=1,
+                                    kind="retry", package=run.package)
+            return self._running
+        self._missing = None
+        self._tried[key] = "not installed by pip"
+        if result.status in ("interrupted", "died"):
+            return self._finish_run(run, result, "")
+        why = format_error(result.error).splitlines()[0] if result.error else result.status
+        self._tool_result(run.call_id, tool_result(
+            missing.result, self.limits.timeout, self.limits.max_output_chars, self.redact,
+            note=packages.failed_note(missing.install.module, run.package, why)))
+        self.last_error = why
+        return self._count_failure() or self._next_call()
+
+    def _finish_run(self, running: RunCode, result: CodeResult, note: str) -> Action:
+        """Tell the model how the run went, then go on, fix, or end the ask."""
         self._tool_result(running.call_id, tool_result(
-            result, self.limits.timeout, self.limits.max_output_chars, self.redact))
+            result, self.limits.timeout, self.limits.max_output_chars, self.redact, note=note))
         if result.status == "interrupted":
             return self._fail(AskInterrupted(
                 f"The ask was interrupted during step {running.step}.",

@@ -110,6 +110,8 @@ class ErrorInfo:
     ename: str
     evalue: str
     traceback: tuple[str, ...] = ()
+    #: The module an import could not find (ModuleNotFoundError's `name`), when known.
+    module: str | None = None
 
 
 @dataclass

@@ -22,6 +22,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from jupyter_ci.agent.budget import fit_sections, trim_middle
 from jupyter_ci.agent.secrets import redact
 from jupyter_ci.kernel.describe import LINE_CHARS, describe_variable, is_data
+from jupyter_ci.kernel.previews import human_size, previews_section
 
 _DESCRIBE_SECONDS = 0.03  # past this, variables are listed by name and type only
 _MAX_INPUTS = 10
@@ -40,10 +41,14 @@ LIBRARIES = {
 _version_cache: dict[tuple[str, str], str] = {}
 
 
-def collect_context(shell: InteractiveShell, budget_tokens: int, *, cwd: str | None = None) -> str:
+def collect_context(shell: InteractiveShell, budget_tokens: int, *, cwd: str | None = None,
+                    prompt: str = "") -> str:
     """Describe the kernel in plain text of about budget_tokens, most useful sections first."""
     folder = cwd if cwd is not None else _working_folder()
     sections = [
+        # What the user pointed at comes first; each preview is capped (previews.py).
+        ("Data files the prompt names", _safely(lambda _: previews_section(prompt, folder),
+                                                None)),
         ("Variables", _safely(_variables_section, shell)),
         ("Last error", _safely(_last_error_section, shell)),
         ("Recent inputs, oldest first", _safely(_inputs_section, shell)),
@@ -215,14 +220,9 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
 def _size(entry: os.DirEntry[str]) -> str:
     """Give a file's size in human units."""
     try:
-        size = float(entry.stat().st_size)
+        return human_size(entry.stat().st_size)
     except OSError:
         return "unreadable"
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1024 or unit == "GB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} GB"
 
 
 def _environment_section(_: object) -> str:

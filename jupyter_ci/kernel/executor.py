@@ -21,7 +21,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -187,7 +187,25 @@ def _error_info(exc: BaseException, captured: Output | None) -> ErrorInfo:
         info = ErrorInfo(type(exc).__name__, str(exc), tuple(lines))
     if isinstance(exc, SystemExit):
         info = ErrorInfo(info.ename, f"{info.evalue} ({EXIT_HINT})".strip(), info.traceback)
-    return info
+    return replace(info, module=missing_module_name(exc))
+
+
+def missing_module_name(exc: BaseException) -> str | None:
+    """Name the module an import could not find: the error's own, or the one it was raised from.
+
+    Libraries re-raise a missing optional dependency as a plain ImportError (pandas:
+    "Missing optional dependency 'openpyxl'") from the ModuleNotFoundError, which has the name.
+    """
+    seen: BaseException | None = exc
+    for _ in range(3):
+        if seen is None:
+            break
+        if isinstance(seen, ModuleNotFoundError):
+            return seen.name if isinstance(seen.name, str) else None
+        if not isinstance(seen, ImportError):
+            break
+        seen = seen.__cause__  # not __context__: a fallback import's failure is no cause
+    return None
 
 
 def _outcome(result: ExecutionResult | None, alarm: _Alarm, collector: OutputList,

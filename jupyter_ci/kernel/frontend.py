@@ -126,7 +126,8 @@ class FrontendView:
         first = self._failures.get(run.step)
         if result.ok:
             # The log keeps what went wrong before the fix: "failed (NameError) → fixed".
-            done = "fixed" if first else "done"
+            done = f"installed {run.package}" if run.kind == "install" else (
+                "fixed" if first else "done")
             line = f"Step {run.step}: {first + ' → ' if first else ''}{done} " \
                 f"({result.duration_s:.1f} s)"
         elif result.status in ("interrupted", "died"):

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
 
+from IPython.core.error import StdinNotImplementedError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
 from jupyter_ci.agent.drive import drive
 from jupyter_ci.agent.errors import AskError, AskInterrupted
+from jupyter_ci.agent.install import InstallPolicy, yes
 from jupyter_ci.agent.loop import AskLoop, Limits, RunCode
 from jupyter_ci.agent.memory import Memory
 from jupyter_ci.agent.secrets import Redactor
@@ -74,6 +77,10 @@ class AskMagics(Magics):
         super().__init__(shell)
         self.ipython = shell  # Magics.shell is Optional; an ask always has its shell
         self.settings = JupyterCI(parent=shell)
+        # So `%config JupyterCI.install = "always"` reaches it, like any IPython setting
+        # (IPython annotates the list as shells only).
+        configurables: list[Any] = shell.configurables
+        configurables.append(self.settings)
         self.memory = Memory(self.settings.memory_tokens)
         #: Asks whose generated cells the browser deleted on a re-ask.
         self.replaced_asks: set[str] = set()
@@ -111,10 +118,13 @@ class AskMagics(Magics):
         # credentials are always among what it replaces.
         redactor = Redactor(own_credentials(os.environ))
         above = self._defined_above(info)
-        context = redactor(collect_context(self.ipython, self.settings.context_tokens)
+        context = redactor(collect_context(self.ipython, self.settings.context_tokens,
+                                           prompt=opts.prompt)
                            + self._kernel_only_note(above))
+        install = InstallPolicy.of(self.settings.install, self.settings.install_allow,
+                                   can_ask=self._can_ask())
         loop = AskLoop(opts.prompt, context=context, history=self.memory.messages(),
-                       limits=self._limits(opts), redact=redactor)
+                       limits=self._limits(opts), redact=redactor, install=install)
         if ask.replace_ask_id:
             self.replaced_asks.add(ask.replace_ask_id)
         view.start()
@@ -197,7 +207,23 @@ class AskMagics(Magics):
 
         executor = ShellExecutor(self.ipython, on_output=view.output,
                                  passthrough=view.passthrough)
-        return drive(loop, model, executor, view)
+        return drive(loop, model, executor, view, confirm=self._confirm)
+
+    def _can_ask(self) -> bool:
+        """Tell whether someone can answer a question on stdin during this request."""
+        if getattr(self.ipython, "kernel", None) is None:  # plain IPython: a terminal answers
+            return sys.stdin is not None and sys.stdin.isatty()
+        content = parent_header(self.ipython).get("content") or {}
+        return bool(content.get("allow_stdin"))
+
+    def _confirm(self, question: str) -> bool:
+        """Ask the user on stdin, as input() does (an input_request to the frontend)."""
+        kernel = getattr(self.ipython, "kernel", None)
+        try:
+            answer = kernel.raw_input(question) if kernel is not None else input(question)
+        except (EOFError, StdinNotImplementedError):
+            return False
+        return yes(str(answer))
 
     def _reuse(self, opts: AskOptions, info: RequestInfo, phash: str) -> bool:
         if info.has_frontend:

@@ -109,6 +109,10 @@ def ending(model: str, record: dict[str, Any], done: str = "Done: ") -> str:
 
 def step_title(run: RunCode) -> str:
     """Name a step as the user sees it."""
+    if run.kind == "install":
+        return f"Step {run.step} (installing {run.package})"
+    if run.kind == "retry":
+        return f"Step {run.step} (the code again, with {run.package} installed)"
     retry = f" (fix, attempt {run.attempt})" if run.attempt > 1 else ""
     return f"Step {run.step}{retry}"
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from jupyter_ci.agent.drive import drive_async
 from jupyter_ci.agent.errors import AskError, ModelConfigError
+from jupyter_ci.agent.install import InstallPolicy
 from jupyter_ci.agent.loop import AskLoop, Limits, RunCode
 from jupyter_ci.agent.memory import Memory
 from jupyter_ci.agent.outputs import OutputEvent
@@ -183,7 +184,10 @@ async def ask(manager: SessionManager, session: Session, request: AskRequest,
     loop = AskLoop(request.prompt, context=f"Working directory: {session.directory.name}/ "
                    "(files you write there can be downloaded by the user).",
                    history=memory.messages(), limits=request.limits(manager.ci),
-                   redact=redactor)
+                   redact=redactor,
+                   # A REST client has no stdin to answer on: "never" unless "always".
+                   install=InstallPolicy.of(manager.ci.install, manager.ci.install_allow,
+                                            can_ask=False))
     session.history.append(markdown_cell(f"**Ask:** {request.prompt}"))
     try:
         answer = await drive_async(loop, ThreadedModel(chat), SessionSteps(
