@@ -7,24 +7,21 @@ through PIP_FIND_LINKS with PIP_NO_INDEX set, so nothing reaches the internet.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import importlib.util
 import json
 import subprocess
 import sys
 import sysconfig
-import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.demo_wheel import PACKAGE, demo_wheel
 from tests.fakellm import FakeLLM, Turn
 from tests.kernelrun import Kernel
 from tests.nbrun import error_of, openai_env, run_cells, text_of
 
-PACKAGE = "jci_demo_pkg"
 FRONTEND = {"jupyter_ci_frontend": {"protocol": 1, "generated": []}, "cellId": "ask-cell-1"}
 USES_IT = f"import {PACKAGE}\nprint('value', {PACKAGE}.VALUE)"
 
@@ -35,30 +32,6 @@ def code(src: str, text: str = "") -> Turn:
 
 def tool_results(fake: FakeLLM, index: int) -> list[str]:
     return [m["content"] for m in fake.requests[index].messages if m.get("role") == "tool"]
-
-
-def _record_line(name: str, data: bytes) -> str:
-    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-    return f"{name},sha256={digest},{len(data)}"
-
-
-def demo_wheel(folder: Path) -> Path:
-    """Write a minimal pure-Python wheel of `jci_demo_pkg` (what `pip wheel` would make)."""
-    dist = f"{PACKAGE}-0.1.dist-info"
-    files = {
-        f"{PACKAGE}/__init__.py": b"VALUE = 42\n",
-        f"{dist}/METADATA": b"Metadata-Version: 2.1\nName: jci-demo-pkg\nVersion: 0.1\n",
-        f"{dist}/WHEEL": b"Wheel-Version: 1.0\nGenerator: jupyter-ci tests\n"
-                         b"Root-Is-Purelib: true\nTag: py3-none-any\n",
-    }
-    record = [_record_line(name, data) for name, data in files.items()] + [f"{dist}/RECORD,,"]
-    folder.mkdir(parents=True, exist_ok=True)
-    wheel = folder / f"{PACKAGE}-0.1-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as archive:
-        for name, data in files.items():
-            archive.writestr(name, data)
-        archive.writestr(f"{dist}/RECORD", "\n".join(record) + "\n")
-    return wheel
 
 
 def pip_env(fake: FakeLLM, wheels: Path) -> dict[str, str]:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Error, sync_playwright
 
+from tests.demo_wheel import demo_wheel
 from tests.fakellm import FakeLLM
 from tests.nbrun import TEST_KEY
 from tests.ui.lab import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, Lab, LabServer, start_lab
@@ -65,10 +66,18 @@ def lab_server(session_fake: FakeLLM, tmp_path_factory: pytest.TempPathFactory
                ) -> Iterator[LabServer]:
     """Start one isolated `jupyter lab` that reaches the fake model through its broker."""
     base = tmp_path_factory.mktemp("lab")
+    # pip in the kernels sees only a wheel made here and installs into a folder of its own
+    # (on the kernels' path), so an install test reaches no index and leaves the venv clean.
+    demo_wheel(base / "wheels")
+    (base / "site").mkdir()
     server = start_lab(base, {
         "OPENAI_API_KEY": TEST_KEY,
         "OPENAI_BASE_URL": session_fake.openai_base_url,
         "JUPYTER_CI_MODEL": "openai:gpt-test",
+        "PIP_FIND_LINKS": str(base / "wheels"), "PIP_NO_INDEX": "1",
+        "PIP_TARGET": str(base / "site"), "PYTHONPATH": str(base / "site"),
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_CACHE_DIR": "1",
+        "PIP_CONFIG_FILE": "/dev/null",
     })
     yield server
     server.stop()

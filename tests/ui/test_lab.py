@@ -9,6 +9,7 @@ import time
 from playwright.sync_api import expect
 
 from jupyter_ci.kernel.record import pin_of, prompt_hash
+from tests.demo_wheel import PACKAGE
 from tests.fakellm import FakeLLM, Turn
 from tests.ui.lab import WAIT_MS, Lab, Notebook
 
@@ -376,6 +377,30 @@ def test_files_attached_in_the_panel_land_beside_the_notebook_for_the_next_ask(
     expect(lab.panel.part("attached-file")).to_have_count(0)
     told = json.dumps(fake.requests[0].messages)
     assert "data/sales (1).csv" in told
+
+
+def test_a_missing_package_is_asked_about_in_the_cell_and_installed(
+    lab: Lab, fake: FakeLLM
+) -> None:
+    uses = f"import {PACKAGE}\nprint('value', {PACKAGE}.VALUE)"
+    fake.push(code(uses), Turn("The value is 42."))
+    nb = lab.open_notebook("install", ["%%ask\nprint the demo value"])
+    nb.run(0)
+    # The kernel asks through stdin, as input() does: the box is in the %%ask cell.
+    box = nb.cell(0).locator(".jp-Stdin-input")
+    expect(box).to_be_visible(timeout=WAIT_MS)
+    expect(nb.cell(0).locator(".jp-Stdin-prompt")).to_contain_text(
+        f"Install {PACKAGE} with pip? [y/N]")
+    nb.screenshot("install-prompt")
+    box.fill("y")
+    box.press("Enter")
+    wait_answer(nb, 0, "The value is 42.")
+    nb.wait_cell_count(3)
+    assert nb.source(1) == f"%pip install {PACKAGE}" and nb.source(2) == uses
+    expect(nb.cell(1).locator(".jp-OutputArea")).to_contain_text("Successfully installed")
+    expect(nb.cell(2).locator(".jp-OutputArea")).to_contain_text("value 42")
+    assert (lab.server.root.parent / "site" / PACKAGE / "__init__.py").is_file()
+    assert fake.calls() == 2
 
 
 def test_stop_interrupts_a_long_step_and_keeps_its_cell(lab: Lab, fake: FakeLLM) -> None:
