@@ -7,6 +7,7 @@ from this module, so the contract is written once.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 
 #: Base URL of the broker route; adapters append `/<provider>`.
@@ -62,3 +63,53 @@ def own_credentials(env: Mapping[str, str]) -> list[str]:
 
     names = [ENV_TOKEN, *(spec.key_var for spec in providers.configurable() if spec.key_var)]
     return [value for name in names if (value := env.get(name, "").strip())]
+
+
+#: Below ENV_URL: what the broker serves now (GET with the token; no key in the answer).
+INFO_PATH = "_info"
+
+
+def current_environ(env: Mapping[str, str], timeout: float = 5.0) -> dict[str, str]:
+    """Ask the broker which providers and model it serves now, as kernel variables.
+
+    A kernel learns them from its environment when it starts; a key pasted in the panel
+    later reaches only the broker, so a kernel that finds no provider asks here. Returns
+    {} when the broker cannot say (the caller keeps what the environment says).
+    """
+    import http.client
+    import socket
+    from urllib.parse import urlsplit
+
+    url = urlsplit(f"{env.get(ENV_URL, '').rstrip('/')}/{INFO_PATH}")
+    unix_path = env.get(ENV_SOCKET, "")
+
+    class _UnixConnection(http.client.HTTPConnection):
+        def connect(self) -> None:
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.sock.settimeout(timeout)
+            self.sock.connect(unix_path)
+
+    conn: http.client.HTTPConnection
+    if unix_path:
+        conn = _UnixConnection("localhost", timeout=timeout)
+    elif url.scheme == "https":
+        conn = http.client.HTTPSConnection(url.hostname or "", url.port, timeout=timeout)
+    else:
+        conn = http.client.HTTPConnection(url.hostname or "", url.port, timeout=timeout)
+    try:
+        conn.request("GET", url.path, headers={
+            "Authorization": f"Bearer {env.get(ENV_TOKEN, '')}"})
+        reply = conn.getresponse()
+        body = reply.read(1 << 16)
+    except (OSError, http.client.HTTPException):
+        return {}
+    finally:
+        conn.close()
+    try:
+        data = json.loads(body) if reply.status == 200 else None
+    except ValueError:
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    wanted = (ENV_PROVIDERS, ENV_HOSTS, ENV_MODEL)
+    return {k: v for k, v in data.items() if k in wanted and isinstance(v, str)}

@@ -16,6 +16,10 @@ from jupyter_ci.providers import ProviderSpec
 # Local OpenAI-compatible servers (Ollama, vLLM, llama.cpp) take any key.
 PLACEHOLDER_KEY = "not-needed"
 
+#: Under Jupyter Server a key can be given without a restart.
+PANEL_HINT = ("Paste a key in the jupyter-ci panel (the Ask tab in JupyterLab's right "
+              "sidebar, \"Model keys\"): the server keeps it, kernels never see it.")
+
 #: Builds an adapter: factory(spec, model_name, endpoint).
 AdapterFactory = Callable[[ProviderSpec, str, Endpoint], ChatModel]
 
@@ -65,7 +69,9 @@ def default_model_id(settings: ModelSettings, env: Mapping[str, str]) -> str:
         return settings.default
     names = configured_providers(env)
     if not names:
-        raise ModelConfigError("No model is configured for %%ask.", providers.setup_hint())
+        hint = PANEL_HINT + " " if broker.behind_broker(env) else ""
+        raise ModelConfigError("No model is configured for %%ask.",
+                               hint + providers.setup_hint())
     spec = providers.PROVIDERS[names[0]]
     keyless = spec.keyless_with_url and env.get(spec.url_var) and not env.get(spec.key_var)
     if keyless or not spec.default_model_id:
@@ -85,8 +91,8 @@ def endpoint_for(spec: ProviderSpec, settings: ModelSettings, env: Mapping[str, 
         if spec.name not in configured_providers(env):
             raise ModelConfigError(
                 f"The Jupyter server has no key for {spec.name}.",
-                f"Set {spec.key_var} in the environment that starts JupyterLab, "
-                "then restart it.",
+                f"{PANEL_HINT} Or set {spec.key_var} in the environment that starts "
+                "JupyterLab, then restart it.",
             )
         return Endpoint(env.get(broker.ENV_TOKEN, ""), broker.provider_url(env, spec.name),
                         settings.timeout, settings.retries,
@@ -108,6 +114,7 @@ def resolve_model(
 ) -> ChatModel:
     """Return the adapter for `spec`, or for the default model when spec is empty."""
     env = os.environ if env is None else env
+    env = _with_current_broker(spec or settings.default, env)
     provider, name = parse_model_id(spec or default_model_id(settings, env))
     endpoint = endpoint_for(provider, settings, env)
     if provider.in_process:
@@ -116,6 +123,29 @@ def resolve_model(
     if key not in _ADAPTERS:
         _ADAPTERS[key] = adapter_factory(provider)(provider, name, endpoint)
     return _ADAPTERS[key]
+
+
+def _with_current_broker(spec: str | None, env: Mapping[str, str]) -> Mapping[str, str]:
+    """Behind a broker that listed no provider for this ask, ask it what it serves now.
+
+    A key pasted in the panel after the kernel started is known only to the broker. What
+    it says is kept in os.environ (our own variables), so later asks do not ask again.
+    """
+    if not broker.behind_broker(env):
+        return env
+    wanted = (spec or "").partition(":")[0]
+    listed = broker.brokered(env)
+    if listed and (not wanted or wanted in listed):
+        return env
+    if wanted and not providers.get(wanted):
+        return env  # parse_model_id says what is wrong with it
+    current = broker.current_environ(env)
+    if not current:
+        return env
+    if env is os.environ:
+        os.environ.update(current)
+        return env
+    return {**env, **current}
 
 
 # One adapter (and SDK client) per model and endpoint, so later asks reuse its connections.

@@ -15,7 +15,7 @@ from jupyter_ci.server.broker import BROKER_ROUTE, Broker, broker_url
 from jupyter_ci.server.handlers import routes
 from jupyter_ci.server.hardening import make_non_dumpable
 from jupyter_ci.server.kernels import hook_kernel_manager
-from jupyter_ci.server.keys import stored_keys
+from jupyter_ci.server.keys import key_file_to_read, stored_keys
 from jupyter_ci.server.relay import make_client
 from jupyter_ci.server.sessions import SessionManager
 
@@ -30,7 +30,7 @@ class JupyterCIApp(ExtensionApp):
         self.ci = JupyterCI(parent=self)
         if self.ci.harden_process:
             make_non_dumpable(self.log)
-        stored = stored_keys(self.ci.key_file, os.environ, self.log)
+        stored = stored_keys(key_file_to_read(self.ci.key_file), os.environ, self.log)
         self.broker = Broker.take_from_environ(os.environ, stored)
         self.broker.budget.per_kernel = self.ci.max_tokens_per_kernel
         self.broker.budget.per_server = self.ci.max_tokens_per_server
@@ -55,7 +55,8 @@ class JupyterCIApp(ExtensionApp):
 
     def initialize_handlers(self) -> None:
         """Register the routes (see handlers.routes)."""
-        self.handlers.extend(routes(self.ci, self.broker, self.client, self.log, self.sessions))
+        self.handlers.extend(routes(self.ci, self.broker, self.client, self.log, self.sessions,
+                                    self._publish_environ))
 
     def _start_sessions(self) -> None:
         """Cull idle sessions once the server runs (the pool fills at the first session)."""

@@ -121,6 +121,34 @@ class Broker:
                                         bool(url), bad)
         return cls(found)
 
+    def set_credentials(self, name: str, key: str, base_url: str) -> Provider:
+        """Replace a provider's key and URL with ones given at run time (the panel).
+
+        Both at once, never one kept from before: a new URL with the old key would send
+        that key to whoever asked for the URL. Raise BadRequest, naming no value, when
+        they cannot work.
+        """
+        spec = providers.get(name)
+        if spec is None or spec.in_process:
+            raise BadRequest(f"Unknown provider {name!r}; known: "
+                             f"{', '.join(s.name for s in providers.configurable())}.")
+        key, base_url = key.strip(), base_url.strip()
+        if key and not _KEY.fullmatch(key):
+            raise BadRequest(f"That is not a usable {spec.label} key: it must be printable "
+                             "ASCII with no spaces or line breaks inside.")
+        if base_url and urlsplit(base_url).scheme not in ("http", "https"):
+            raise BadRequest("The base URL must start with http:// or https://.")
+        if not key and not (base_url and spec.keyless_with_url):
+            article = "an" if spec.label[:1].lower() in "aeiou" else "a"
+            raise BadRequest(f"Paste {article} {spec.label} key"
+                             + (" (or only a base URL for a local server that needs none)."
+                                if spec.keyless_with_url else "."))
+        provider = Provider(spec, base_url or spec.default_url, key, bool(base_url))
+        if provider.explicit_url and not _port_ok(provider):
+            raise BadRequest("The base URL has no valid port (0-65535).")
+        self.providers[name] = provider
+        return provider
+
     def misconfigured(self) -> list[str]:
         """Describe keys and base URLs that cannot work, for the log (never a key)."""
         problems = [

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from logging import Logger
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jupyter_server.auth.decorator import authorized
@@ -16,8 +18,9 @@ from jupyter_ci import providers
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.server import session_handlers as s
 from jupyter_ci.server.allowlist import split_provider
-from jupyter_ci.server.broker import BROKER_ROUTE, Admitted, Broker
-from jupyter_ci.server.errors import BodyTooLarge, BrokerError
+from jupyter_ci.server.broker import BROKER_ROUTE, Admitted, Broker, presented_token
+from jupyter_ci.server.errors import BadRequest, BodyTooLarge, BrokerError
+from jupyter_ci.server.keys import KeyFileError, default_key_file, remember_keys
 from jupyter_ci.server.panel import panel_config
 from jupyter_ci.server.relay import relay
 from jupyter_ci.server.session_file_handler import FileHandler
@@ -55,6 +58,96 @@ class ConfigHandler(APIHandler):
         """Answer with the panel configuration; it never contains a key."""
         reply = panel_config(self.ci.model, self.ci.models, self.broker.configured())
         self.finish(json.dumps(reply.to_json()))
+
+
+class KeysHandler(APIHandler):
+    """POST a provider key (and base URL) pasted in the panel; the reply never holds it."""
+
+    auth_resource = "jupyter_ci"
+
+    def initialize(self, ci: JupyterCI, broker: Broker, log: Logger,
+                   publish: Callable[[], None]) -> None:
+        """Keep the settings, the broker that will hold the key, and the env publisher."""
+        self.ci = ci
+        self.broker = broker
+        self.logger = log
+        self.publish = publish
+
+    @web.authenticated
+    @authorized
+    def post(self) -> None:
+        """Hold the key in memory (and the key file, on request); answer the panel config."""
+        try:
+            body = json.loads(self.request.body or b"{}")
+        except ValueError:
+            body = None
+        if not isinstance(body, dict) or not all(
+                isinstance(body.get(k, ""), str) for k in ("provider", "key", "base_url")):
+            self._refuse('Send JSON {"provider": "openai", "key": "…", "base_url": "", '
+                         '"remember": false}.')
+            return
+        name = str(body.get("provider", ""))
+        try:
+            provider = self.broker.set_credentials(name, str(body.get("key", "")),
+                                                   str(body.get("base_url", "")))
+        except BadRequest as err:
+            self._refuse(str(err))
+            return
+        saved = ""
+        if body.get("remember") is True:
+            path = Path(self.ci.key_file).expanduser() if self.ci.key_file else default_key_file()
+            spec = provider.spec
+            values = {spec.key_var: provider.api_key,
+                      spec.url_var: provider.base_url if provider.explicit_url else ""}
+            try:
+                remember_keys(path, values)
+            except (OSError, KeyFileError) as err:
+                # Kept in memory all the same; the message names the file, not the key.
+                problem = err.strerror if isinstance(err, OSError) else str(err)
+                self.logger.error("jupyter-ci: could not save the %s key to %s: %s",
+                                  spec.label, path, problem)
+                saved = f"not saved to {path}: {problem}"
+            else:
+                saved = f"saved to {path}"
+        # New kernels learn the provider from their environment; running ones ask the broker.
+        self.publish()
+        self.logger.info("jupyter-ci: %s credentials set from the panel (in memory%s)",
+                         provider.spec.label, f"; {saved}" if saved else "")
+        reply = panel_config(self.ci.model, self.ci.models, self.broker.configured()).to_json()
+        reply["saved"] = saved
+        self.finish(json.dumps(reply))
+
+    def _refuse(self, message: str) -> None:
+        self.set_status(400)
+        self.finish(json.dumps({"message": message}))
+
+
+class BrokerInfoHandler(web.RequestHandler):
+    """GET, with a kernel's broker token: the providers and model the broker serves now.
+
+    A kernel reads them from its environment at start; one started before a key was
+    pasted in the panel asks here instead. No key, URL or token is in the answer.
+    """
+
+    def initialize(self, ci: JupyterCI, broker: Broker) -> None:
+        """Keep the settings and the broker."""
+        self.ci = ci
+        self.broker = broker
+
+    def check_xsrf_cookie(self) -> None:
+        """Kernels send no cookies: the broker token is the credential."""
+
+    def get(self) -> None:
+        """Answer {providers, hosts, model} to a live kernel token, else 403."""
+        self.set_header("Content-Type", "application/json")
+        try:
+            self.broker.authenticate(presented_token(self.request.headers))
+        except BrokerError as err:
+            self.set_status(err.status)
+            self.finish(json.dumps({"message": str(err)}))
+            return
+        env = self.broker.kernel_environ(None, model=self.ci.model)
+        self.finish(json.dumps(env))
 
 
 @web.stream_request_body
@@ -211,13 +304,17 @@ def _below_broker(path: str, base_url: str) -> str:
 
 def routes(
     ci: JupyterCI, broker: Broker, client: httpx.AsyncClient, log: Logger,
-    sessions: SessionManager,
+    sessions: SessionManager, publish: Callable[[], None],
 ) -> list[tuple[str, type[web.RequestHandler], dict[str, Any]]]:
     """Return the extension's routes, relative to the server's base_url."""
     session = {"manager": sessions, "ci": ci}
     base, sid = "/jupyter-ci/sessions", s.SID
     return [
         (r"/jupyter-ci/config", ConfigHandler, {"ci": ci, "broker": broker}),
+        (r"/jupyter-ci/keys", KeysHandler,
+         {"ci": ci, "broker": broker, "log": log, "publish": publish}),
+        # Before the broker's catch-all route: the first match wins.
+        (rf"/{BROKER_ROUTE}/_info", BrokerInfoHandler, {"ci": ci, "broker": broker}),
         # Everything below the broker route, so even paths no route allows answer in JSON.
         (rf"/{BROKER_ROUTE}(?:/.*)?", BrokerHandler,
          {"broker": broker, "client": client, "log": log, "max_body": ci.broker_max_body_bytes}),

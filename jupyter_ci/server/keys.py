@@ -59,6 +59,46 @@ def stored_keys(key_file: str, environ: Mapping[str, str], log: logging.Logger) 
     return {**found, **from_keyring}
 
 
+def default_key_file() -> Path:
+    """Where keys pasted in the panel are remembered when no key file is configured."""
+    from jupyter_core.paths import jupyter_data_dir
+
+    return Path(jupyter_data_dir()) / "jupyter_ci" / "keys.env"
+
+
+def key_file_to_read(configured: str) -> str:
+    """The key file to read at start: the configured one, else the default if it exists."""
+    if configured:
+        return configured
+    default = default_key_file()
+    return str(default) if default.is_file() else ""
+
+
+def remember_keys(path: Path, values: Mapping[str, str]) -> None:
+    """Set `values` in the private key file at `path` (made 0600 if new; others kept).
+
+    Written whole to a new private file that replaces the old one, so no reader ever sees
+    half a file and the mode is right before a key is in it. A JSON file becomes
+    NAME=value lines.
+    """
+    current = parse_key_file(_read_private(path), path) if path.exists() else {}
+    merged = {**current, **values}
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    text = "".join(f"{name}={value}\n" for name, value in merged.items() if value)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0),
+                 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
 def read_key_file(path: Path, log: logging.Logger) -> dict[str, str]:
     """Read provider variables from a private JSON or NAME=value file; warn about others."""
     values = parse_key_file(_read_private(path), path)
