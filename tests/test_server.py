@@ -242,6 +242,11 @@ async def test_config_lists_default_models(jp_fetch: Any, capture: Any) -> None:
     response = await jp_fetch("jupyter-ci", "config")
     reply = json.loads(response.body)
     defaults = [providers.PROVIDERS[p].default_model_id for p in ("openai", "anthropic")]
+    assert reply["providers"] == [
+        {"name": "openai", "label": "OpenAI", "configured": True, "keyless_with_url": True},
+        {"name": "anthropic", "label": "Anthropic", "configured": True,
+         "keyless_with_url": False}]
+    del reply["providers"]
     assert reply == {"models": defaults, "default_model": defaults[0], "problem": None}
     assert OPENAI_KEY not in response.body.decode()
 

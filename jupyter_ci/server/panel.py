@@ -14,8 +14,9 @@ def no_provider() -> str:
     """Say what to set when the server holds no key or URL for any provider."""
     hints = " ".join(spec.setup_hint for spec in providers.configurable())
     return (
-        f"No model provider is configured. {hints} Set it before starting JupyterLab, "
-        "then restart it. Keys stay in the server; kernels reach the model through it."
+        "No model provider is configured. Paste a key below (Model keys), or: "
+        f"{hints} Set it before starting JupyterLab, then restart it. Keys stay in the "
+        "server; kernels reach the model through it."
     )
 
 
@@ -37,6 +38,8 @@ class PanelConfig:
     models: list[str] = field(default_factory=list)
     default_model: str | None = None
     problem: str | None = None
+    #: What the panel's key form offers: {name, label, configured, keyless_with_url}.
+    providers: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """Return the JSON-ready dict."""
@@ -58,4 +61,7 @@ def panel_config(model: str, models: Sequence[str], configured: Sequence[Provide
         problem = no_provider()
     elif not offered:
         problem = no_model([p.name for p in configured])
-    return PanelConfig(offered, default, problem)
+    names = {p.name for p in configured}
+    keyable = [{"name": spec.name, "label": spec.label, "configured": spec.name in names,
+                "keyless_with_url": spec.keyless_with_url} for spec in providers.configurable()]
+    return PanelConfig(offered, default, problem, keyable)

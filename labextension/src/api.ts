@@ -4,22 +4,39 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
+/** A provider the key form offers; whether the server holds a key, never the key. */
+export interface IKeyProvider {
+  name: string;
+  label: string;
+  configured: boolean;
+  keyless_with_url: boolean;
+}
+
 /** `GET /jupyter-ci/config` (docs/protocol.md section 3). */
 export interface IServerConfig {
   models: string[];
   default_model: string | null;
   problem: string | null;
+  providers: IKeyProvider[];
+}
+
+/** What the panel's key form sends to `POST /jupyter-ci/keys`. */
+export interface IKeyRequest {
+  provider: string;
+  key: string;
+  base_url: string;
+  remember: boolean;
 }
 
 /** An error the panel can show as it is. */
 export class ApiError extends Error {}
 
-async function requestJSON(path: string): Promise<unknown> {
+async function requestJSON(path: string, init: RequestInit = {}): Promise<unknown> {
   const settings = ServerConnection.makeSettings();
   const url = URLExt.join(settings.baseUrl, path);
   let response: Response;
   try {
-    response = await ServerConnection.makeRequest(url, {}, settings);
+    response = await ServerConnection.makeRequest(url, init, settings);
   } catch (error) {
     throw new ApiError(`Could not reach the Jupyter server: ${String(error)}`);
   }
@@ -41,20 +58,54 @@ async function requestJSON(path: string): Promise<unknown> {
       body !== null && typeof body === 'object' && 'message' in body
         ? String((body as { message: unknown }).message)
         : response.statusText;
-    throw new ApiError(`jupyter-ci server error ${response.status}: ${message}`);
+    throw new ApiError(
+      response.status === 400 ? message : `jupyter-ci server error ${response.status}: ${message}`
+    );
   }
   return body;
 }
 
+function asProviders(value: unknown): IKeyProvider[] {
+  if (!Array.isArray(value)) {
+    return [];
+  }
+  return value
+    .filter((p): p is IKeyProvider => typeof p?.name === 'string' && typeof p?.label === 'string')
+    .map(p => ({
+      name: p.name,
+      label: p.label,
+      configured: p.configured === true,
+      keyless_with_url: p.keyless_with_url === true
+    }));
+}
+
 /** Fetch the models the server offers and what is missing if none. */
 export async function fetchConfig(): Promise<IServerConfig> {
-  const body = (await requestJSON('jupyter-ci/config')) as Partial<IServerConfig> | null;
+  return asConfig(await requestJSON('jupyter-ci/config'));
+}
+
+/**
+ * Give the server a key pasted in the panel. The server keeps it (the reply, the new
+ * configuration, never holds it); returns where it was saved ('' when only in memory).
+ */
+export async function saveKey(request: IKeyRequest): Promise<{ config: IServerConfig; saved: string }> {
+  const body = await requestJSON('jupyter-ci/keys', {
+    method: 'POST',
+    body: JSON.stringify(request)
+  });
+  const saved = (body as { saved?: unknown } | null)?.saved;
+  return { config: asConfig(body), saved: typeof saved === 'string' ? saved : '' };
+}
+
+function asConfig(value: unknown): IServerConfig {
+  const body = value as Partial<IServerConfig> | null;
   const models = Array.isArray(body?.models)
     ? body.models.filter((m): m is string => typeof m === 'string')
     : [];
   return {
     models,
     default_model: typeof body?.default_model === 'string' ? body.default_model : null,
-    problem: typeof body?.problem === 'string' ? body.problem : null
+    problem: typeof body?.problem === 'string' ? body.problem : null,
+    providers: asProviders(body?.providers)
   };
 }

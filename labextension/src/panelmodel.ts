@@ -7,7 +7,7 @@ import type { Contents } from '@jupyterlab/services';
 import type { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { VDomModel } from '@jupyterlab/ui-components';
 
-import { ApiError, fetchConfig, IServerConfig } from './api';
+import { ApiError, fetchConfig, IKeyRequest, IServerConfig, saveKey } from './api';
 import type { IAskInserted } from './commands';
 import type { Conversation, Conversations } from './conversation';
 import { IAttached, mentionFiles, uploadFile } from './upload';
@@ -51,6 +51,43 @@ export class PanelModel extends VDomModel {
   /** The model picked in the panel ('' = the server's default). */
   get pickedModel(): string {
     return this._picked;
+  }
+
+  /** Whether the model-key form should be open: no model is usable yet. */
+  get needsKey(): boolean {
+    const config = this._config;
+    return config !== null && (config.problem !== null || config.models.length === 0);
+  }
+
+  /** What the last key save said ('' before any), and whether it failed. */
+  get keyStatus(): { text: string; failed: boolean } {
+    return this._keyStatus;
+  }
+
+  /**
+   * Send a pasted key to the server, which keeps it; return whether it was taken. The key
+   * is not kept here: the form clears its field once this resolves.
+   */
+  async saveKey(request: IKeyRequest): Promise<boolean> {
+    try {
+      const { config, saved } = await saveKey(request);
+      this._config = config;
+      this._configError = null;
+      const label = config.providers.find(p => p.name === request.provider)?.label ?? request.provider;
+      this._keyStatus = {
+        text: `${label} is configured (kept by the server${saved ? `; ${saved}` : ', until it stops'}).`,
+        failed: false
+      };
+      return true;
+    } catch (error) {
+      this._keyStatus = {
+        text: error instanceof ApiError ? error.message : String(error),
+        failed: true
+      };
+      return false;
+    } finally {
+      this.stateChanged.emit();
+    }
   }
 
   /** Files uploaded for the next ask (it mentions them). */
@@ -247,6 +284,7 @@ export class PanelModel extends VDomModel {
   private _config: IServerConfig | null = null;
   private _configError: string | null = null;
   private _picked = '';
+  private _keyStatus = { text: '', failed: false };
   private _attached: IAttached[] = [];
   private _uploading = 0;
   private _uploadError: string | null = null;

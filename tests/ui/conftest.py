@@ -92,10 +92,30 @@ def browser(chromium: str) -> Iterator[Browser]:
         launched.close()
 
 
+@pytest.fixture(scope="session")
+def bare_lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+    """A `jupyter lab` started with no provider key or URL at all, as on Binder."""
+    server = start_lab(tmp_path_factory.mktemp("bare-lab"), {})
+    yield server
+    server.stop()
+
+
 @pytest.fixture
 def lab(request: pytest.FixtureRequest, browser: Browser, lab_server: LabServer,
         fake: FakeLLM) -> Iterator[Lab]:
     """Give each test a fresh page, workspace and fake script; report what went wrong."""
+    yield from _lab_page(request, browser, lab_server, fake)
+
+
+@pytest.fixture
+def bare_lab(request: pytest.FixtureRequest, browser: Browser, bare_lab_server: LabServer,
+             fake: FakeLLM) -> Iterator[Lab]:
+    """Like `lab`, on the server started without any key."""
+    yield from _lab_page(request, browser, bare_lab_server, fake)
+
+
+def _lab_page(request: pytest.FixtureRequest, browser: Browser, lab_server: LabServer,
+              fake: FakeLLM) -> Iterator[Lab]:
     context = browser.new_context(viewport={"width": 1500, "height": 1000})
     page = context.new_page()
     name = request.node.name.replace("[", "-").replace("]", "")

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import time
 
-from playwright.sync_api import expect
+from playwright.sync_api import Error, Response, expect
 
 from jupyter_ci.kernel.record import pin_of, prompt_hash
 from tests.demo_wheel import PACKAGE
@@ -514,3 +515,57 @@ def test_html_in_an_answer_never_runs_in_the_cell_or_the_panel(lab: Lab, fake: F
     assert answer.evaluate(handlers) == 0
     assert nb.cell(0).locator(".jp-OutputArea").evaluate(handlers) == 0
     nb.screenshot("xss")
+
+
+PASTED = "sk-pasted-in-the-BROWSER-2468"
+
+
+def test_a_key_pasted_in_the_panel_lets_asks_run_and_is_seen_nowhere(
+    bare_lab: Lab, fake: FakeLLM
+) -> None:
+    lab = bare_lab
+    responses: list[str] = []
+
+    def keep(response: Response) -> None:
+        with contextlib.suppress(Error):  # bodies of redirects and aborted requests
+            responses.append(response.text())
+
+    lab.page.on("response", keep)
+    fake.push(code("print('through the pasted key')"), Turn("Asked with the pasted key."))
+    nb = lab.open_notebook("pasted", ["%%ask\nsay hello"])
+    lab.panel.open()
+    # No model: the message says so and the key form is open below it.
+    expect(lab.panel.message("no-model")).to_contain_text("Paste a key", timeout=WAIT_MS)
+    form = lab.panel.part("keys")
+    expect(form).to_have_attribute("open", "")
+    lab.screenshot("no-key-panel")
+    lab.panel.part("key-input").fill(PASTED)
+    lab.panel.part("key-url").fill(fake.openai_base_url)
+    lab.panel.part("key-save").click()
+    expect(lab.panel.part("key-status")).to_contain_text("OpenAI is configured",
+                                                         timeout=WAIT_MS)
+    expect(lab.panel.message("no-model")).to_have_count(0)
+    expect(lab.panel.part("key-input")).to_have_value("")
+    # The kernel, started before the key was given, asks through the broker.
+    nb.run(0)
+    wait_answer(nb, 0, "Asked with the pasted key.")
+    expect(nb.cell(1).locator(".jp-OutputArea")).to_contain_text("through the pasted key",
+                                                                 timeout=WAIT_MS)
+    assert fake.requests[0].headers["authorization"] == f"Bearer {PASTED}"
+    nb.js("return panel.context.save();")
+    lab.screenshot("pasted-key-ask")
+    # Where it must not be: the page, its inputs, what the browser received, the notebook
+    # file, the kernel's environment and the server log.
+    assert PASTED not in lab.page.content()
+    values = lab.page.evaluate(
+        "() => Array.from(document.querySelectorAll('input, textarea')).map(e => e.value)")
+    assert not [v for v in values if PASTED in v]
+    assert responses and not [r for r in responses if PASTED in r]
+    assert PASTED not in nb.path.read_text()
+    nb.set_source(0, "import os\nprint('in env:', any("
+                  f"{PASTED!r} in open(f'/proc/{{p}}/environ', errors='ignore').read() "
+                  "for p in [os.getpid(), os.getppid()]))")
+    nb.run(0)
+    expect(nb.cell(0).locator(".jp-OutputArea")).to_contain_text("in env: False",
+                                                                 timeout=WAIT_MS)
+    assert PASTED not in lab.server.log.read_text()
