@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from jupyter_ci.agent.errors import AskError, AskInterrupted, KernelDied, LimitReached
 from jupyter_ci.agent.feedback import Redact, format_error, invalid_call, not_run, tool_result
+from jupyter_ci.agent.images import ImagePicker, Vision
 from jupyter_ci.agent.prompts import RUN_PYTHON, SYSTEM_PROMPT, TOOL_NAME, user_message
 from jupyter_ci.agent.types import (
     CodeResult,
@@ -30,6 +31,8 @@ class Limits:
     max_output_chars: int = 20_000
     max_tokens: int = 400_000
     max_reply_tokens: int = 4_096
+    #: Whether (and how many, how large) the images runs display reach the model.
+    vision: Vision = field(default_factory=Vision)
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,8 @@ class AskLoop:
         self.unresolved: Unresolved | None = None
         #: (step, code) of each successful run, in order: what the notebook keeps.
         self.succeeded: list[tuple[int, str]] = []
+        #: Chooses each run's images for the model, within the ask's cap.
+        self.images = ImagePicker(self.limits.vision)
         self._pending: deque[ToolCall] = deque()
         self._running: RunCode | None = None
 
@@ -145,7 +150,8 @@ class AskLoop:
         assert running is not None, "on_result without a RunCode"
         self._running = None
         self._tool_result(running.call_id, tool_result(
-            result, self.limits.timeout, self.limits.max_output_chars, self.redact))
+            result, self.limits.timeout, self.limits.max_output_chars, self.redact,
+            self.images, self.limits.max_tokens - self.tokens_used))
         if result.status == "interrupted":
             return self._fail(AskInterrupted(
                 f"The ask was interrupted during step {running.step}.",

@@ -13,6 +13,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 
 from jupyter_ci.agent.drive import drive
 from jupyter_ci.agent.errors import AskError, AskInterrupted
+from jupyter_ci.agent.images import Vision
 from jupyter_ci.agent.loop import AskLoop, Limits, RunCode
 from jupyter_ci.agent.memory import Memory
 from jupyter_ci.agent.secrets import Redactor
@@ -39,7 +40,7 @@ from jupyter_ci.kernel.restart_check import (
 from jupyter_ci.kernel.views import AskView, InlineView, show_markdown
 from jupyter_ci.models.base import ChatModel
 from jupyter_ci.models.broker import own_credentials
-from jupyter_ci.models.resolve import ModelSettings, resolve_model
+from jupyter_ci.models.resolve import ModelSettings, resolve_model, vision_enabled
 
 #: What memory keeps of an ask whose recorded answer was reused instead of asking the model.
 REUSED_SUMMARY = ("(Not asked this time: the notebook already held a recorded answer, shown to "
@@ -112,7 +113,7 @@ class AskMagics(Magics):
         context = redactor(collect_context(self.ipython, self.settings.context_tokens)
                            + self._kernel_only_note(above))
         loop = AskLoop(opts.prompt, context=context, history=self.memory.messages(),
-                       limits=self._limits(opts), redact=redactor)
+                       limits=self._limits(opts, model.id), redact=redactor)
         if ask.replace_ask_id:
             self.replaced_asks.add(ask.replace_ask_id)
         view.start()
@@ -194,7 +195,7 @@ class AskMagics(Magics):
         from jupyter_ci.kernel.executor import ShellExecutor
 
         executor = ShellExecutor(self.ipython, on_output=view.output,
-                                 passthrough=view.passthrough)
+                                 passthrough=view.passthrough, workdir=working_folder())
         return drive(loop, model, executor, view)
 
     def _reuse(self, opts: AskOptions, info: RequestInfo, phash: str) -> bool:
@@ -243,7 +244,7 @@ class AskMagics(Magics):
             return FrontendView(ask)
         return InlineView(ask)
 
-    def _limits(self, opts: AskOptions) -> Limits:
+    def _limits(self, opts: AskOptions, model_id: str) -> Limits:
         s = self.settings
         return Limits(
             max_steps=opts.max_steps or s.max_steps,
@@ -252,11 +253,20 @@ class AskMagics(Magics):
             max_output_chars=s.max_output_chars,
             max_tokens=s.max_ask_tokens,
             max_reply_tokens=s.max_reply_tokens,
+            vision=Vision(vision_enabled(s.vision, model_id), s.max_images, s.max_image_side),
         )
 
 
 # `%%ask?` shows the parser's own usage and option help, so they cannot drift apart.
 AskMagics.ask.__doc__ = help_text()
+
+
+def working_folder() -> Path | None:
+    """Return the kernel's working folder (where a notebook's kernel starts), if it exists."""
+    try:
+        return Path.cwd()
+    except OSError:  # deleted under the kernel
+        return None
 
 
 def parent_header(shell: InteractiveShell) -> dict[str, Any]:
