@@ -133,8 +133,9 @@ class ImagePicker:
                 return f"{shown}; its SVG source:]\n{text.strip()}"
             return f"{shown}; not sent to you: an SVG too long to send as text]"
         if self.sent >= self.vision.max_images:
-            return (f"{shown}; not sent to you: this ask's limit of "
-                    f"{self.vision.max_images} images is reached]")
+            cap = self.vision.max_images
+            return (f"{shown}; not sent to you: this ask's limit of {cap} "
+                    f"image{'s' * (cap != 1)} is reached]")
         image = shrink(mime, text, self.vision.max_side)
         if image is None:
             return f"{shown}; not sent to you: it could not be read]"

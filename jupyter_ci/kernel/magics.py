@@ -19,6 +19,7 @@ from jupyter_ci.agent.memory import Memory
 from jupyter_ci.agent.secrets import Redactor
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.kernel import headless_store
+from jupyter_ci.kernel.answer_links import link_files
 from jupyter_ci.kernel.options import AskOptions, help_text, parse_options
 from jupyter_ci.kernel.record import (
     AskInfo,
@@ -75,6 +76,8 @@ class AskMagics(Magics):
         super().__init__(shell)
         self.ipython = shell  # Magics.shell is Optional; an ask always has its shell
         self.settings = JupyterCI(parent=shell)
+        # So `%config JupyterCI.<name> = value` changes this kernel's settings.
+        shell.configurables.append(self.settings)
         self.memory = Memory(self.settings.memory_tokens)
         #: Asks whose generated cells the browser deleted on a re-ask.
         self.replaced_asks: set[str] = set()
@@ -116,9 +119,10 @@ class AskMagics(Magics):
                        limits=self._limits(opts, model.id), redact=redactor)
         if ask.replace_ask_id:
             self.replaced_asks.add(ask.replace_ask_id)
+        folder = working_folder()  # before a step changes directory
         view.start()
         try:
-            answer = self._drive(loop, model, view)
+            answer = self._drive(loop, model, view, folder)
         except (KeyboardInterrupt, AskError) as exc:
             error = exc if isinstance(exc, AskError) else AskInterrupted(
                 "The ask was interrupted.", "Cells run so far keep their results.")
@@ -129,6 +133,9 @@ class AskMagics(Magics):
                                                 loop.tokens_used))
             raise error from None
         self.memory.remember(opts.prompt, loop.transcript(), answer)
+        if folder is not None:
+            # Shown (and recorded) with the files it mentions as links; remembered as written.
+            answer = link_files(answer, folder)
         unresolved = loop.unresolved.to_json() if loop.unresolved else None
         record = ask_record(ask, phash, "done", answer, loop.step, loop.tokens_used, unresolved)
         if above is not None:
@@ -191,11 +198,12 @@ class AskMagics(Magics):
                 "that uses one of them must define it again (load or compute it), so the "
                 "notebook still runs top to bottom after a restart.")
 
-    def _drive(self, loop: AskLoop, model: ChatModel, view: AskView) -> str:
+    def _drive(self, loop: AskLoop, model: ChatModel, view: AskView,
+               folder: Path | None) -> str:
         from jupyter_ci.kernel.executor import ShellExecutor
 
         executor = ShellExecutor(self.ipython, on_output=view.output,
-                                 passthrough=view.passthrough, workdir=working_folder())
+                                 passthrough=view.passthrough, workdir=folder)
         return drive(loop, model, executor, view)
 
     def _reuse(self, opts: AskOptions, info: RequestInfo, phash: str) -> bool:
