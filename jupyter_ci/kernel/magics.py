@@ -77,7 +77,8 @@ class AskMagics(Magics):
         self.ipython = shell  # Magics.shell is Optional; an ask always has its shell
         self.settings = JupyterCI(parent=shell)
         # So `%config JupyterCI.<name> = value` changes this kernel's settings.
-        shell.configurables.append(self.settings)
+        configurables: list[Any] = shell.configurables  # typed as shells only, in IPython
+        configurables.append(self.settings)
         self.memory = Memory(self.settings.memory_tokens)
         #: Asks whose generated cells the browser deleted on a re-ask.
         self.replaced_asks: set[str] = set()

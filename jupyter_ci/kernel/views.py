@@ -16,6 +16,7 @@ from jupyter_ci.agent.feedback import strip_ansi
 from jupyter_ci.agent.loop import RunCode
 from jupyter_ci.agent.outputs import OutputEvent
 from jupyter_ci.agent.types import CodeResult, Output
+from jupyter_ci.kernel.capture import OWN_DISPLAYS
 from jupyter_ci.kernel.record import AskInfo
 from jupyter_ci.kernel.safe_markdown import bundle
 
@@ -70,6 +71,8 @@ class LiveMarkdown:
         self.shown_at = time.monotonic()
         if self._handle is None:
             self._handle = display(bundle(self.text), raw=True, display_id=True)
+            if self._handle is not None:
+                OWN_DISPLAYS.add(self._handle.display_id)
         else:
             self._handle.update(bundle(self.text), raw=True)
 
