@@ -186,3 +186,136 @@ def test_a_sandbox_link_is_rewritten_when_the_file_exists_and_left_as_text_when_
     assert source == ("Download [the table](x.csv) or [x.csv](x.csv); the chart was not "
                       "saved.")
     assert html.count('<a href="x.csv"') == 2 and "sandbox" not in html
+
+
+# Fast checks of the pieces, in process.
+
+
+def _png(size: tuple[int, int], mode: str = "RGBA", noise: bool = False) -> str:
+    import random
+
+    from PIL import ImageFilter
+
+    image = PILImage.new(mode, size, "white")
+    if noise:  # like a photo: smooth, with thousands of colours, where JPEG wins
+        rng = random.Random(1)
+        image.putdata([(rng.randrange(256), rng.randrange(256), rng.randrange(256))
+                       for _ in range(size[0] * size[1])])
+        image = image.filter(ImageFilter.GaussianBlur(2))
+    buffer = io.BytesIO()
+    image.save(buffer, "PNG")
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+def test_images_are_downscaled_flattened_and_encoded_compactly() -> None:
+    from jupyter_ci.agent.images import shrink
+
+    chart = shrink("image/png", _png((3000, 600)), 1024)
+    assert chart is not None and (chart.mime, chart.width, chart.height) == (
+        "image/png", 1024, 205)
+    with PILImage.open(io.BytesIO(base64.b64decode(chart.data))) as opened:
+        assert opened.size == (1024, 205) and opened.mode == "P"
+    photo = shrink("image/png", _png((300, 200), "RGB", noise=True), 1024)
+    assert photo is not None and photo.mime == "image/jpeg" and photo.width == 300
+    assert shrink("image/png", "bm90IGFuIGltYWdl", 1024) is None  # "not an image"
+
+
+def test_image_token_estimates_follow_the_providers_published_rules() -> None:
+    from jupyter_ci.agent.images import image_tokens
+
+    assert image_tokens(1024, 768) == 1049  # Anthropic's w*h/750 beats OpenAI's 4 tiles (765)
+    assert image_tokens(100, 100) == 255  # OpenAI's floor: 85 + one 512-px tile
+    assert image_tokens(4000, 100) == 765  # Anthropic 534; OpenAI 4 tiles after fitting 2048
+
+
+def test_the_picker_keeps_to_the_budget_and_sends_small_svgs_as_text() -> None:
+    from jupyter_ci.agent.images import ImagePicker, Vision
+
+    outputs = [{"output_type": "display_data", "data": {"image/png": _png((800, 600))}},
+               {"output_type": "display_data", "data": {"image/svg+xml": "<svg>s</svg>"}},
+               {"output_type": "display_data", "data": {"image/svg+xml": "<svg>" + "x" * 5000}}]
+    picked = ImagePicker(Vision(True, 10, 1024)).pick(outputs, tokens_left=100)
+    assert picked.images == []
+    assert picked.notes[0].endswith("not sent to you: it would not fit in the ask's token "
+                                    "budget]")
+    assert picked.notes[1] == "[image/svg+xml image shown to the user; its SVG source:]\n" \
+                              "<svg>s</svg>"
+    assert "an SVG too long to send as text" in picked.notes[2]
+
+
+def test_auto_vision_is_off_only_for_models_known_to_take_text_only() -> None:
+    from jupyter_ci.models.resolve import vision_enabled
+
+    on = ["openai:gpt-4o", "openai:gpt-4.1-mini", "openai:gpt-5", "openai:o3", "openai:o4-mini",
+          "openai:gpt-4-turbo", "openai:llama3.2-vision", "anthropic:claude-3-haiku-20240307",
+          "anthropic:claude-sonnet-4-5"]
+    off = ["openai:gpt-3.5-turbo", "openai:gpt-4", "openai:gpt-4-0613", "openai:o3-mini",
+           "anthropic:claude-2.1", "anthropic:claude-instant-1.2"]
+    assert all(vision_enabled("auto", m) for m in on)
+    assert not any(vision_enabled("auto", m) for m in off)
+    assert vision_enabled("on", "openai:gpt-3.5-turbo")
+    assert not vision_enabled("off", "openai:gpt-4o")
+
+
+def test_without_images_the_openai_wire_says_they_were_not_shown() -> None:
+    from jupyter_ci.agent.types import Image, Message, ToolCall, ToolResult
+    from jupyter_ci.models.openai import NO_IMAGES_NOTE, to_wire
+
+    history = (Message("user", "plot"),
+               Message("assistant", "", (ToolCall("c1", "run_python", '{"code": "p()"}'),)),
+               Message.tool("c1", ToolResult("ok", "shown", (Image("image/png", "AAAA"),))))
+    assert [m["role"] for m in to_wire("", history)] == ["user", "assistant", "tool", "user"]
+    without = to_wire("", history, images=False)
+    assert [m["role"] for m in without] == ["user", "assistant", "tool"]
+    assert without[-1]["content"] == f"shown\n{NO_IMAGES_NOTE}"
+
+
+def test_links_are_relative_inside_the_folder_and_code_and_urls_are_left_alone(
+    tmp_path: Path,
+) -> None:
+    from jupyter_ci.kernel.answer_links import link_files
+    from jupyter_ci.kernel.safe_markdown import to_html
+
+    folder = tmp_path / "nb"
+    folder.mkdir()
+    (folder / "a.csv").write_text("1")
+    (tmp_path / "secret.txt").write_text("s")
+    (folder / "link.txt").symlink_to(tmp_path / "secret.txt")
+    answer = ("a.csv, ../secret.txt, link.txt, [x](javascript:alert(1)) "
+              "https://example.com/a.csv [w](http://e.org/a.csv) sandbox:/mnt/data/gone.csv\n"
+              "```\nsave('a.csv')\n```\n")
+    linked = link_files(answer, folder)
+    assert linked == ("[a.csv](a.csv), ../secret.txt, link.txt, [x](javascript:alert(1)) "
+                      "https://example.com/a.csv [w](http://e.org/a.csv) "
+                      "sandbox:/mnt/data/gone.csv\n```\nsave('a.csv')\n```\n")
+    html = to_html(linked)
+    assert '<a href="a.csv"' in html and "javascript:" not in html
+
+
+def test_snapshots_skip_hidden_folders_and_caches_and_stop_at_the_cap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jupyter_ci import workdir
+
+    for rel in ("a.txt", ".hidden.txt", "d/b.txt", ".git/c", "__pycache__/m.pyc",
+                ".ipynb_checkpoints/n.ipynb", "node_modules/p/q.js"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x")
+    assert sorted(workdir.snapshot(tmp_path)) == [".hidden.txt", "a.txt", "d/b.txt"]
+    monkeypatch.setattr(workdir, "MAX_SCANNED", 2)
+    assert len(workdir.snapshot(tmp_path)) < 3
+
+
+def test_an_update_of_a_display_this_run_cleared_is_not_reported() -> None:
+    from jupyter_ci.agent.outputs import OutputList
+
+    outputs = OutputList()
+    shown = {"data": {"text/plain": "1"}, "metadata": {}, "transient": {"display_id": "d"}}
+    outputs.apply("display_data", shown)
+    outputs.apply("clear_output", {"wait": False})
+    outputs.apply("update_display_data", {**shown, "data": {"text/plain": "2"}})
+    outputs.apply("update_display_data", {"data": {"text/plain": "3"}, "metadata": {},
+                                          "transient": {"display_id": "earlier"}})
+    assert outputs.merged() == []
+    assert outputs.updated_elsewhere() == [
+        {"output_type": "display_data", "data": {"text/plain": "3"}, "metadata": {}}]
