@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from traitlets import Bool, CaselessStrEnum, Float, Int, List, Unicode, default
+from traitlets import Bool, CaselessStrEnum, Enum, Float, Int, List, Unicode, default
 from traitlets.config import Configurable
 
 
@@ -42,6 +42,17 @@ class JupyterCI(Configurable):
                            "(default 4096).").tag(config=True)
     max_ask_tokens = Int(400_000, help="Input plus output tokens one ask may use over all its "
                          "model calls (default 400000).").tag(config=True)
+    vision = Enum(
+        ("auto", "on", "off"), "auto",
+        help="Show the model the images its code displays (charts), so it can check them. "
+        "auto (default): on, except for models known to take text only (e.g. gpt-3.5, "
+        "claude-2); an OpenAI-compatible server that rejects images with HTTP 400 is asked "
+        "again without them, and not sent images again while the kernel runs. on, off.",
+    ).tag(config=True)
+    max_images = Int(10, help="Images one ask may send to the model; later ones are left "
+                     "out with a note (default 10).").tag(config=True)
+    max_image_side = Int(1024, help="Longest side, in pixels, of an image sent to the model; "
+                         "larger ones are downscaled (default 1024).").tag(config=True)
     retries = Int(3, help="Retries of a model call after a transient failure (429, 5xx, "
                   "timeout), with exponential backoff (default 3).").tag(config=True)
     request_timeout = Float(120.0, help="Seconds to wait for a model response "

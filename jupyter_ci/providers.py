@@ -63,6 +63,9 @@ class ProviderSpec:
     keyless_with_url: bool = False
     #: The model lives in this process (test doubles): no key, no URL, no broker.
     in_process: bool = False
+    #: Model names known to take no images (a regular expression matched at the start);
+    #: `vision = auto` sends images to every other model of this provider.
+    text_only_models: str = ""
 
     @property
     def default_model_id(self) -> str:
@@ -119,12 +122,16 @@ register(ProviderSpec(
     key_var="OPENAI_API_KEY", url_var="OPENAI_BASE_URL", default_model="gpt-4.1",
     default_url="https://api.openai.com/v1", auth="bearer", error_format="openai",
     routes=OPENAI_ROUTES, keyless_with_url=True,
+    # gpt-4o, 4.1, 4.5, 5, o1, o3, o4-mini see images; these do not.
+    text_only_models=r"gpt-3\.5|gpt-4(-0314|-0613|-32k.*)?$|o1-mini|o1-preview|o3-mini|"
+                     r"davinci|babbage",
 ))
 register(ProviderSpec(
     name="anthropic", label="Anthropic", adapter="jupyter_ci.models.anthropic:AnthropicChatModel",
     key_var="ANTHROPIC_API_KEY", url_var="ANTHROPIC_BASE_URL",
     default_model="claude-sonnet-4-5", default_url="https://api.anthropic.com",
     auth="x-api-key", error_format="anthropic", routes=ANTHROPIC_ROUTES,
+    text_only_models=r"claude-(1|2|instant)",  # every Claude 3 and later sees images
 ))
 register(ProviderSpec(
     name="scripted", label="Scripted", adapter="jupyter_ci.models.scripted:registered_model",

@@ -47,6 +47,7 @@ from tests.fakellm_wire import (
     check_anthropic,
     check_openai,
     error_body,
+    image_parts,
     openai_chunks,
     openai_completion,
     raw_arguments,
@@ -69,6 +70,8 @@ class FakeLLM:
         self._stopping = threading.Event()
         self._counter = 0
         self.strict = strict  # reject requests the real APIs would reject, with their 400
+        #: Reject requests with image content with a 400, as a text-only model on vLLM does.
+        self.text_only = False
         self._host = host
         self._server = _Server((host, port), _Handler)
         self._server.fake = self
@@ -168,6 +171,8 @@ class FakeLLM:
         model = str(body.get("model", ""))
         check = check_openai if provider == "openai" else check_anthropic
         problem = check(body) if self.strict else None
+        if self.text_only and image_parts(body):
+            problem = (f"{model} is not a multimodal model: image input is not supported")
         if problem:
             with self._lock:
                 self._requests.append(request)
@@ -358,12 +363,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--script", help="JSON file with a list of turns")
     parser.add_argument("--lenient", action="store_true",
                         help="do not reject requests the real APIs would reject")
+    parser.add_argument("--text-only", action="store_true",
+                        help="reject image content with a 400, as a text-only model does")
     args = parser.parse_args(argv)
     steps: list[Step] = []
     if args.script:
         with open(args.script, encoding="utf-8") as f:
             steps = [turn_from_json(item) for item in json.load(f)]
     fake = FakeLLM(steps, host=args.host, port=args.port, strict=not args.lenient)
+    fake.text_only = args.text_only
     print(fake.port, flush=True)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())

@@ -257,6 +257,9 @@ def check_openai(body: JSON) -> str | None:
         role = msg.get("role")
         if role not in ("system", "developer", "user", "assistant", "tool"):
             return f"messages[{n}].role: invalid value {role!r}"
+        problem = _check_openai_content(n, role, msg.get("content"))
+        if problem:
+            return problem
         if role == "tool":
             if msg.get("tool_call_id") not in pending:
                 return (f"messages[{n}]: messages with role 'tool' must be a response to a "
@@ -310,9 +313,65 @@ def _check_blocks(n: int, blocks: list[JSON], pending: set[str]) -> str | None:
     kinds = [b.get("type") for b in blocks]
     if kinds[: len(answered)] != ["tool_result"] * len(answered):
         return f"messages.{n}: tool_result blocks must come before any other content"
-    for block in blocks:
+    for block in [*blocks, *(b for r in blocks if r.get("type") == "tool_result"
+                             and isinstance(r.get("content"), list) for b in r["content"])]:
+        if block.get("type") == "image":
+            problem = _check_image_block(n, block)
+            if problem:
+                return problem
         if block.get("type") == "text" and not block.get("text"):
             return f"messages.{n}: text content blocks must be non-empty"
         if block.get("type") == "tool_use" and not isinstance(block.get("input"), dict):
             return f"messages.{n}: tool_use.input: Input should be a valid dictionary"
     return None
+
+
+_IMAGE_MEDIA = ("image/png", "image/jpeg", "image/gif", "image/webp")
+
+
+def _check_openai_content(n: int, role: str, content: Any) -> str | None:
+    """Check a Chat Completions message's content parts: images only in user messages."""
+    if not isinstance(content, list):
+        return None
+    for part in content:
+        kind = part.get("type")
+        if kind == "image_url" and role != "user":
+            return (f"messages[{n}]: Image URLs are only allowed for messages with role "
+                    "'user'")
+        if kind == "image_url":
+            url = str((part.get("image_url") or {}).get("url", ""))
+            media = url.split(";", 1)[0].removeprefix("data:")
+            if not url.startswith(("http://", "https://")) and (
+                    not url.startswith("data:") or media not in _IMAGE_MEDIA
+                    or ";base64," not in url):
+                return f"messages[{n}]: Invalid image URL: expected a base64 data URL"
+        elif kind != "text":
+            return f"messages[{n}]: invalid content part type {kind!r}"
+    return None
+
+
+def _check_image_block(n: int, block: JSON) -> str | None:
+    """Check an Anthropic image block (top level or inside a tool_result)."""
+    source = block.get("source") or {}
+    if source.get("type") != "base64" or source.get("media_type") not in _IMAGE_MEDIA:
+        return f"messages.{n}: image.source: expected base64 data with a supported media_type"
+    if not isinstance(source.get("data"), str) or not source["data"]:
+        return f"messages.{n}: image.source.data: Field required"
+    return None
+
+
+def image_parts(body: JSON) -> list[JSON]:
+    """Return every image part of a request, in either wire format."""
+    found: list[JSON] = []
+
+    def walk(blocks: Any) -> None:
+        if isinstance(blocks, list):
+            for block in blocks:
+                if isinstance(block, dict) and block.get("type") in ("image", "image_url"):
+                    found.append(block)
+                elif isinstance(block, dict):
+                    walk(block.get("content"))
+
+    for msg in body.get("messages") or []:
+        walk(msg.get("content"))
+    return found

@@ -78,7 +78,7 @@ def test_a_matplotlib_plot_is_captured_as_png(fake: FakeLLM, tmp_path: Path) -> 
     nb = run_cells(["%%ask\nplot it"], openai_env(fake), tmp_path)
     pngs = [o for o in nb.cells[1].outputs if "image/png" in o.get("data", {})]
     assert len(pngs) == 1
-    assert "[image/png image shown to the user]" in tool_results(fake, 1)[-1]
+    assert "[image/png image shown to the user, " in tool_results(fake, 1)[-1]
 
 
 def test_headless_output_holds_each_steps_final_attempt_once_and_no_fixed_error(

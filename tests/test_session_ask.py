@@ -138,3 +138,22 @@ async def test_an_answer_over_an_unfixed_failure_is_unresolved_not_done(
     assert result["unresolved"]["step"] == 1
     assert result["unresolved"]["error"] == "NameError: name 'orders' is not defined"
     assert result["unresolved"]["message"].startswith("done with an unresolved error in step 1")
+
+
+@pytest.mark.parametrize("model", ["openai:gpt-test", "anthropic:claude-test"])
+async def test_an_asks_plot_reaches_the_model_through_the_broker_and_its_files_are_listed(
+    jp_fetch: Fetch, fake: FakeLLM, model: str
+) -> None:
+    from tests.fakellm_wire import image_parts
+
+    fake.push(code("import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()\n"
+                   "_ = open('out.csv', 'w').write('a\\n1\\n')"), Turn("Plotted and saved."))
+    sid = (await new_session(jp_fetch))["id"]
+    events = await ask(jp_fetch, sid, prompt="plot and save", model=model)
+    assert events[-1][1]["status"] == "done"
+    body = fake.requests[1].body
+    images = image_parts(body)
+    assert len(images) == 1
+    data = json.dumps(images[0])
+    assert "image/png" in data and "base64" in data
+    assert "- out.csv (4 B, text/csv)" in json.dumps(body["messages"])

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from jupyter_ci.agent.budget import trim_middle
-from jupyter_ci.agent.types import CodeResult, ErrorInfo, Output, ToolResult
+from jupyter_ci.agent.images import ImagePicker, Picked
+from jupyter_ci.agent.types import CodeResult, ErrorInfo, FileInfo, Output, ToolResult
 
 #: Scrubs secrets out of text before it reaches the model.
 Redact = Callable[[str], str]
@@ -16,6 +17,8 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)
 # Frames from IPython/ipykernel machinery tell the model nothing about its own code.
 _NOISE = ("site-packages/IPython/", "site-packages/ipykernel/", "interactiveshell.py")
 MAX_TRACEBACK_LINES = 40
+#: Files listed in one tool result; a run that writes more gets a count of the rest.
+MAX_FILES_LISTED = 30
 #: Told to the model when a run's output lost values to redaction, so it does not chase them.
 REDACTION_NOTE = ("[Values that looked like credentials were replaced with [redacted]; use "
                   "them through their variables and do not print them.]")
@@ -41,12 +44,15 @@ def format_error(error: ErrorInfo) -> str:
     return f"{head}\nTraceback:\n{body}" if body else head
 
 
-def _format_data(data: dict[str, object]) -> str:
+def _format_data(data: dict[str, object], image_note: str | None = None) -> str:
     plain = data.get("text/plain")
     notes = []
-    for mime in ("image/png", "image/jpeg", "image/svg+xml"):
-        if mime in data:
-            notes.append(f"[{mime} image shown to the user]")
+    if image_note is not None:
+        notes.append(image_note)
+    else:
+        for mime in ("image/png", "image/jpeg", "image/svg+xml"):
+            if mime in data:
+                notes.append(f"[{mime} image shown to the user]")
     if "text/html" in data and plain is None:
         notes.append("[HTML output shown to the user]")
     text = "".join(plain) if isinstance(plain, list) else str(plain or "")
@@ -56,28 +62,51 @@ def _format_data(data: dict[str, object]) -> str:
     return "\n".join(part for part in (text, *notes) if part)
 
 
-def format_output(output: Output) -> str:
-    """Render one nbformat output as text."""
+def format_output(output: Output, image_note: str | None = None) -> str:
+    """Render one nbformat output as text; `image_note` replaces the default image note."""
     kind = output.get("output_type")
     if kind == "stream":
         text = output.get("text", "")
         return "".join(text) if isinstance(text, list) else str(text)
     if kind in ("display_data", "execute_result"):
-        rendered = _format_data(output.get("data", {}))
+        rendered = _format_data(output.get("data", {}), image_note)
         return f"Out: {rendered}" if kind == "execute_result" else rendered
     return ""  # errors are rendered from CodeResult.error
 
 
 def tool_result(result: CodeResult, timeout: float, max_chars: int,
-                redact: Redact | None = None, note: str = "") -> ToolResult:
-    """Build what the model is told about a run: status, redacted capped text, our note."""
-    text = format_result(result, timeout, max_chars)
+                redact: Redact | None = None, images: ImagePicker | None = None,
+                tokens_left: int = 0, note: str = "") -> ToolResult:
+    """Build what the model is told: status, redacted capped text, images, files, our note."""
+    picked = images.pick([*result.outputs, *result.updated], tokens_left) if images else Picked()
+    text = format_result(result, timeout, max_chars, picked.notes)
+    if result.files:
+        text = "\n".join(p for p in (text, format_files(result.files)) if p)
     redacted = redact(text) if redact else text
     if redacted != text:
         redacted += f"\n{REDACTION_NOTE}"
     if note:  # ours (e.g. about a missing package): after the cap, so it is never cut
         redacted += f"\n{note}"
-    return ToolResult(result.status, redacted)
+    return ToolResult(result.status, redacted, tuple(picked.images), tuple(result.files))
+
+
+def format_files(files: Sequence[FileInfo]) -> str:
+    """List the files a run created or changed, for the model."""
+    lines = [f"- {f.path} ({human_size(f.size)}, {f.mime})" for f in files[:MAX_FILES_LISTED]]
+    if len(files) > MAX_FILES_LISTED:
+        lines.append(f"- … and {len(files) - MAX_FILES_LISTED} more")
+    return ("[Files created or changed in the working directory (mention them by these "
+            "relative paths):]\n" + "\n".join(lines))
+
+
+def human_size(size: int) -> str:
+    """Write a byte count the way a file browser does (units of 1000)."""
+    value = float(size)
+    for unit in ("kB", "MB", "GB"):
+        value /= 1000
+        if round(value, 1) < 1000 or unit == "GB":
+            return f"{size} B" if size < 1000 else f"{value:.1f} {unit}"
+    return f"{size} B"
 
 
 def invalid_call(problem: str) -> ToolResult:
@@ -90,9 +119,16 @@ def not_run() -> ToolResult:
     return ToolResult("not_run", "[not run: the ask ended]")
 
 
-def format_result(result: CodeResult, timeout: float, max_chars: int) -> str:
+def format_result(result: CodeResult, timeout: float, max_chars: int,
+                  image_notes: dict[int, str] | None = None) -> str:
     """Render a whole run for the model, capped at `max_chars` characters."""
-    parts = [strip_ansi(format_output(o)).rstrip("\n") for o in result.outputs]
+    notes = image_notes or {}
+    parts = [strip_ansi(format_output(o, notes.get(i))).rstrip("\n")
+             for i, o in enumerate(result.outputs)]
+    shown = len(result.outputs)
+    for i, output in enumerate(result.updated, shown):
+        now = strip_ansi(format_output(output, notes.get(i))).strip("\n") or "(nothing)"
+        parts.append(f"[A display shown earlier was updated; it now shows:]\n{now}")
     text = "\n".join(p for p in parts if p)
     if result.status == "timeout":
         text += (
@@ -101,6 +137,6 @@ def format_result(result: CodeResult, timeout: float, max_chars: int) -> str:
         )
     elif result.error is not None:
         text += "\n" + format_error(result.error)
-    elif result.status == "ok" and not text:
+    elif result.status == "ok" and not text and not result.files:
         text = "[ran without output]"
     return trim_middle(text.strip("\n"), max_chars)

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from jupyter_ci.agent import install as packages
 from jupyter_ci.agent.errors import AskError, AskInterrupted, KernelDied, LimitReached
 from jupyter_ci.agent.feedback import Redact, format_error, invalid_call, not_run, tool_result
+from jupyter_ci.agent.images import ImagePicker, Vision
 from jupyter_ci.agent.prompts import RUN_PYTHON, SYSTEM_PROMPT, TOOL_NAME, user_message
 from jupyter_ci.agent.types import (
     CodeResult,
@@ -32,6 +33,8 @@ class Limits:
     max_output_chars: int = 20_000
     max_tokens: int = 400_000
     max_reply_tokens: int = 4_096
+    #: Whether (and how many, how large) the images runs display reach the model.
+    vision: Vision = field(default_factory=Vision)
 
 
 @dataclass(frozen=True)
@@ -142,6 +145,8 @@ class AskLoop:
         self.unresolved: Unresolved | None = None
         #: (step, code) of each successful run, in order: what the notebook keeps.
         self.succeeded: list[tuple[int, str]] = []
+        #: Chooses each run's images for the model, within the ask's cap.
+        self.images = ImagePicker(self.limits.vision)
         self._pending: deque[ToolCall] = deque()
         self._running: RunCode | None = None
         self._missing: _Missing | None = None
@@ -249,7 +254,8 @@ class AskLoop:
     def _finish_run(self, running: RunCode, result: CodeResult, note: str) -> Action:
         """Tell the model how the run went, then go on, fix, or end the ask."""
         self._tool_result(running.call_id, tool_result(
-            result, self.limits.timeout, self.limits.max_output_chars, self.redact, note=note))
+            result, self.limits.timeout, self.limits.max_output_chars, self.redact,
+            self.images, self.limits.max_tokens - self.tokens_used, note=note))
         if result.status == "interrupted":
             return self._fail(AskInterrupted(
                 f"The ask was interrupted during step {running.step}.",

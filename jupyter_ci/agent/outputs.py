@@ -61,6 +61,10 @@ class OutputList:
     on_event: OnOutput | None = None
     outputs: list[Output] = field(default_factory=list)
     shown: list[str | None] = field(default_factory=list)  # display_id of each output
+    #: Displays of earlier runs (or cells) this run updated, by display_id, as they are now.
+    elsewhere: dict[str, Output] = field(default_factory=dict)
+    #: display_ids of this run's outputs that a clear_output removed.
+    cleared: set[str] = field(default_factory=set)
     clear_pending: bool = False
     # In a kernel, stream outputs arrive on the IOPub thread and the others on the main one;
     # listeners are told under the lock too, so they see changes in the list's own order.
@@ -81,7 +85,8 @@ class OutputList:
         """Append an nbformat output."""
         with self.lock:
             if self.clear_pending:
-                self.outputs, self.shown, self.clear_pending = [], [], False
+                self._forget()
+                self.clear_pending = False
             self.outputs.append(output)
             self.shown.append(display_id)
             self._emit(OutputEvent("add", output=output))
@@ -91,17 +96,39 @@ class OutputList:
         with self.lock:
             self.clear_pending = wait
             if not wait:
-                self.outputs, self.shown = [], []
+                self._forget()
             self._emit(OutputEvent("clear", wait=wait))
 
     def update(self, display_id: str, data: dict[str, Any], metadata: dict[str, Any]) -> None:
         """Replace the data of every output showing `display_id`."""
         with self.lock:
+            if display_id not in self.shown:
+                if display_id not in self.cleared:
+                    # Shown by an earlier run: not in this list, but the model must learn
+                    # what it shows now (the last update wins).
+                    self.elsewhere[display_id] = {"output_type": "display_data",
+                                                  "data": data, "metadata": metadata}
+                return
             for index, shown in enumerate(self.shown):
                 if shown == display_id:
                     self.outputs[index] = {**self.outputs[index], "data": data,
                                            "metadata": metadata}
             self._emit(OutputEvent("replace", outputs=tuple(self.outputs)))
+
+    def _forget(self) -> None:
+        """Drop every output, remembering which displays they showed."""
+        self.cleared.update(d for d in self.shown if d)
+        self.outputs, self.shown = [], []
+
+    def owns(self, display_id: str) -> bool:
+        """Tell whether an output of this list shows `display_id`."""
+        with self.lock:
+            return display_id in self.shown
+
+    def updated_elsewhere(self) -> list[Output]:
+        """Return the displays of earlier runs this run updated, as they are now."""
+        with self.lock:
+            return list(self.elsewhere.values())
 
     def merged(self) -> list[Output]:
         """Return the outputs with consecutive stream outputs of one name joined."""

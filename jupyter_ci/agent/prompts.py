@@ -42,6 +42,8 @@ that already succeeded: its variables still exist.
 - Top-level `await` does not work here (the kernel's event loop is busy running you); use \
 synchronous APIs, or `asyncio.run` in a separate thread if you must.
 - Do not install packages or touch files outside the working directory unless asked.
+- Files you write go in the working directory (the notebook's folder), not /mnt/data; in \
+the answer, name them by their path relative to it: the user gets them as links.
 - When done, answer in concise Markdown: what you did and what it shows, with key numbers. \
 Do not paste the code again in the answer.
 """

@@ -28,10 +28,12 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class Image:
-    """An image for the model: base64 data and its MIME type."""
+    """An image for the model: base64 data, its MIME type and, when known, its size in pixels."""
 
     mime: str
     data: str = field(repr=False)
+    width: int = 0
+    height: int = 0
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,10 @@ class CodeResult:
     duration_s: float = 0.0
     execution_count: int | None = None
     error: ErrorInfo | None = None
+    #: Files in the working directory the run created or changed.
+    files: list[FileInfo] = field(default_factory=list)
+    #: Displays shown before this run that it updated (`handle.update`), as they are now.
+    updated: list[Output] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MISSING = object()
+#: display_ids of the ask's own displays (its live Markdown): never a run's output.
+OWN_DISPLAYS: set[str] = set()
 
 
 def put_back(obj: object, name: str, saved: object) -> None:
@@ -63,8 +65,11 @@ def tap_session(kernel: Any, collector: OutputList, passthrough: bool) -> Iterat
             header = (parent.get("header", parent) if parent else None) or {}
             msg_type, body = msg_or_type, content
         if msg_type in OUTPUT_MSG_TYPES and parent_id and header.get("msg_id") == parent_id:
+            if _own_display(body):
+                # The ask's view showing a step's progress, not the step's output.
+                return original(stream, msg_or_type, content, parent, *args, **kwargs)
             collector.apply(msg_type, body or {})
-            if not passthrough:
+            if not passthrough and not _updates_elsewhere(msg_type, body, collector):
                 return None
         return original(stream, msg_or_type, content, parent, *args, **kwargs)
 
@@ -73,6 +78,21 @@ def tap_session(kernel: Any, collector: OutputList, passthrough: bool) -> Iterat
         # Runs before the unwrap: stream messages are sent later, by the IOPub thread.
         stack.callback(flush_std_streams)
         yield
+
+
+def _own_display(body: Any) -> bool:
+    """Tell whether a message shows or updates one of the ask's own displays."""
+    transient = body.get("transient") if isinstance(body, dict) else None
+    return isinstance(transient, dict) and transient.get("display_id") in OWN_DISPLAYS
+
+
+def _updates_elsewhere(msg_type: str, body: Any, collector: OutputList) -> bool:
+    """Tell whether a message updates a display this run did not show (an earlier cell's)."""
+    # That display lives in another cell, which only the frontend can update: let it through.
+    if msg_type != "update_display_data" or not isinstance(body, dict):
+        return False
+    display_id = (body.get("transient") or {}).get("display_id")
+    return isinstance(display_id, str) and bool(display_id) and not collector.owns(display_id)
 
 
 @contextmanager

@@ -22,12 +22,14 @@ import traceback
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from jupyter_ci import workdir
 from jupyter_ci.agent.feedback import strip_ansi
 from jupyter_ci.agent.outputs import OnOutput, OutputList
-from jupyter_ci.agent.types import CodeResult, ErrorInfo, Output, RunStatus
+from jupyter_ci.agent.types import CodeResult, ErrorInfo, FileInfo, Output, RunStatus
 from jupyter_ci.kernel.capture import (
     MISSING,
     flush_std_streams,
@@ -234,8 +236,11 @@ class ShellExecutor:
 
     def __init__(self, shell: InteractiveShell, *,
                  on_output: OnOutput | None = None,
-                 passthrough: bool = True) -> None:
+                 passthrough: bool = True,
+                 workdir: Path | None = None) -> None:
         self.shell = shell
+        #: The folder whose new and changed files each run reports; None: not watched.
+        self.workdir = workdir
         #: Told each change of the output list as it happens, possibly on the IOPub thread.
         self.on_output = on_output
         #: Also publish the outputs on IOPub (so they show in the %%ask cell), or swallow them.
@@ -245,6 +250,7 @@ class ShellExecutor:
         """Run `code` in the user namespace, interrupting it after `timeout` seconds."""
         collector, alarm = OutputList(self.on_output), _Alarm(timeout)
         flush_std_streams()  # what the %%ask cell printed itself is not this code's output
+        before = self._snapshot()
         started = time.monotonic()
         with ExitStack() as stack:
             stack.enter_context(self._tap(collector))
@@ -257,7 +263,26 @@ class ShellExecutor:
         status, error = _outcome(result, alarm, collector, repr_failed, timeout)
         count = result.execution_count if result is not None else None
         return CodeResult(status=status, outputs=collector.merged(), duration_s=duration,
-                          execution_count=count, error=error)
+                          execution_count=count, error=error, files=self._changed(before),
+                          updated=collector.updated_elsewhere())
+
+    def _snapshot(self) -> workdir.Snapshot | None:
+        """Record the working directory's files before a run (None: not watched)."""
+        if self.workdir is None:
+            return None
+        try:
+            return workdir.snapshot(self.workdir)
+        except OSError:  # the folder was deleted under the kernel
+            return None
+
+    def _changed(self, before: workdir.Snapshot | None) -> list[FileInfo]:
+        """List the files the run created or changed."""
+        if before is None or self.workdir is None:
+            return []
+        try:
+            return workdir.changed(self.workdir, before)
+        except OSError:
+            return []
 
     def _tap(self, collector: OutputList) -> contextlib.AbstractContextManager[None]:
         """Capture through the kernel's session, or through plain IPython's hooks."""

@@ -15,12 +15,14 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 
 from jupyter_ci.agent.drive import drive
 from jupyter_ci.agent.errors import AskError, AskInterrupted
+from jupyter_ci.agent.images import Vision
 from jupyter_ci.agent.install import InstallPolicy, yes
 from jupyter_ci.agent.loop import AskLoop, Limits, RunCode
 from jupyter_ci.agent.memory import Memory
 from jupyter_ci.agent.secrets import Redactor
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.kernel import headless_store
+from jupyter_ci.kernel.answer_links import link_files
 from jupyter_ci.kernel.options import AskOptions, help_text, parse_options
 from jupyter_ci.kernel.record import (
     AskInfo,
@@ -42,7 +44,7 @@ from jupyter_ci.kernel.restart_check import (
 from jupyter_ci.kernel.views import AskView, InlineView, show_markdown
 from jupyter_ci.models.base import ChatModel
 from jupyter_ci.models.broker import own_credentials
-from jupyter_ci.models.resolve import ModelSettings, resolve_model
+from jupyter_ci.models.resolve import ModelSettings, resolve_model, vision_enabled
 
 #: What memory keeps of an ask whose recorded answer was reused instead of asking the model.
 REUSED_SUMMARY = ("(Not asked this time: the notebook already held a recorded answer, shown to "
@@ -77,9 +79,8 @@ class AskMagics(Magics):
         super().__init__(shell)
         self.ipython = shell  # Magics.shell is Optional; an ask always has its shell
         self.settings = JupyterCI(parent=shell)
-        # So `%config JupyterCI.install = "always"` reaches it, like any IPython setting
-        # (IPython annotates the list as shells only).
-        configurables: list[Any] = shell.configurables
+        # So `%config JupyterCI.<name> = value` changes this kernel's settings.
+        configurables: list[Any] = shell.configurables  # typed as shells only, in IPython
         configurables.append(self.settings)
         self.memory = Memory(self.settings.memory_tokens)
         #: Asks whose generated cells the browser deleted on a re-ask.
@@ -124,12 +125,14 @@ class AskMagics(Magics):
         install = InstallPolicy.of(self.settings.install, self.settings.install_allow,
                                    can_ask=self._can_ask())
         loop = AskLoop(opts.prompt, context=context, history=self.memory.messages(),
-                       limits=self._limits(opts), redact=redactor, install=install)
+                       limits=self._limits(opts, model.id), redact=redactor,
+                       install=install)
         if ask.replace_ask_id:
             self.replaced_asks.add(ask.replace_ask_id)
+        folder = working_folder()  # before a step changes directory
         view.start()
         try:
-            answer = self._drive(loop, model, view)
+            answer = self._drive(loop, model, view, folder)
         except (KeyboardInterrupt, AskError) as exc:
             error = exc if isinstance(exc, AskError) else AskInterrupted(
                 "The ask was interrupted.", "Cells run so far keep their results.")
@@ -140,6 +143,9 @@ class AskMagics(Magics):
                                                 loop.tokens_used))
             raise error from None
         self.memory.remember(opts.prompt, loop.transcript(), answer)
+        if folder is not None:
+            # Shown (and recorded) with the files it mentions as links; remembered as written.
+            answer = link_files(answer, folder)
         unresolved = loop.unresolved.to_json() if loop.unresolved else None
         record = ask_record(ask, phash, "done", answer, loop.step, loop.tokens_used, unresolved)
         if above is not None:
@@ -202,11 +208,12 @@ class AskMagics(Magics):
                 "that uses one of them must define it again (load or compute it), so the "
                 "notebook still runs top to bottom after a restart.")
 
-    def _drive(self, loop: AskLoop, model: ChatModel, view: AskView) -> str:
+    def _drive(self, loop: AskLoop, model: ChatModel, view: AskView,
+               folder: Path | None) -> str:
         from jupyter_ci.kernel.executor import ShellExecutor
 
         executor = ShellExecutor(self.ipython, on_output=view.output,
-                                 passthrough=view.passthrough)
+                                 passthrough=view.passthrough, workdir=folder)
         return drive(loop, model, executor, view, confirm=self._confirm)
 
     def _can_ask(self) -> bool:
@@ -271,7 +278,7 @@ class AskMagics(Magics):
             return FrontendView(ask)
         return InlineView(ask)
 
-    def _limits(self, opts: AskOptions) -> Limits:
+    def _limits(self, opts: AskOptions, model_id: str) -> Limits:
         s = self.settings
         return Limits(
             max_steps=opts.max_steps or s.max_steps,
@@ -280,11 +287,20 @@ class AskMagics(Magics):
             max_output_chars=s.max_output_chars,
             max_tokens=s.max_ask_tokens,
             max_reply_tokens=s.max_reply_tokens,
+            vision=Vision(vision_enabled(s.vision, model_id), s.max_images, s.max_image_side),
         )
 
 
 # `%%ask?` shows the parser's own usage and option help, so they cannot drift apart.
 AskMagics.ask.__doc__ = help_text()
+
+
+def working_folder() -> Path | None:
+    """Return the kernel's working folder (where a notebook's kernel starts), if it exists."""
+    try:
+        return Path.cwd()
+    except OSError:  # deleted under the kernel
+        return None
 
 
 def parent_header(shell: InteractiveShell) -> dict[str, Any]:

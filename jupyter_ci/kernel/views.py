@@ -16,6 +16,7 @@ from jupyter_ci.agent.feedback import strip_ansi
 from jupyter_ci.agent.loop import RunCode
 from jupyter_ci.agent.outputs import OutputEvent
 from jupyter_ci.agent.types import CodeResult, Output
+from jupyter_ci.kernel.capture import OWN_DISPLAYS
 from jupyter_ci.kernel.record import AskInfo
 from jupyter_ci.kernel.safe_markdown import bundle
 
@@ -70,6 +71,8 @@ class LiveMarkdown:
         self.shown_at = time.monotonic()
         if self._handle is None:
             self._handle = display(bundle(self.text), raw=True, display_id=True)
+            if self._handle is not None:
+                OWN_DISPLAYS.add(self._handle.display_id)
         else:
             self._handle.update(bundle(self.text), raw=True)
 
@@ -132,6 +135,8 @@ class InlineView:
     info: AskInfo
     passthrough: bool = False
     _turn: LiveMarkdown | None = None
+    #: The last model turn shown: at the end, the answer.
+    _last_turn: LiveMarkdown | None = None
     _status: LiveMarkdown = field(default_factory=LiveMarkdown)
     _header: LiveMarkdown | None = None
     _code: str = ""
@@ -153,11 +158,13 @@ class InlineView:
         """Show the rest of this turn's text."""
         if self._turn is not None:
             self._turn.flush()
+            self._last_turn = self._turn
         self._turn = None
 
     def step_start(self, run: RunCode) -> None:
         """Show the step's code; its outputs follow when it ends."""
         self._failed = None  # a retry: the failed attempt stays a collapsed line
+        self._last_turn = None  # the text before a step was narration, not the answer
         self._code = f"**{step_title(run)}**\n\n{code_block(run.code)}"
         self._tail = ""
         self._header = LiveMarkdown()
@@ -200,7 +207,9 @@ class InlineView:
             publish(result.outputs, errors_as_text=True)
 
     def finish(self, answer: str, record: dict[str, Any]) -> None:
-        """The answer was streamed already; close with a status line."""
+        """The answer was streamed already; show it as finished (files linked), then status."""
+        if self._last_turn is not None and self._last_turn.text.strip() != answer.strip():
+            self._last_turn.set(answer)
         self._show_unfixed()
         self._status.set(f"*{ending(self.info.model, record, done='')}*")
 

@@ -76,15 +76,19 @@ class OpenAIChatModel:
         options: dict[str, Any] = {limit: request.max_tokens}
         if request.tools:
             options["tools"] = [_tool(t.name, t.description, t.parameters) for t in request.tools]
+        seen = (host, str(client.base_url), self.name)
+        images = seen not in TEXT_ONLY
         turn = _Turn()
         try:
-            stream = client.chat.completions.create(
-                model=self.name,
-                messages=to_wire(request.system, request.messages),
-                stream=True,
-                stream_options={"include_usage": True},
-                **options,
-            )
+            try:
+                stream = self._create(client, request, options, images)
+            except (openai.BadRequestError, openai.UnprocessableEntityError):
+                if not (images and has_images(request.messages)):
+                    raise
+                # A text-only model behind a compatible server (vLLM, Ollama) refuses image
+                # parts: ask again without them, and never send it images again.
+                stream = self._create(client, request, options, images=False)
+                TEXT_ONLY.add(seen)
             with stream:
                 for chunk in stream:
                     turn.add(chunk, on_text)
@@ -93,6 +97,29 @@ class OpenAIChatModel:
             # from None: the SDK's own message may quote a response that echoes the key.
             raise ask_error(err, openai, self.spec, url, self.name, self.endpoint) from None
         return turn.reply()
+
+    def _create(self, client: openai.OpenAI, request: ModelRequest, options: dict[str, Any],
+                images: bool) -> openai.Stream[ChatCompletionChunk]:
+        """Send the request; the server's refusal (an HTTP error) raises here, before text."""
+        stream: openai.Stream[ChatCompletionChunk] = client.chat.completions.create(
+            model=self.name,
+            messages=to_wire(request.system, request.messages, images),
+            stream=True,
+            stream_options={"include_usage": True},
+            **options,
+        )
+        return stream
+
+
+#: (host, base URL, model) of models that refused images: not sent any while this process runs.
+TEXT_ONLY: set[tuple[str, str, str]] = set()
+#: Stands for the images of a tool result sent to a model that takes no images.
+NO_IMAGES_NOTE = "[image not shown: this model does not accept images]"
+
+
+def has_images(messages: tuple[Message, ...]) -> bool:
+    """Tell whether any tool result of the conversation carries images."""
+    return any(m.result is not None and m.result.images for m in messages)
 
 
 @dataclass
@@ -165,24 +192,33 @@ def _tool(name: str, description: str, parameters: dict[str, Any]) -> ChatComple
             "function": {"name": name, "description": description, "parameters": parameters}}
 
 
-def to_wire(system: str, messages: tuple[Message, ...]) -> list[ChatCompletionMessageParam]:
-    """Translate the system prompt and our messages to Chat Completions messages."""
+def to_wire(system: str, messages: tuple[Message, ...], images: bool = True
+            ) -> list[ChatCompletionMessageParam]:
+    """Translate the system prompt and our messages to Chat Completions messages.
+
+    With `images` false, each tool result's images become a note in its text instead.
+    """
     wire: list[ChatCompletionMessageParam] = []
     if system:
         wire.append({"role": "system", "content": system})
     # Tool messages cannot carry images: they follow, in a user message, the tool messages
     # of their turn.
-    images: list[Image] = []
+    pending: list[Image] = []
     for msg in messages:
-        if images and msg.role != "tool":
-            wire.append(_images_message(images))
-            images = []
+        if pending and msg.role != "tool":
+            wire.append(_images_message(pending))
+            pending = []
         if msg.role == "user":
             wire.append({"role": "user", "content": msg.content})
         elif msg.role == "tool":
+            shown = msg.result.images if msg.result is not None else ()
+            content = msg.content
+            if shown and not images:
+                content = f"{content}\n{NO_IMAGES_NOTE}" if content else NO_IMAGES_NOTE
             wire.append({"role": "tool", "tool_call_id": msg.tool_call_id or "",
-                         "content": msg.content})
-            images.extend(msg.result.images if msg.result is not None else ())
+                         "content": content})
+            if images:
+                pending.extend(shown)
             continue
         elif msg.tool_calls:
             wire.append({
@@ -196,8 +232,8 @@ def to_wire(system: str, messages: tuple[Message, ...]) -> list[ChatCompletionMe
             })
         else:
             wire.append({"role": "assistant", "content": msg.content})
-    if images:
-        wire.append(_images_message(images))
+    if pending:
+        wire.append(_images_message(pending))
     return wire
 
 

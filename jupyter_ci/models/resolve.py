@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -157,3 +158,14 @@ def adapter_factory(spec: ProviderSpec) -> AdapterFactory:
     module, _, attribute = spec.adapter.partition(":")
     factory: AdapterFactory = getattr(importlib.import_module(module), attribute)
     return factory
+
+
+def vision_enabled(setting: str, model_id: str) -> bool:
+    """Decide whether an ask shows this model its images (`c.JupyterCI.vision`)."""
+    if setting in ("on", "off"):
+        return setting == "on"
+    provider, name = parse_model_id(model_id)
+    # auto: every model but those known to take text only; an OpenAI-compatible server
+    # that refuses images anyway is handled by the adapter (it asks again without them).
+    rule = provider.text_only_models
+    return not (rule and re.match(f"(?:{rule})", name))

@@ -84,7 +84,8 @@ class KernelExecutor:
                 if not await self._settle(run):
                     status = "died"
             return CodeResult(status, run.outputs.merged(), time.monotonic() - started,
-                              run.execution_count, self._error(status, run, timeout))
+                              run.execution_count, self._error(status, run, timeout),
+                              updated=run.outputs.updated_elsewhere())
 
     async def _follow(self, run: _Run, deadline: float) -> RunStatus:
         """Read messages until the run is idle, the deadline passes or the kernel dies."""

@@ -16,6 +16,7 @@ from typing import Any
 
 from jupyter_ci.agent.drive import drive_async
 from jupyter_ci.agent.errors import AskError, ModelConfigError
+from jupyter_ci.agent.images import Vision
 from jupyter_ci.agent.install import InstallPolicy
 from jupyter_ci.agent.loop import AskLoop, Limits, RunCode
 from jupyter_ci.agent.memory import Memory
@@ -25,6 +26,7 @@ from jupyter_ci.agent.types import CodeResult, ModelReply, ModelRequest, OnText
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.models.base import ChatModel
 from jupyter_ci.models.broker import ENV_TOKEN
+from jupyter_ci.models.resolve import vision_enabled
 from jupyter_ci.server.session_results import execute_result, markdown_cell
 from jupyter_ci.server.sessions import Session, SessionError, SessionManager
 
@@ -47,13 +49,14 @@ class AskRequest:
     max_steps: int | None = None
     max_fixes: int | None = None
 
-    def limits(self, ci: JupyterCI) -> Limits:
+    def limits(self, ci: JupyterCI, model_id: str) -> Limits:
         """The ask's limits: the request's where given, else the server's settings."""
+        vision = Vision(vision_enabled(ci.vision, model_id), ci.max_images, ci.max_image_side)
         return Limits(max_steps=self.max_steps or ci.max_steps,
                       max_fixes=self.max_fixes or ci.max_fixes,
                       timeout=self.timeout or ci.timeout,
                       max_output_chars=ci.max_output_chars, max_tokens=ci.max_ask_tokens,
-                      max_reply_tokens=ci.max_reply_tokens)
+                      max_reply_tokens=ci.max_reply_tokens, vision=vision)
 
 
 class ThreadedModel:
@@ -183,7 +186,7 @@ async def ask(manager: SessionManager, session: Session, request: AskRequest,
     memory: Memory = session.memory
     loop = AskLoop(request.prompt, context=f"Working directory: {session.directory.name}/ "
                    "(files you write there can be downloaded by the user).",
-                   history=memory.messages(), limits=request.limits(manager.ci),
+                   history=memory.messages(), limits=request.limits(manager.ci, chat.id),
                    redact=redactor,
                    # A REST client has no stdin to answer on: "never" unless "always".
                    install=InstallPolicy.of(manager.ci.install, manager.ci.install_allow,

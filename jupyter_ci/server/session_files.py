@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import mimetypes
 import os
 import tempfile
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO, TypeVar
 
-#: Entries looked at when listing a directory or comparing it before and after a run.
-MAX_ENTRIES = 2_000
+from jupyter_ci import workdir
+
 _CHUNK = 64 * 1024
 _NAME_MAX = 255  # bytes in one path component on Linux and macOS filesystems
 T = TypeVar("T")
@@ -42,37 +41,22 @@ def resolve(directory: Path, path: str) -> Path:
 
 def describe(directory: Path, file: Path) -> dict[str, Any]:
     """Describe one file as the API lists it: relative path, size and MIME type."""
-    mime = mimetypes.guess_type(file.name)[0] or "application/octet-stream"
-    return {"path": file.relative_to(directory).as_posix(), "size": file.stat().st_size,
-            "mime": mime}
+    return asdict(workdir.describe(directory, file))
 
 
 def listing(directory: Path) -> list[dict[str, Any]]:
-    """List the regular files of the directory, recursively, up to MAX_ENTRIES."""
-    return [describe(directory, directory / rel) for rel in snapshot(directory)]
+    """List the regular files of the directory, recursively (see jupyter_ci.workdir)."""
+    return [asdict(info) for info in workdir.listing(directory)]
 
 
-def snapshot(directory: Path) -> dict[str, tuple[int, int]]:
+def snapshot(directory: Path) -> workdir.Snapshot:
     """Map each regular file (relative path) to (size, mtime_ns), never following symlinks."""
-    found: dict[str, tuple[int, int]] = {}
-    for top, dirs, files in os.walk(directory):
-        dirs.sort()
-        for name in sorted(files):
-            path = Path(top, name)
-            if path.is_symlink() or not path.is_file():
-                continue
-            info = path.stat()
-            found[path.relative_to(directory).as_posix()] = (info.st_size, info.st_mtime_ns)
-            if len(found) >= MAX_ENTRIES:
-                return found
-    return found
+    return workdir.snapshot(directory)
 
 
-def changed(directory: Path, before: dict[str, tuple[int, int]]) -> list[dict[str, Any]]:
+def changed(directory: Path, before: workdir.Snapshot) -> list[dict[str, Any]]:
     """List the files created or changed since `before` was taken."""
-    after = snapshot(directory)
-    return [describe(directory, directory / rel) for rel, stamp in after.items()
-            if before.get(rel) != stamp and (directory / rel).is_file()]
+    return [asdict(info) for info in workdir.changed(directory, before)]
 
 
 @dataclass

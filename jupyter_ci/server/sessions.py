@@ -23,7 +23,7 @@ from jupyter_client.kernelspec import NoSuchKernel
 from jupyter_core.utils import ensure_async
 
 from jupyter_ci.agent.outputs import OnOutput
-from jupyter_ci.agent.types import CodeResult, ErrorInfo
+from jupyter_ci.agent.types import CodeResult, ErrorInfo, FileInfo
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.server import session_files
 from jupyter_ci.server.executor import POLL_S, KernelControl, KernelExecutor
@@ -239,6 +239,8 @@ class SessionManager:
         files = await session_files.walk(len(before), session_files.changed, session.directory,
                                          before) if here else []
         session.file_count = len(before)
+        # The ask's tool result lists them too (the execute API returns them beside).
+        result.files = [FileInfo(**f) for f in files]
         session.history.append(code_cell(code, result))
         return result, files
 
