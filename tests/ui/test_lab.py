@@ -404,6 +404,26 @@ def test_a_missing_package_is_asked_about_in_the_cell_and_installed(
     assert fake.calls() == 2
 
 
+def test_a_file_named_in_the_answer_opens_in_jupyterlab(lab: Lab, fake: FakeLLM) -> None:
+    fake.push(code("import pandas as pd\npd.DataFrame({'n': [1, 2]}).to_csv('totals.csv')"),
+              Turn("Saved the totals to sandbox:/mnt/data/totals.csv for you."))
+    nb = lab.open_notebook("links/answer-link", ["%%ask\nsave the totals"])
+    nb.run(0)
+    wait_answer(nb, 0, "Saved the totals")
+    link = nb.cell(0).locator(".jp-OutputArea a", has_text="totals.csv")
+    expect(link).to_have_count(1, timeout=WAIT_MS)
+    # Relative to the notebook: JupyterLab resolves it to the file beside it.
+    assert "/files/links/totals.csv" in (link.get_attribute("href") or "")
+    link.click()
+    # Opened by JupyterLab, beside the notebook: a tab of its own, not a browser page.
+    tab = lab.page.locator("#jp-main-dock-panel .lm-TabBar-tab", has_text="totals.csv")
+    expect(tab).to_have_count(1, timeout=WAIT_MS)
+    opened = lab.page.evaluate(
+        "() => window.jupyterapp.shell.currentWidget.context.path")
+    assert opened == "links/totals.csv"
+    lab.screenshot("answer-link-opened")
+
+
 def test_stop_interrupts_a_long_step_and_keeps_its_cell(lab: Lab, fake: FakeLLM) -> None:
     fake.push(code("import time\nprint('sleeping', flush=True)\ntime.sleep(60)"))
     nb = lab.open_notebook("stop", ["%%ask\nsleep a while", "print('alive')"])
