@@ -20,12 +20,6 @@ export namespace CommandIDs {
 /** Id of the side panel widget. */
 export const PANEL_ID = 'jupyter-ci-panel';
 
-/** Return the source of an `%%ask` cell: the prompt below the magic line. */
-export function askSource(prompt: string, model: string | null): string {
-  const magic = model ? `%%ask -m ${model}` : '%%ask';
-  return `${magic}\n${prompt.trim()}`;
-}
-
 /**
  * Index below the active cell; below the whole ask when the active cell is an
  * `%%ask` cell or one of its generated cells, so asks never interleave.

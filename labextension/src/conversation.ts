@@ -55,10 +55,44 @@ function newAsk(cellId: string, prompt: string, model: string): IAskView {
   };
 }
 
+/** The most asks a notebook's conversation keeps across page loads. */
+export const KEPT_ASKS = 50;
+
+/** Where a conversation is kept between page loads (the browser's local storage). */
+export interface IConversationStore {
+  getItem(key: string): string | null;
+  setItem(key: string, value: string): void;
+}
+
+function isAskView(value: unknown): value is IAskView {
+  const ask = value as Partial<IAskView> | null;
+  return (
+    typeof ask === 'object' &&
+    ask !== null &&
+    typeof ask.cellId === 'string' &&
+    typeof ask.prompt === 'string' &&
+    typeof ask.answer === 'string' &&
+    Array.isArray(ask.steps)
+  );
+}
+
 /**
  * The asks of one notebook, in the order they started.
  */
 export class Conversation {
+  /**
+   * A conversation kept under `key` in `store` (when given): what the panel showed comes
+   * back after a reload. Asks that were running then are shown as interrupted until the
+   * kernel says they still run (it does, to a reloaded page, with ask_state).
+   */
+  constructor(
+    private readonly _store: IConversationStore | null = null,
+    private readonly _key: string = ''
+  ) {
+    this._load();
+    this._changed.connect(this._save, this);
+  }
+
   /** Emitted whenever anything in the conversation changes. */
   get changed(): ISignal<this, void> {
     return this._changed;
@@ -90,7 +124,8 @@ export class Conversation {
   }
 
   start(msg: IAskStart): void {
-    const ask = this._entryFor(msg.cell_id, msg.prompt, msg.model);
+    // A resumed ask (the page reloaded) has its entry from before the reload.
+    const ask = this._find(msg.ask_id) ?? this._entryFor(msg.cell_id, msg.prompt, msg.model);
     ask.askId = msg.ask_id;
     ask.prompt = msg.prompt;
     ask.model = msg.model;
@@ -211,6 +246,39 @@ export class Conversation {
     return this._asks.find(a => a.askId === askId);
   }
 
+  private _load(): void {
+    if (this._store === null || !this._key) {
+      return;
+    }
+    let stored: unknown = null;
+    try {
+      stored = JSON.parse(this._store.getItem(this._key) ?? 'null');
+    } catch {
+      return; // not ours, or cut short: start afresh
+    }
+    if (!Array.isArray(stored)) {
+      return;
+    }
+    for (const ask of stored.filter(isAskView)) {
+      if (ask.status === 'running' || ask.status === 'pending') {
+        ask.status = 'interrupted';
+        ask.error = 'The page was reloaded while this ask ran.';
+      }
+      this._asks.push(ask);
+    }
+  }
+
+  private _save(): void {
+    if (this._store === null || !this._key) {
+      return;
+    }
+    try {
+      this._store.setItem(this._key, JSON.stringify(this._asks.slice(-KEPT_ASKS)));
+    } catch {
+      // Storage full or refused: the panel goes on without keeping it.
+    }
+  }
+
   private readonly _asks: IAskView[] = [];
   private readonly _changed = new Signal<this, void>(this);
 }
@@ -219,11 +287,13 @@ export class Conversation {
  * One conversation per open notebook document (shared by all its views).
  */
 export class Conversations {
-  /** Return the conversation of a document, creating it on first use. */
-  get(document: object): Conversation {
+  constructor(private readonly _store: IConversationStore | null = null) {}
+
+  /** Return the conversation of a document, creating (or loading) it on first use. */
+  get(document: { readonly path: string }): Conversation {
     let conversation = this._map.get(document);
     if (conversation === undefined) {
-      conversation = new Conversation();
+      conversation = new Conversation(this._store, `jupyter-ci:conversation:${document.path}`);
       this._map.set(document, conversation);
     }
     return conversation;

@@ -13,7 +13,8 @@ import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { ITranslator } from '@jupyterlab/translation';
 
 import { NotebookComm } from './comm';
-import { addCommands, askSource, CommandIDs, insertAndRunAsk, PANEL_ID } from './commands';
+import { askSource } from './asksource';
+import { addCommands, CommandIDs, insertAndRunAsk, PANEL_ID } from './commands';
 import { Conversations } from './conversation';
 import { CellDecorator } from './decoration';
 import { FrontendAnnouncer } from './frontend';
@@ -60,7 +61,9 @@ const plugin: JupyterFrontEndPlugin<void> = {
     palette: ICommandPalette | null,
     restorer: ILayoutRestorer | null
   ): void => {
-    const conversations = new Conversations();
+    const conversations = new Conversations(
+      typeof window !== 'undefined' && window.localStorage ? window.localStorage : null
+    );
     manageNotebooks(tracker, conversations);
 
     const ask = (panel: NotebookPanel, prompt: string, model: string | null) => {

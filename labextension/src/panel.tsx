@@ -376,12 +376,13 @@ function ModelPicker(props: { model: PanelModel }): JSX.Element {
       <select
         className="jp-ci-model"
         data-jupyter-ci="model"
+        title={picked || fallback}
         value={picked}
         onChange={event => void model.pickModel(event.target.value)}
       >
         <option value="">{fallback}</option>
         {options.map(name => (
-          <option key={name} value={name}>
+          <option key={name} value={name} title={name}>
             {name}
           </option>
         ))}

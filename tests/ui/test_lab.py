@@ -424,6 +424,34 @@ def test_a_file_named_in_the_answer_opens_in_jupyterlab(lab: Lab, fake: FakeLLM)
     lab.screenshot("answer-link-opened")
 
 
+def test_the_panel_keeps_its_conversation_across_a_reload(lab: Lab, fake: FakeLLM) -> None:
+    prompt = ("make a table of the first ten squares and cubes, with a column for each, "
+              "and tell me which cube is closest to five hundred")
+    fake.push(code("kept = [(n, n**2, n**3) for n in range(1, 11)]\nprint(len(kept))"),
+              Turn("The cube closest to 500 is **512**."))
+    nb = lab.open_notebook("kept", ["x = 1"])
+    nb.select(0)
+    lab.panel.open()
+    # A long model name is shown in full on hover.
+    expect(lab.panel.part("model")).to_have_attribute("title", re.compile("openai:gpt-test"))
+    lab.panel.ask(prompt)
+    nb.wait_cell_count(3)
+    # The inserted cell wraps the long prompt over lines a reader can take in.
+    lines = nb.source(1).split("\n")
+    assert len(lines) >= 3 and all(len(line) <= 88 for line in lines[1:])
+    assert " ".join(lines[1:]) == prompt
+    entry = lab.panel.part("ask").last
+    expect(entry).to_have_attribute("data-jupyter-ci-status", "done", timeout=WAIT_MS)
+    nb = lab.reload(nb)
+    lab.panel.open()
+    entry = lab.panel.part("ask")
+    expect(entry).to_have_count(1, timeout=WAIT_MS)
+    expect(entry).to_have_attribute("data-jupyter-ci-status", "done")
+    expect(entry).to_contain_text("which cube is closest")
+    expect(entry.locator('[data-jupyter-ci="answer"]')).to_contain_text("closest to 500 is 512")
+    lab.screenshot("conversation-kept")
+
+
 def test_stop_interrupts_a_long_step_and_keeps_its_cell(lab: Lab, fake: FakeLLM) -> None:
     fake.push(code("import time\nprint('sleeping', flush=True)\ntime.sleep(60)"))
     nb = lab.open_notebook("stop", ["%%ask\nsleep a while", "print('alive')"])
