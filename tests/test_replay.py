@@ -139,6 +139,12 @@ def test_a_fifo_or_a_device_is_refused_without_blocking(tmp_path: Path) -> None:
 def test_the_fallback_model_is_used_only_when_no_model_is_configured(tmp_path: Path) -> None:
     settings = ModelSettings(fallback="replay:recordings")
     assert resolve_model(None, settings, {}).id == "replay:recordings"
+    # Behind a server whose broker holds no key (Binder before a key is given): no model either.
+    brokered = {"JUPYTER_CI_BROKER_URL": "http://127.0.0.1:1/b", "JUPYTER_CI_BROKER_TOKEN": "t",
+                "JUPYTER_CI_BROKER_PROVIDERS": ""}
+    assert resolve_model(None, settings, brokered).id == "replay:recordings"
+    assert default_model_id(settings, {**brokered, "JUPYTER_CI_BROKER_PROVIDERS": "anthropic"}
+                            ) == "anthropic:claude-sonnet-4-5"
     assert resolve_model(None, settings, {"OPENAI_API_KEY": TEST_KEY}).id == "openai:gpt-4.1"
     assert default_model_id(ModelSettings("openai:x", fallback="replay:r"), {}) == "openai:x"
     with pytest.raises(ModelConfigError, match="No model is configured"):
