@@ -113,7 +113,7 @@ def request_for(prompt: str) -> ModelRequest:
      "turn 1 is malformed"),
     ("deep.json", b"[" * 100_000, "not valid UTF-8 JSON"),
     ("big.json", b" " * (recording.MAX_BYTES + 1), "larger than"),
-    ("missing.json", None, "no such file"),
+    ("missing.json", None, "no such file or folder"),
 ])
 def test_only_recordings_of_our_format_are_read_and_errors_never_quote_the_file(
         tmp_path: Path, name: str, content: bytes | None, reason: str) -> None:
@@ -130,10 +130,13 @@ def test_only_recordings_of_our_format_are_read_and_errors_never_quote_the_file(
 def test_a_fifo_or_a_device_is_refused_without_blocking(tmp_path: Path) -> None:
     fifo = tmp_path / "pipe.json"
     os.mkfifo(fifo)
-    for path in (fifo, Path("/dev/zero.json"), tmp_path):
-        with pytest.raises(ModelConfigError, match=r"not a regular file|no such file|"
-                           r"No recording"):
+    device = tmp_path / "zero.json"
+    device.symlink_to("/dev/zero")
+    for path in (fifo, device):
+        with pytest.raises(ModelConfigError, match="it is not a regular file"):
             ReplayModel(str(path)).complete(request_for("p"), lambda _: None)
+    with pytest.raises(ModelConfigError, match="no such file or folder"):
+        ReplayModel("recordings").complete(request_for("p"), lambda _: None)
 
 
 def test_the_fallback_model_is_used_only_when_no_model_is_configured(tmp_path: Path) -> None:

@@ -57,6 +57,10 @@ class ReplayModel:
     def load(self, prompt: str) -> Recording:
         """Find and read the recording for `prompt` (a folder holds one per prompt)."""
         path = Path(self.source)
+        if not path.exists():
+            raise ModelConfigError(
+                f"Cannot replay {self.source}: there is no such file or folder (relative "
+                f"paths start in the kernel's working directory, {Path.cwd()}).", HINT)
         if path.is_dir():
             path = path / file_name(prompt)
             if not path.exists():
@@ -66,9 +70,7 @@ class ReplayModel:
         try:
             recording = read(path)
         except RecordingError as error:
-            raise ModelConfigError(f"Cannot replay {path}: {error}. Relative paths start in "
-                                   f"the kernel's working directory, {Path.cwd()}.",
-                                   HINT) from None
+            raise ModelConfigError(f"Cannot replay {path}: {error}.", HINT) from None
         if normal_prompt(recording.prompt) != normal_prompt(prompt):
             shown = normal_prompt(recording.prompt)
             shown = shown if len(shown) <= PROMPT_CHARS else shown[:PROMPT_CHARS] + "…"
