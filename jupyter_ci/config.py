@@ -24,6 +24,22 @@ class JupyterCI(Configurable):
         "Empty: the default model of each configured provider.",
     ).tag(config=True)
 
+    fallback_model = Unicode(
+        "",
+        help="Model used only when none is configured (no -m, no model setting, no provider "
+        "key, nothing behind the server's broker), e.g. `replay:recordings` in a demo "
+        "notebook, so it runs before a key is set. Empty (default): such an ask fails "
+        "saying what to set.",
+    ).tag(config=True)
+    record_dir = Unicode(
+        "",
+        help="Folder where every ask writes a recording: the model's replies turn by turn "
+        "(text and tool calls), the prompt and the model id, as JSON named by a hash of the "
+        "prompt (no keys, context or outputs). `-m replay:<folder or file>` plays them back "
+        "without a key or network. Relative to the kernel's working directory. Default: the "
+        "environment variable JUPYTER_CI_RECORD_DIR, else none (nothing is recorded).",
+    ).tag(config=True)
+
     timeout = Float(60.0, help="Seconds one generated code run may take before it is "
                     "interrupted (default 60).").tag(config=True)
     max_steps = Int(10, help="Code runs (tool calls) allowed in one ask (default 10).").tag(
@@ -144,6 +160,10 @@ class JupyterCI(Configurable):
     @default("key_file")
     def _key_file_default(self) -> str:
         return os.environ.get("JUPYTER_CI_KEY_FILE", "")
+
+    @default("record_dir")
+    def _record_dir_default(self) -> str:
+        return os.environ.get("JUPYTER_CI_RECORD_DIR", "")
 
     @default("model")
     def _model_default(self) -> str:

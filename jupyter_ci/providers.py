@@ -61,11 +61,13 @@ class ProviderSpec:
     routes: tuple[Route, ...] = ()
     #: A base URL without a key is usable (local OpenAI-compatible servers take any key).
     keyless_with_url: bool = False
-    #: The model lives in this process (test doubles): no key, no URL, no broker.
+    #: The model lives in this process (test doubles, replays): no key, no URL, no broker.
     in_process: bool = False
     #: Model names known to take no images (a regular expression matched at the start);
     #: `vision = auto` sends images to every other model of this provider.
     text_only_models: str = ""
+    #: Its replies are written to JupyterCI.record_dir when set (a replay's are a copy).
+    recordable: bool = True
 
     @property
     def default_model_id(self) -> str:
@@ -136,4 +138,8 @@ register(ProviderSpec(
 register(ProviderSpec(
     name="scripted", label="Scripted", adapter="jupyter_ci.models.scripted:registered_model",
     in_process=True,
+))
+register(ProviderSpec(
+    name="replay", label="Replay", adapter="jupyter_ci.models.replay:replay_model",
+    in_process=True, recordable=False,
 ))

@@ -133,6 +133,7 @@ class AskLoop:
         #: Applied to every tool result before the model sees it.
         self.redact = redact
         self.history = tuple(history)
+        self.prompt = prompt
         self.messages: list[Message] = [Message("user", user_message(prompt, context))]
         self.tool_calls_made = 0
         self.failures_in_a_row = 0
@@ -286,6 +287,7 @@ class AskLoop:
             messages=(*self.history, *self.messages),
             tools=(RUN_PYTHON,),
             max_tokens=self.limits.max_reply_tokens,
+            prompt=self.prompt,
         )
         return CallModel(request)
 

@@ -93,6 +93,8 @@ class ModelRequest:
     messages: tuple[Message, ...]
     tools: tuple[ToolSpec, ...]
     max_tokens: int = 4096
+    #: The ask's prompt as the user wrote it, without context: what recordings key on.
+    prompt: str = ""
 
 
 @dataclass(frozen=True)

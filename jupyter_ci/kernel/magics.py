@@ -100,8 +100,9 @@ class AskMagics(Magics):
             return
         if headless is not None and opts.refresh and opts.pin:
             show_markdown(REFRESH_PINNED_NOTE)
+        s = self.settings
         model = resolve_model(opts.model, ModelSettings(
-            self.settings.model, self.settings.request_timeout, self.settings.retries))
+            s.model, s.request_timeout, s.retries, s.record_dir, s.fallback_model))
         if opts.new:
             self.memory.clear()
         path = (info.frontend or {}).get("path")

@@ -7,6 +7,7 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from jupyter_ci import providers
 from jupyter_ci.agent.errors import ModelConfigError
@@ -32,6 +33,10 @@ class ModelSettings:
     default: str = ""
     timeout: float = 120.0
     retries: int = 3
+    #: Where each ask's replies are recorded ("" = nowhere).
+    record_dir: str = ""
+    #: The model used when none is configured (a demo's `replay:...`; "" = none).
+    fallback: str = ""
 
 
 def parse_model_id(spec: str) -> tuple[ProviderSpec, str]:
@@ -69,6 +74,8 @@ def default_model_id(settings: ModelSettings, env: Mapping[str, str]) -> str:
     if settings.default:
         return settings.default
     names = configured_providers(env)
+    if not names and settings.fallback:
+        return settings.fallback
     if not names:
         hint = PANEL_HINT + " " if broker.behind_broker(env) else ""
         raise ModelConfigError("No model is configured for %%ask.",
@@ -113,17 +120,28 @@ def endpoint_for(spec: ProviderSpec, settings: ModelSettings, env: Mapping[str, 
 def resolve_model(
     spec: str | None, settings: ModelSettings, env: Mapping[str, str] | None = None
 ) -> ChatModel:
-    """Return the adapter for `spec`, or for the default model when spec is empty."""
+    """Return the adapter for `spec`, or for the default model when spec is empty.
+
+    With `settings.record_dir`, the adapter is wrapped to record this ask's replies there:
+    call this once per ask.
+    """
     env = os.environ if env is None else env
     env = _with_current_broker(spec or settings.default, env)
     provider, name = parse_model_id(spec or default_model_id(settings, env))
     endpoint = endpoint_for(provider, settings, env)
     if provider.in_process:
-        return adapter_factory(provider)(provider, name, endpoint)
-    key = (provider, name, endpoint)
-    if key not in _ADAPTERS:
-        _ADAPTERS[key] = adapter_factory(provider)(provider, name, endpoint)
-    return _ADAPTERS[key]
+        model = adapter_factory(provider)(provider, name, endpoint)
+    else:
+        key = (provider, name, endpoint)
+        if key not in _ADAPTERS:
+            _ADAPTERS[key] = adapter_factory(provider)(provider, name, endpoint)
+        model = _ADAPTERS[key]
+    if settings.record_dir and provider.recordable:
+        from jupyter_ci.models.recording import RecordingModel
+
+        # A new wrapper per ask: it collects this ask's turns (the adapter is shared).
+        return RecordingModel(model, Path(settings.record_dir))
+    return model
 
 
 def _with_current_broker(spec: str | None, env: Mapping[str, str]) -> Mapping[str, str]:

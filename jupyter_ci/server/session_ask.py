@@ -159,7 +159,7 @@ async def resolve(manager: SessionManager, session: Session, model: str | None
         raise SessionError("This server has no key broker: asks are not available.")
     token = manager.broker.issue(ask_token_id(session.id))
     env = {**os.environ, ENV_TOKEN: token}
-    settings = ModelSettings(ci.model, ci.request_timeout, ci.retries)
+    settings = ModelSettings(ci.model, ci.request_timeout, ci.retries, ci.record_dir)
     try:
         # The adapter imports its SDK on first use: not on the event loop.
         chat = await asyncio.to_thread(resolve_model, model, settings, env)
