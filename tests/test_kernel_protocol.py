@@ -204,6 +204,46 @@ def test_a_page_that_missed_the_start_gets_where_the_ask_stands(
         {"output_type": "stream", "name": "stdout", "text": "fixed 1\n"}]
 
 
+def test_steps_say_what_they_do_the_narration_stays_and_the_kernel_stays_busy(
+    fake: FakeLLM, kernel: Kernel
+) -> None:
+    fake.push(code("loaded = [3, 1, 2]", "Loading the data first. Then a plot."),
+              code("# Sort the values for the chart\nloaded.sort()\nprint(loaded)"),
+              Turn("Sorted: **1, 2, 3**."))
+    run = kernel.execute("%%ask\nsort it", FRONTEND)
+    end = run.comm_data()[-1]
+    # What the model said between steps is kept, above its answer (the panel shows this).
+    assert end["answer"] == "Loading the data first. Then a plot.\n\nSorted: **1, 2, 3**."
+    shown = json.dumps([m["content"] for m in run.of_type("display_data",
+                                                          "update_display_data")],
+                       ensure_ascii=False)
+    assert "Step 1 · Loading the data first: done" in shown
+    assert "Step 2 · Sort the values for the chart: done" in shown
+    # Busy is said again while the ask runs: a debugger's control requests that end idle
+    # in between must not leave JupyterLab showing an idle kernel.
+    parent = run.reply["parent_header"]["msg_id"]
+    states = [m["content"]["execution_state"] for m in run.of_type("status")
+              if m["parent_header"].get("msg_id") == parent]
+    assert states[0] == "busy" and states[-1] == "idle" and states.count("busy") > 3
+
+
+def test_while_the_model_thinks_the_log_counts_the_seconds(fake: FakeLLM, kernel: Kernel) -> None:
+    # A turn with no text: its tool call's arguments trickle in for about three seconds.
+    fake.push(Turn("", tool_calls=[("run_python", {"code": "thought = 'long and hard'"})],
+                   chunk_delay=0.25),
+              Turn("Thought."))
+    run = kernel.execute("%%ask\nthink", FRONTEND)
+    shown = json.dumps([m["content"] for m in run.of_type("update_display_data")],
+                       ensure_ascii=False)
+    assert "Asking openai:gpt-test… · thinking 1 s" in shown
+    assert "Asking openai:gpt-test… · thinking 2 s" in shown
+    # Once the step runs the count is gone from the log; the ask ends as usual.
+    final = [m["content"]["data"]["text/plain"] for m in run.of_type("update_display_data")
+             if "Done:" in m["content"]["data"].get("text/plain", "")]
+    assert final and "thinking" not in final[-1]
+    assert run.comm_data()[-1]["status"] == "done"
+
+
 def test_queued_cells_of_a_replaced_ask_are_skipped(fake: FakeLLM, kernel: Kernel) -> None:
     fake.push(code("old_value = 1"), Turn("Old."))
     record = kernel.execute("%%ask\nold prompt", FRONTEND).comm_data()[-1]["record"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextvars
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,7 +13,7 @@ from jupyter_ci.agent.loop import RunCode
 from jupyter_ci.agent.outputs import OutputEvent
 from jupyter_ci.agent.types import CodeResult
 from jupyter_ci.kernel.record import AskInfo, pin_of
-from jupyter_ci.kernel.views import REFRESH_S, LiveMarkdown, ending, step_title
+from jupyter_ci.kernel.views import REFRESH_S, LiveMarkdown, ending, keep_busy, step_title
 
 COMM_TARGET = "jupyter_ci"
 PROTOCOL = 1
@@ -43,6 +45,17 @@ class FrontendView:
     _sent_at: float = 0.0
     #: The step whose outputs arrive now.
     _step: int = 0
+    #: What the model said before each tool call: kept, and shown before the answer.
+    _narration: list[str] = field(default_factory=list)
+    #: The text of the model's turn under way (narration or the answer).
+    _turn_text: str = ""
+    #: Each step's name in the log, from its first attempt (a fix keeps it).
+    _titles: dict[int, str] = field(default_factory=dict)
+    #: Since when the model has been thinking (no step running, no text yet), if it is.
+    _thinking_since: float | None = None
+    # The log is rendered from the main thread and, while the model thinks, from a ticker.
+    _lock: threading.RLock = field(default_factory=threading.RLock)
+    _ticking: threading.Event | None = None
     # The first failure of each step, so its final log line can say it was fixed.
     _failures: dict[int, str] = field(default_factory=dict)
     # What a page that missed the ask needs to catch up (ask_state): the ask_start, step_start
@@ -63,11 +76,18 @@ class FrontendView:
         self._control.append(opening)
         self._comm = create_comm(target_name=COMM_TARGET, data=opening)
         self._progress(f"Asking {self.info.model}…")
+        self._think()
 
     def text(self, delta: str) -> None:
         """Stream the answer into the cell and, batched, to the panel."""
         if self._answer is None:
             self._answer = LiveMarkdown()
+        if self._thinking_since is not None:
+            self._thinking_since = None  # it writes now: the text is the progress
+            self._render()
+        if not self._turn_text and self._narration:
+            delta = "\n\n" + delta  # a new turn: its own paragraph after the narration
+        self._turn_text += delta
         self._answer.append(delta)
         self._pending_delta += delta
         if time.monotonic() - self._sent_at >= REFRESH_S:
@@ -81,14 +101,20 @@ class FrontendView:
 
     def step_start(self, run: RunCode) -> None:
         """Ask the browser for the step's cell; note it in the log."""
-        if self._answer is not None and self._answer.text.strip():
-            # The text before a tool call was narration, not the answer.
-            self._answer.set("")
+        narration = self._turn_text.strip()
+        if narration:
+            # The text before a tool call is narration: it stays, above the answer.
+            self._narration.append(narration)
+        self._turn_text = ""
+        self._thinking_since = None
         self._step = run.step
         self._outputs[run.step] = []
         self._clear_on_next.discard(run.step)
         self._send("step_start", step=run.step, attempt=run.attempt, code=run.code)
-        self._progress(f"{step_title(run)}: running…", replace=run.attempt > 1)
+        title = self._titles.setdefault(run.step, step_title(run, narration))
+        if run.attempt > 1:
+            title = step_title(run, narration)  # "(fix, attempt 2)", an install's own words
+        self._progress(f"{title}: running…", replace=run.attempt > 1)
         self._broadcast_state()
 
     def output(self, event: OutputEvent) -> None:
@@ -124,18 +150,20 @@ class FrontendView:
         if not result.ok:
             self._failures.setdefault(run.step, failure)
         first = self._failures.get(run.step)
+        name = self._titles.get(run.step, f"Step {run.step}")
         if result.ok:
             # The log keeps what went wrong before the fix: "failed (NameError) → fixed".
             done = f"installed {run.package}" if run.kind == "install" else (
                 "fixed" if first else "done")
-            line = f"Step {run.step}: {first + ' → ' if first else ''}{done} " \
+            line = f"{name}: {first + ' → ' if first else ''}{done} " \
                 f"({result.duration_s:.1f} s)"
         elif result.status in ("interrupted", "died"):
-            line = f"Step {run.step}: {result.status}"
+            line = f"{name}: {result.status}"
         else:
-            line = f"Step {run.step}: {failure} → fixing"
+            line = f"{name}: {failure} → fixing"
         self._progress(line, replace=True)
         self._broadcast_state()
+        self._think()
 
     def note(self, text: str) -> None:
         """Add a warning to the %%ask cell's log."""
@@ -143,7 +171,10 @@ class FrontendView:
 
     def finish(self, answer: str, record: dict[str, Any]) -> None:
         """Send the record for the %%ask cell's metadata and close the comm."""
+        self._stop_ticker()
         self._send_delta()
+        # What the model said between steps stays, above its answer (cell and panel).
+        answer = "\n\n".join([*self._narration, answer.strip()])
         if self._answer is None or self._answer.text.strip() != answer.strip():
             self._answer = self._answer or LiveMarkdown()
             self._answer.set(answer)
@@ -158,18 +189,54 @@ class FrontendView:
 
     def fail(self, error: AskError, status: str, record: dict[str, Any]) -> None:
         """Tell the browser the ask ended without an answer."""
+        self._stop_ticker()
         self._send_delta()
         self._progress(f"Ask {status}: {error.message}")
         self._end(status, answer="", error=str(error), record=record)
 
     def _progress(self, line: str, replace: bool = False) -> None:
-        if replace and self._log:
-            self._log[-1] = line
-        else:
-            self._log.append(line)
-        self._log_view.set("\n".join(f"- {entry}" for entry in self._log))
+        keep_busy()
+        with self._lock:
+            if replace and self._log:
+                self._log[-1] = line
+            else:
+                self._log.append(line)
+            self._render()
+
+    def _render(self) -> None:
+        """Show the log; while the model thinks, its last line counts the seconds."""
+        with self._lock:
+            lines = list(self._log)
+            since = self._thinking_since
+            if since is not None and lines and time.monotonic() - since >= 1:
+                lines[-1] += f" · thinking {time.monotonic() - since:.0f} s"
+            self._log_view.set("\n".join(f"- {entry}" for entry in lines))
+
+    def _think(self) -> None:
+        """The model is called now: count the seconds in the log until it writes or runs."""
+        self._thinking_since = time.monotonic()
+        if self._ticking is None:
+            self._ticking = threading.Event()
+            # The copied context carries the request's parent header (a ContextVar in
+            # ipykernel 7), so the ticker's updates go to the %%ask cell's output.
+            context = contextvars.copy_context()
+            threading.Thread(target=context.run, args=(self._tick, self._ticking),
+                             name="jupyter-ci-ticker", daemon=True).start()
+
+    def _tick(self, stop: threading.Event) -> None:
+        while not stop.wait(1.0):
+            if self._thinking_since is not None:
+                keep_busy()
+                self._render()
+
+    def _stop_ticker(self) -> None:
+        self._thinking_since = None
+        if self._ticking is not None:
+            self._ticking.set()
+            self._ticking = None
 
     def _send_delta(self) -> None:
+        keep_busy()
         if self._pending_delta:
             self._send("answer_delta", text=self._pending_delta)
             self._pending_delta = ""

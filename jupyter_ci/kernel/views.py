@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -77,6 +78,24 @@ class LiveMarkdown:
             self._handle.update(bundle(self.text), raw=True)
 
 
+def keep_busy() -> None:
+    """Say again that the kernel is busy with the ask's request.
+
+    JupyterLab shows the last status any request caused; its debugger's requests on the
+    control channel end "idle" while an ask still runs, and the status bar then says Idle.
+    """
+    from IPython import get_ipython
+
+    kernel = getattr(get_ipython(), "kernel", None)
+    publish = getattr(kernel, "_publish_status", None)
+    if publish is None:
+        return
+    try:
+        publish("busy", "shell")
+    except Exception:  # a status is a courtesy: never let it break an ask
+        return
+
+
 def show_markdown(text: str) -> None:
     """Display model-written Markdown once, with no live HTML (see safe_markdown)."""
     display(bundle(text), raw=True)
@@ -110,14 +129,40 @@ def ending(model: str, record: dict[str, Any], done: str = "Done: ") -> str:
     return f"{done}{summary(model, record)}"
 
 
-def step_title(run: RunCode) -> str:
-    """Name a step as the user sees it."""
+#: The most characters of a step's description in the log.
+DESCRIPTION_CHARS = 60
+
+
+def describe(code: str, narration: str = "") -> str:
+    """Say in a few words what a step does: its code's first comment, else the model's text."""
+    for line in code.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("#") and not stripped.startswith("#!"):
+            text = stripped.lstrip("#").strip()
+            if text:
+                return _shorten(text)
+        elif stripped:
+            break  # only a comment that leads the code says what all of it does
+    first = re.split(r"(?<=[.!?:])\s", " ".join(narration.split()), maxsplit=1)[0]
+    return _shorten(first.rstrip(".:"))
+
+
+def _shorten(text: str) -> str:
+    text = text.replace("`", "").replace("*", "").strip()
+    if len(text) <= DESCRIPTION_CHARS:
+        return text
+    return text[:DESCRIPTION_CHARS].rsplit(" ", 1)[0] + "…"
+
+
+def step_title(run: RunCode, narration: str = "") -> str:
+    """Name a step as the user sees it, with what it does when the code or model says."""
     if run.kind == "install":
         return f"Step {run.step} (installing {run.package})"
     if run.kind == "retry":
         return f"Step {run.step} (the code again, with {run.package} installed)"
     retry = f" (fix, attempt {run.attempt})" if run.attempt > 1 else ""
-    return f"Step {run.step}{retry}"
+    what = describe(run.code, narration)
+    return f"Step {run.step}{retry}" + (f" · {what}" if what else "")
 
 
 @dataclass

@@ -71,8 +71,11 @@ def test_three_steps_become_three_cells_below_the_ask(lab: Lab, fake: FakeLLM) -
     assert len(counts) == 4, f"cells without an execution count: {shown}"
     assert counts == sorted(set(counts)), f"execution counts not increasing: {counts}"
     # The %%ask cell keeps a progress log and the answer; the steps' outputs are not repeated.
-    for step in (1, 2, 3):
+    # Each step says what it did (here the model's words), and those words stay too.
+    expect(ask.locator(".jp-OutputArea")).to_contain_text("Step 1 · Loading the data: done")
+    for step in (2, 3):
         expect(ask.locator(".jp-OutputArea")).to_contain_text(f"Step {step}: done")
+    expect(ask.locator(".jp-ci-markdown p", has_text="Loading the data.")).to_be_visible()
     expect(ask.locator(".jp-ci-markdown strong", has_text="E")).to_be_visible()
     assert "best region" not in nb.output_text(0)
     expect(nb.root.locator("table.dataframe")).to_have_count(1)
