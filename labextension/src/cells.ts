@@ -263,8 +263,12 @@ export class AskCells {
       cell.executionState = 'running';
       this._stepIds.set(step, cell.id);
       this._lastId = cell.id;
+      this.reveal?.(cell.id);
     }
   }
+
+  /** Bring a new step's cell into view (asks sent from the panel, which the user follows). */
+  reveal: ((cellId: string) => void) | null = null;
 
   /** Append one nbformat output to the step's cell. */
   output(step: number, output: nbformat.IOutput): void {

@@ -27,7 +27,8 @@ export class NotebookComm implements IDisposable {
   constructor(
     private readonly _session: ISessionContext,
     private readonly _model: () => INotebookModel | null,
-    private readonly _conversation: Conversation
+    private readonly _conversation: Conversation,
+    private readonly _reveal: ((cellId: string) => void) | null = null
   ) {
     _session.kernelChanged.connect(this._onKernelChanged, this);
     NotebookActions.executed.connect(this._onExecuted, this);
@@ -236,7 +237,11 @@ export class NotebookComm implements IDisposable {
     if (msg.replace_ask_id) {
       deleteAskCells(model, msg.replace_ask_id, msg.cell_id);
     }
-    this._asks.set(msg.ask_id, new AskCells(model, msg.ask_id, msg.cell_id, msg.model, msg.prompt));
+    const cells = new AskCells(model, msg.ask_id, msg.cell_id, msg.model, msg.prompt);
+    if (this._conversation.isPending(msg.cell_id)) {
+      cells.reveal = this._reveal; // sent from the panel: its steps scroll into view
+    }
+    this._asks.set(msg.ask_id, cells);
     if (typeof msg.execution_count === 'number') {
       this._counts.set(msg.cell_id, msg.execution_count);
     }

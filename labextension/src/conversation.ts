@@ -40,6 +40,8 @@ export interface IAskView {
   reused?: boolean;
   /** Answered while a step's last attempt still failed. */
   unresolved?: IUnresolved | null;
+  /** While it runs: what it does now, and since when (ms since the epoch), for a clock. */
+  phase?: { what: 'thinking' | 'running' | 'writing'; since: number } | null;
 }
 
 function newAsk(cellId: string, prompt: string, model: string): IAskView {
@@ -113,6 +115,11 @@ export class Conversation {
     this._changed.emit();
   }
 
+  /** Whether the `%%ask` cell `cellId` was sent from the panel and has not started yet. */
+  isPending(cellId: string): boolean {
+    return this._asks.some(a => a.cellId === cellId && a.status === 'pending');
+  }
+
   /** Fail a pending prompt whose cell finished without starting an ask. */
   settlePending(cellId: string, message: string): void {
     const ask = this._asks.find(a => a.cellId === cellId && a.status === 'pending');
@@ -130,6 +137,7 @@ export class Conversation {
     ask.prompt = msg.prompt;
     ask.model = msg.model;
     ask.status = 'running';
+    ask.phase = { what: 'thinking', since: Date.now() };
     this._changed.emit();
   }
 
@@ -138,6 +146,7 @@ export class Conversation {
     if (ask === undefined) {
       return;
     }
+    ask.phase = { what: 'running', since: Date.now() };
     const step = ask.steps.find(s => s.step === msg.step);
     if (step === undefined) {
       ask.steps.push({
@@ -157,10 +166,12 @@ export class Conversation {
   }
 
   stepEnd(msg: IStepEnd): void {
-    const step = this._find(msg.ask_id)?.steps.find(s => s.step === msg.step);
-    if (step === undefined) {
+    const ask = this._find(msg.ask_id);
+    const step = ask?.steps.find(s => s.step === msg.step);
+    if (ask === undefined || step === undefined) {
       return;
     }
+    ask.phase = { what: 'thinking', since: Date.now() };
     step.status = msg.status;
     step.durationS = msg.duration_s;
     step.error = msg.error ? `${msg.error.ename}: ${msg.error.evalue}` : null;
@@ -174,6 +185,9 @@ export class Conversation {
     const ask = this._find(askId);
     if (ask !== undefined) {
       ask.answer += text;
+      if (ask.phase?.what === 'thinking') {
+        ask.phase = { what: 'writing', since: ask.phase.since };
+      }
       this._changed.emit();
     }
   }
@@ -184,6 +198,7 @@ export class Conversation {
       return;
     }
     ask.status = msg.status;
+    ask.phase = null;
     if (msg.answer) {
       ask.answer = msg.answer;
     }

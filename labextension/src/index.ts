@@ -34,7 +34,16 @@ function manageNotebooks(tracker: INotebookTracker, conversations: Conversations
     }
     managed.add(context);
     const model = () => (context.isDisposed ? null : context.model);
-    const comm = new NotebookComm(panel.sessionContext, model, conversations.get(context));
+    const reveal = (cellId: string): void => {
+      // The view the user looks at, else any view of this document.
+      const current = tracker.currentWidget;
+      const view = current?.context === context ? current : panel;
+      const index = view.content.widgets.findIndex(w => w.model.id === cellId);
+      if (index >= 0 && !view.isDisposed) {
+        void view.content.scrollToItem(index, 'smart');
+      }
+    };
+    const comm = new NotebookComm(panel.sessionContext, model, conversations.get(context), reveal);
     const announcer = new FrontendAnnouncer(panel.sessionContext, model);
     context.disposed.connect(() => {
       comm.dispose();

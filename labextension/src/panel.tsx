@@ -77,6 +77,36 @@ function askStatusText(ask: IAskView): string {
   return STATUS_TEXT[ask.status];
 }
 
+/** The current time, refreshed every second while `active`. */
+function useNow(active: boolean): number {
+  const [now, setNow] = React.useState(Date.now());
+  React.useEffect(() => {
+    if (!active) {
+      return;
+    }
+    const timer = window.setInterval(() => setNow(Date.now()), 1000);
+    return () => window.clearInterval(timer);
+  }, [active]);
+  return now;
+}
+
+const PHASE_TEXT = { thinking: 'thinking', running: 'running a step', writing: 'writing' };
+
+/** "thinking · 4 s": what a running ask does now and for how long. */
+function Clock(props: { ask: IAskView }): JSX.Element | null {
+  const phase = props.ask.status === 'running' ? props.ask.phase : null;
+  const now = useNow(phase !== null && phase !== undefined);
+  if (!phase) {
+    return null;
+  }
+  const seconds = Math.max(0, Math.floor((now - phase.since) / 1000));
+  return (
+    <span className="jp-ci-clock" data-jupyter-ci="clock">
+      {PHASE_TEXT[phase.what]} · {seconds} s
+    </span>
+  );
+}
+
 function Ask(props: { ask: IAskView; rendermime: IRenderMimeRegistry }): JSX.Element {
   const { ask } = props;
   const finished = ask.status !== 'pending' && ask.status !== 'running';
@@ -92,6 +122,7 @@ function Ask(props: { ask: IAskView; rendermime: IRenderMimeRegistry }): JSX.Ele
         >
           {askStatusText(ask)}
         </span>
+        <Clock ask={ask} />
       </div>
       {ask.steps.length > 0 ? (
         <ol className="jp-ci-steps">

@@ -455,6 +455,35 @@ def test_the_panel_keeps_its_conversation_across_a_reload(lab: Lab, fake: FakeLL
     lab.screenshot("conversation-kept")
 
 
+def test_progress_is_live_in_the_cell_the_panel_and_the_status_bar(
+    lab: Lab, fake: FakeLLM
+) -> None:
+    step = "# Wait for the slow part\nimport time\ntime.sleep(3)\nprint('slow part done')"
+    # No text, and the call's arguments trickle in for a few seconds: the model "thinks".
+    fake.push(Turn("", tool_calls=[("run_python", {"code": step})], chunk_delay=0.2),
+              Turn("It took a while."))
+    nb = lab.open_notebook("live", [f"filler_{i} = {i}" for i in range(30)])
+    nb.select(0)
+    lab.panel.open()
+    lab.panel.ask("do the slow part")
+    ask = nb.cell(1)
+    expect(ask.locator(".jp-OutputArea")).to_contain_text("thinking", timeout=WAIT_MS)
+    expect(lab.panel.part("clock")).to_contain_text(re.compile(r"thinking · \d+ s"))
+    status = lab.page.locator(".jp-StatusBar-Widget", has_text="ipykernel")
+    expect(status).to_contain_text("Busy", timeout=WAIT_MS)
+    lab.screenshot("live-thinking")
+    # The user looks elsewhere meanwhile; the step's cell is brought into view.
+    nb.js("panel.content.scrollToItem(panel.content.widgets.length - 1);")
+    expect(nb.cell(2)).to_have_class(has_class("jp-ci-generated"), timeout=WAIT_MS)
+    expect(nb.cell(2)).to_be_in_viewport(timeout=WAIT_MS)
+    expect(lab.panel.part("clock")).to_contain_text("running a step", timeout=WAIT_MS)
+    expect(ask.locator(".jp-OutputArea")).to_contain_text("Step 1 · Wait for the slow part")
+    expect(status).to_contain_text("Busy")
+    lab.screenshot("live-step")
+    wait_answer(nb, 1, "It took a while.")
+    expect(lab.panel.part("clock")).to_have_count(0)
+
+
 def test_stop_interrupts_a_long_step_and_keeps_its_cell(lab: Lab, fake: FakeLLM) -> None:
     fake.push(code("import time\nprint('sleeping', flush=True)\ntime.sleep(60)"))
     nb = lab.open_notebook("stop", ["%%ask\nsleep a while", "print('alive')"])
