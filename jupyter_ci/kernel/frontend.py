@@ -165,6 +165,11 @@ class FrontendView:
         self._broadcast_state()
         self._think()
 
+    def waiting_for_user(self) -> None:
+        """A question waits on stdin: stop counting the model's thinking time."""
+        self._thinking_since = None
+        self._render()
+
     def note(self, text: str) -> None:
         """Add a warning to the %%ask cell's log."""
         self._progress(f"⚠ {text}")

@@ -215,7 +215,15 @@ class AskMagics(Magics):
 
         executor = ShellExecutor(self.ipython, on_output=view.output,
                                  passthrough=view.passthrough, workdir=folder)
-        return drive(loop, model, executor, view, confirm=self._confirm)
+
+        def confirm(question: str) -> bool:
+            # The user is asked now, not the model: the log must not count "thinking".
+            waiting = getattr(view, "waiting_for_user", None)
+            if waiting is not None:
+                waiting()
+            return self._confirm(question)
+
+        return drive(loop, model, executor, view, confirm=confirm)
 
     def _can_ask(self) -> bool:
         """Tell whether someone can answer a question on stdin during this request."""
