@@ -22,6 +22,7 @@ from jupyter_ci.agent.secrets import Redactor
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.kernel import headless_store
 from jupyter_ci.kernel.options import AskOptions, help_text, parse_options
+from jupyter_ci.kernel.prepare import model_settings, prepare_after_cell
 from jupyter_ci.kernel.record import (
     AskInfo,
     RequestInfo,
@@ -42,7 +43,7 @@ from jupyter_ci.kernel.restart_check import (
 from jupyter_ci.kernel.views import AskView, InlineView, show_markdown
 from jupyter_ci.models.base import ChatModel
 from jupyter_ci.models.broker import own_credentials
-from jupyter_ci.models.resolve import ModelSettings, resolve_model
+from jupyter_ci.models.resolve import resolve_model
 
 #: What memory keeps of an ask whose recorded answer was reused instead of asking the model.
 REUSED_SUMMARY = ("(Not asked this time: the notebook already held a recorded answer, shown to "
@@ -99,8 +100,7 @@ class AskMagics(Magics):
             return
         if headless is not None and opts.refresh and opts.pin:
             show_markdown(REFRESH_PINNED_NOTE)
-        model = resolve_model(opts.model, ModelSettings(
-            self.settings.model, self.settings.request_timeout, self.settings.retries))
+        model = resolve_model(opts.model, model_settings(self.settings))
         if opts.new:
             self.memory.clear()
         path = (info.frontend or {}).get("path")
@@ -303,6 +303,7 @@ def register(ipython: Any) -> None:
         return
     magics = AskMagics(ipython)
     ipython.register_magics(magics)
+    prepare_after_cell(ipython, magics.settings)
     ipython.input_transformers_cleanup.append(StaleCellSkipper(magics))
     ipython.input_transformers_cleanup.append(question_prompts)
 

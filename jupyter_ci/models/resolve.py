@@ -113,9 +113,11 @@ def resolve_model(
     if provider.in_process:
         return adapter_factory(provider)(provider, name, endpoint)
     key = (provider, name, endpoint)
-    if key not in _ADAPTERS:
-        _ADAPTERS[key] = adapter_factory(provider)(provider, name, endpoint)
-    return _ADAPTERS[key]
+    found = _ADAPTERS.get(key)
+    if found is None:
+        # setdefault: a background `prepare` may resolve the same model at the same time.
+        found = _ADAPTERS.setdefault(key, adapter_factory(provider)(provider, name, endpoint))
+    return found
 
 
 # One adapter (and SDK client) per model and endpoint, so later asks reuse its connections.
