@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,13 +18,8 @@ from tests.kernelrun import Kernel
 from tests.nbrun import PROVIDER_VARS, anthropic_env, openai_env
 
 SDKS = {"openai": "anthropic", "anthropic": "openai"}  # each SDK, and the one not wanted
-# Waits for the background thread, never for a fixed time: these machines are slow at times.
-JOIN = f"""
-import threading
-for thread in threading.enumerate():
-    if thread.name == {prepare.THREAD_NAME!r}:
-        thread.join(120)
-"""
+PREPARING = ("import sys, threading\n"
+             f"print({prepare.THREAD_NAME!r} in [t.name for t in threading.enumerate()])")
 
 
 def printed(kernel: Kernel, code: str) -> str:
@@ -31,6 +27,14 @@ def printed(kernel: Kernel, code: str) -> str:
     done = kernel.execute(code, timeout=180)
     assert done.reply["content"]["status"] == "ok", done.reply["content"]
     return "".join(m["content"]["text"] for m in done.of_type("stream"))
+
+
+def wait_prepared(kernel: Kernel) -> None:
+    """Wait for the background preparation to end, between cells (it pauses during them)."""
+    deadline = time.monotonic() + 120
+    while printed(kernel, PREPARING).strip() == "True":
+        assert time.monotonic() < deadline, "the preparation never ended"
+        time.sleep(0.1)
 
 
 @pytest.fixture
@@ -55,7 +59,8 @@ def test_the_default_models_sdk_loads_after_the_load_ext_cell_and_only_it(
                      f"{prepare.THREAD_NAME!r} in [t.name for t in threading.enumerate()])")
     assert during.split() == ["False", "False"]
     printed(kernel, "pass")  # the user's next cell, before any ask
-    after = printed(kernel, JOIN + f"print({sdk!r} in sys.modules, {SDKS[sdk]!r} in sys.modules)")
+    wait_prepared(kernel)
+    after = printed(kernel, f"print({sdk!r} in sys.modules, {SDKS[sdk]!r} in sys.modules)")
     assert after.split() == ["True", "False"]
     assert fake.calls() == 0  # preparing sends nothing
     fake.push(Turn("", tool_calls=[("run_python", {"code": "y = 6 * 7"})]), Turn("Done."))
@@ -85,7 +90,8 @@ import pandas
 print(ChatCompletion.__name__, pandas.DataFrame({{'a': [1]}}).shape)
 """
     assert printed(kernel, code).split("\n")[:2] == ["preparing", "ChatCompletion (1, 1)"]
-    assert printed(kernel, JOIN + "print(openai.OpenAI.__name__)").strip() == "OpenAI"
+    wait_prepared(kernel)
+    assert printed(kernel, "print(openai.OpenAI.__name__)").strip() == "OpenAI"
 
 
 @pytest.fixture

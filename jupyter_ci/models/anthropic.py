@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
@@ -60,7 +59,6 @@ class AnthropicChatModel:
         self.name = name
         self.endpoint = endpoint
         self._client: anthropic.Anthropic | None = None
-        self._lock = threading.Lock()
 
     @property
     def id(self) -> str:
@@ -72,15 +70,16 @@ class AnthropicChatModel:
         if self._client is None:
             import anthropic
 
-            with self._lock:  # `prepare`, in the background, may be building it now
-                if self._client is None:
-                    self._client = anthropic.Anthropic(
-                        api_key=self.endpoint.api_key,
-                        base_url=self.endpoint.base_url,
-                        timeout=self.endpoint.timeout,
-                        max_retries=self.endpoint.max_retries,
-                        http_client=http_client(self.endpoint, anthropic.DefaultHttpxClient),
-                    )
+            client = anthropic.Anthropic(
+                api_key=self.endpoint.api_key,
+                base_url=self.endpoint.base_url,
+                timeout=self.endpoint.timeout,
+                max_retries=self.endpoint.max_retries,
+                http_client=http_client(self.endpoint, anthropic.DefaultHttpxClient),
+            )
+            # No lock: `prepare`, in another thread, may build one too; either will do.
+            if self._client is None:
+                self._client = client
         return self._client
 
     def prepare(self) -> None:

@@ -15,7 +15,6 @@ The `openai` SDK is imported only when the first request is made, or by `prepare
 from __future__ import annotations
 
 import json
-import threading
 import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -51,7 +50,6 @@ class OpenAIChatModel:
         self.name = name
         self.endpoint = endpoint
         self._client: openai.OpenAI | None = None
-        self._lock = threading.Lock()
 
     @property
     def id(self) -> str:
@@ -63,15 +61,16 @@ class OpenAIChatModel:
         if self._client is None:
             import openai
 
-            with self._lock:  # `prepare`, in the background, may be building it now
-                if self._client is None:
-                    self._client = openai.OpenAI(
-                        api_key=self.endpoint.api_key,
-                        base_url=self.endpoint.base_url,
-                        timeout=self.endpoint.timeout,
-                        max_retries=self.endpoint.max_retries,
-                        http_client=http_client(self.endpoint, openai.DefaultHttpxClient),
-                    )
+            client = openai.OpenAI(
+                api_key=self.endpoint.api_key,
+                base_url=self.endpoint.base_url,
+                timeout=self.endpoint.timeout,
+                max_retries=self.endpoint.max_retries,
+                http_client=http_client(self.endpoint, openai.DefaultHttpxClient),
+            )
+            # No lock: `prepare`, in another thread, may build one too; either will do.
+            if self._client is None:
+                self._client = client
         return self._client
 
     def prepare(self) -> None:
