@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
@@ -136,3 +139,69 @@ def test_no_preparation_when_turned_off(shell: InteractiveShell,
     jupyter_ci.load_ipython_extension(shell)  # loaded already: nothing new is scheduled
     shell.run_cell("x = 2")
     assert started == []
+
+
+@pytest.fixture
+def modules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Give a folder on sys.path for modules written by the test; forget them afterwards."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(prepare, "MAX_PAUSE_S", 60.0)  # longer than any wait below
+    prepare.COURTESY.install()
+    yield tmp_path
+    for name in [n for n in sys.modules if n.startswith("prep_")]:
+        del sys.modules[name]
+
+
+def preparing(cells: prepare.Cells, module: str) -> threading.Event:
+    """Import `module` in a thread that prepares politely; return an event set when done."""
+    done = threading.Event()
+
+    def run() -> None:
+        prepare.COURTESY.threads[threading.get_ident()] = cells
+        try:
+            importlib.import_module(module)
+        finally:
+            del prepare.COURTESY.threads[threading.get_ident()]
+            done.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    return done
+
+
+def test_the_preparation_waits_for_the_running_cell_before_each_import(modules: Path) -> None:
+    (modules / "prep_outer.py").write_text("import prep_inner\n")
+    (modules / "prep_inner.py").write_text("VALUE = 1\n")
+    cells = prepare.Cells(shell=None, running=1, since=time.monotonic())
+    done = preparing(cells, "prep_outer")
+    # importlib.import_module raises no "import" audit event; the nested import statement
+    # does, and waits there while the cell runs.
+    assert not done.wait(0.3)
+    assert "prep_outer" in sys.modules and "prep_inner" not in sys.modules
+    cells.running = 0  # the cell ended
+    assert done.wait(10) and sys.modules["prep_outer"].prep_inner.VALUE == 1
+
+
+def test_a_users_import_of_a_module_the_preparation_holds_is_not_kept_waiting(
+    modules: Path
+) -> None:
+    (modules / "prep_gate.py").write_text("import threading\n"
+                                          "inside, go = threading.Event(), threading.Event()\n")
+    (modules / "prep_held.py").write_text("import prep_gate\nprep_gate.inside.set()\n"
+                                          "prep_gate.go.wait(30)\nimport prep_leaf\n")
+    (modules / "prep_leaf.py").write_text("VALUE = 2\n")
+    import prep_gate  # type: ignore[import-not-found]
+
+    cells = prepare.Cells(shell=None)
+    done = preparing(cells, "prep_held")
+    assert prep_gate.inside.wait(10)
+    # A cell begins while the thread is inside prep_held: it pauses before prep_leaf,
+    # holding prep_held's import lock, until the cell imports prep_held too.
+    cells.running, cells.since = 1, time.monotonic()
+    prep_gate.go.set()
+    users: list[Any] = []
+    user = threading.Thread(target=lambda: users.append(importlib.import_module("prep_held")),
+                            daemon=True)
+    user.start()
+    user.join(10)
+    assert users and users[0].prep_leaf.VALUE == 2 and done.wait(10)
+    assert cells.running == 1  # the cell still runs: the waiting import let it go on
