@@ -13,10 +13,11 @@ from IPython.core.error import StdinNotImplementedError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
-from jupyter_ci.agent.drive import drive
+from jupyter_ci.agent.disclosure import Recording, request_parts
+from jupyter_ci.agent.drive import Model, drive
 from jupyter_ci.agent.errors import AskError, AskInterrupted
 from jupyter_ci.agent.install import InstallPolicy, yes
-from jupyter_ci.agent.loop import AskLoop, Limits, RunCode
+from jupyter_ci.agent.loop import AskLoop, CallModel, Limits, RunCode
 from jupyter_ci.agent.memory import Memory
 from jupyter_ci.agent.secrets import Redactor
 from jupyter_ci.config import JupyterCI
@@ -40,7 +41,7 @@ from jupyter_ci.kernel.restart_check import (
     kernel_only,
     restart_problems,
 )
-from jupyter_ci.kernel.views import AskView, InlineView, show_markdown
+from jupyter_ci.kernel.views import AskView, InlineView, show_markdown, show_sent
 from jupyter_ci.models.base import ChatModel
 from jupyter_ci.models.broker import own_credentials
 from jupyter_ci.models.resolve import resolve_model
@@ -91,6 +92,9 @@ class AskMagics(Magics):
         """Ask the model to do something with code run in this kernel (help: options.help_text)."""
         opts = parse_options(line, cell)
         info = request_info(parent_header(self.ipython))
+        if opts.dry_run:
+            self._dry_run(opts, info)
+            return
         phash = prompt_hash(opts.prompt, opts.model)
         if not opts.refresh and self._reuse(opts, info, phash):
             return
@@ -112,25 +116,16 @@ class AskMagics(Magics):
 
     def _ask(self, opts: AskOptions, ask: AskInfo, model: ChatModel, view: AskView,
              phash: str, info: RequestInfo, headless: str | None = None) -> None:
-        from jupyter_ci.kernel.context import collect_context
-
-        # The same redaction for the context and every tool result; the kernel's own
-        # credentials are always among what it replaces.
-        redactor = Redactor(own_credentials(os.environ))
-        above = self._defined_above(info)
-        context = redactor(collect_context(self.ipython, self.settings.context_tokens,
-                                           prompt=opts.prompt)
-                           + self._kernel_only_note(above))
-        install = InstallPolicy.of(self.settings.install, self.settings.install_allow,
-                                   can_ask=self._can_ask())
-        loop = AskLoop(opts.prompt, context=context, history=self.memory.messages(),
-                       limits=self._limits(opts), redact=redactor, install=install)
+        loop, above = self._new_loop(opts, info)
+        sent = Recording(model)
         if ask.replace_ask_id:
             self.replaced_asks.add(ask.replace_ask_id)
         view.start()
         try:
-            answer = self._drive(loop, model, view)
+            answer = self._drive(loop, sent, view)
         except (KeyboardInterrupt, AskError) as exc:
+            if opts.show_context and sent.last is not None:
+                view.sent(request_parts(sent.last))
             error = exc if isinstance(exc, AskError) else AskInterrupted(
                 "The ask was interrupted.", "Cells run so far keep their results.")
             status = "interrupted" if isinstance(error, AskInterrupted) else "failed"
@@ -142,6 +137,8 @@ class AskMagics(Magics):
         self.memory.remember(opts.prompt, loop.transcript(), answer)
         unresolved = loop.unresolved.to_json() if loop.unresolved else None
         record = ask_record(ask, phash, "done", answer, loop.step, loop.tokens_used, unresolved)
+        if opts.show_context and sent.last is not None:
+            view.sent(request_parts(sent.last))
         if above is not None:
             problems = restart_problems(above, loop.succeeded, self.ipython.transform_cell,
                                         self.ipython.user_ns_hidden)
@@ -152,6 +149,34 @@ class AskMagics(Magics):
             # The next headless run of this cell replays these steps instead of asking.
             headless_store.save(headless, model.id, answer,
                                 [code for _, code in loop.succeeded])
+
+    def _new_loop(self, opts: AskOptions, info: RequestInfo
+                  ) -> tuple[AskLoop, frozenset[str] | None]:
+        """Build the ask's loop, its context collected and redacted; also the names above."""
+        from jupyter_ci.kernel.context import collect_context
+
+        # The same redaction for the context and every tool result; the kernel's own
+        # credentials are always among what it replaces.
+        redactor = Redactor(own_credentials(os.environ))
+        above = self._defined_above(info)
+        context = redactor(collect_context(self.ipython, self.settings.context_tokens,
+                                           prompt=opts.prompt)
+                           + self._kernel_only_note(above))
+        install = InstallPolicy.of(self.settings.install, self.settings.install_allow,
+                                   can_ask=self._can_ask())
+        history = [] if opts.new else self.memory.messages()
+        return AskLoop(opts.prompt, context=context, history=history,
+                       limits=self._limits(opts), redact=redactor, install=install), above
+
+    def _dry_run(self, opts: AskOptions, info: RequestInfo) -> None:
+        """Show what the ask would send; call no model, run nothing, remember nothing."""
+        try:
+            model = resolve_model(opts.model, model_settings(self.settings)).id
+        except AskError as exc:
+            model = f"no model ({exc.message})"
+        first = self._new_loop(opts, info)[0].start()
+        assert isinstance(first, CallModel), "an ask begins with a model call"
+        show_sent(model, request_parts(first.request), dry_run=True)
 
     def _replay(self, opts: AskOptions, info: RequestInfo, source: str) -> bool:
         """Headless: run the steps an earlier headless run of this cell kept, not the model."""
@@ -197,12 +222,14 @@ class AskMagics(Magics):
             return ""
         shown = ", ".join(names[:MAX_KERNEL_ONLY]) + (" …" if len(names) > MAX_KERNEL_ONLY
                                                           else "")
-        return ("\n\nOnly in this kernel, defined by no cell above this ask (cells that made "
+        # A section of its own, so --show-context names it (disclosure.py cuts at `## `).
+        return ("\n\n## Names only in this kernel\n"
+                "Only in this kernel, defined by no cell above this ask (cells that made "
                 f"them were replaced or deleted, so a restart loses them): {shown}. A step "
                 "that uses one of them must define it again (load or compute it), so the "
                 "notebook still runs top to bottom after a restart.")
 
-    def _drive(self, loop: AskLoop, model: ChatModel, view: AskView) -> str:
+    def _drive(self, loop: AskLoop, model: Model, view: AskView) -> str:
         from jupyter_ci.kernel.executor import ShellExecutor
 
         executor = ShellExecutor(self.ipython, on_output=view.output,
