@@ -3,14 +3,23 @@
 Prints ratios, not pass/fail: these machines are noisy, so every figure is compared with a
 baseline measured in the same kernel, interleaved.
 
-    python bench/bench_ask.py [--rounds 20] [--steps 5]
+    python bench/bench_ask.py [--rounds 20] [--steps 5] [--kernels 5] [--think 3]
+
+The first ask of a kernel is compared with its third, per provider, against a fake
+OpenAI/Anthropic server (tests/fakellm.py) that the real SDKs talk to: once after a pause
+of --think seconds after `%load_ext` (a user typing the prompt), once straight after it
+(Run All).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import sys
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 from jupyter_client.manager import start_new_kernel
@@ -43,19 +52,34 @@ def execute(kc: Any, code: str) -> float:
     return elapsed
 
 
-def load_ext_times(rounds: int) -> tuple[float, float]:
-    """Median seconds for `%load_ext jupyter_ci` and `%load_ext autoreload` in fresh kernels."""
-    ours, base = [], []
+#: A user's cell right after `%load_ext`, while the model's SDK loads in the background.
+NEXT_CELL = "import pandas"
+
+
+def load_ext_times(rounds: int) -> dict[str, float]:
+    """Median seconds of `%load_ext jupyter_ci`, `%load_ext autoreload` and NEXT_CELL after
+    them, in fresh kernels with a default model (nothing is sent to it), and NEXT_CELL with
+    c.JupyterCI.preload_model off."""
+    # A default model, so the SDK is prepared after %load_ext: what a configured user gets.
+    env = {**os.environ, "OPENAI_API_KEY": "sk-bench-not-used-0000000000",
+           "JUPYTER_CI_MODEL": "openai:gpt-4.1"}
+    runs: dict[str, list[float]] = {}
     for _ in range(rounds):
-        km, kc = start_new_kernel(kernel_name="python3")
-        try:
-            execute(kc, "pass")
-            base.append(execute(kc, "%load_ext autoreload"))
-            ours.append(execute(kc, "%load_ext jupyter_ci"))
-        finally:
-            kc.stop_channels()
-            km.shutdown_kernel(now=True)
-    return statistics.median(ours), statistics.median(base)
+        for preload in (True, False):
+            km, kc = start_new_kernel(kernel_name="python3", env=env, extra_arguments=[
+                f"--JupyterCI.preload_model={preload}"])
+            try:
+                execute(kc, "pass")
+                if preload:
+                    runs.setdefault("autoreload", []).append(
+                        execute(kc, "%load_ext autoreload"))
+                runs.setdefault(f"load_ext {preload}", []).append(
+                    execute(kc, "%load_ext jupyter_ci"))
+                runs.setdefault(f"next {preload}", []).append(execute(kc, NEXT_CELL))
+            finally:
+                kc.stop_channels()
+                km.shutdown_kernel(now=True)
+    return {name: statistics.median(times) for name, times in runs.items()}
 
 
 def step_overhead(rounds: int, steps: int) -> tuple[float, float]:
@@ -78,21 +102,113 @@ def step_overhead(rounds: int, steps: int) -> tuple[float, float]:
         km.shutdown_kernel(now=True)
 
 
+#: Each ask: one code step, then the answer. The prompt differs every time: a headless
+#: kernel replays the kept answer of a cell it ran before instead of asking.
+ASK = "%%ask\nset y ({n})"
+
+
+def first_and_third(fake: Any, env: dict[str, str], think: float) -> tuple[float, float]:
+    """Seconds of a fresh kernel's first and third one-step ask, `think` s after %load_ext."""
+    from tests.fakellm import Turn
+
+    km, kc = start_new_kernel(kernel_name="python3", env=env)
+    try:
+        execute(kc, "%load_ext jupyter_ci")
+        time.sleep(think)
+        times = []
+        for i in range(3):
+            fake.push(Turn("", tool_calls=[("run_python", {"code": f"y = {i}"})]),
+                      Turn("done"))
+            times.append(execute(kc, ASK.format(n=time.time_ns())))
+            if fake.remaining:
+                raise RuntimeError("the ask did not call the model")
+        return times[0], times[2]
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+def preparation_seconds(env: dict[str, str]) -> float:
+    """Seconds from sending `%load_ext` until the background preparation has ended."""
+    km, kc = start_new_kernel(kernel_name="python3", env=env)
+    try:
+        start = time.perf_counter()
+        execute(kc, "%load_ext jupyter_ci")
+        # Polled between cells: the preparation pauses while a cell runs.
+        execute(kc, "import threading")
+        alive = "assert 'jupyter-ci-prepare' not in [t.name for t in threading.enumerate()]"
+        while True:
+            try:
+                execute(kc, alive)
+            except RuntimeError:
+                time.sleep(0.02)
+                continue
+            return time.perf_counter() - start
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+def first_ask(kernels: int, think: float) -> None:
+    """Print the first ask against the third, per provider, interleaved, in fresh kernels."""
+    repo = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(repo))  # for tests/
+    from tests.fakellm import FakeLLM
+    from tests.nbrun import anthropic_env, openai_env
+
+    results: dict[tuple[str, float], list[tuple[float, float]]] = {}
+    prepared: dict[str, list[float]] = {}
+    with FakeLLM() as fake, tempfile.TemporaryDirectory() as data:
+        envs = {"openai": openai_env(fake), "anthropic": anthropic_env(fake)}
+        for env in envs.values():  # kernels import the code of this checkout
+            env["PYTHONPATH"] = os.pathsep.join(
+                [str(repo), *filter(None, [os.environ.get("PYTHONPATH")])])
+            env["JUPYTER_DATA_DIR"] = data  # kept headless answers go there, not to yours
+        for _ in range(kernels):
+            for provider, env in envs.items():
+                for pause in (think, 0.0):
+                    results.setdefault((provider, pause), []).append(
+                        first_and_third(fake, env, pause))
+                prepared.setdefault(provider, []).append(preparation_seconds(env))
+    for (provider, pause), pairs in results.items():
+        first = statistics.median(p[0] for p in pairs)
+        third = statistics.median(p[1] for p in pairs)
+        when = f"{pause:g} s after %load_ext" if pause else "right after %load_ext"
+        print(f"{provider:9} first ask {first * 1e3:7.1f} ms, third {third * 1e3:6.1f} ms   "
+              f"ratio {first / third:5.2f}x (goal 1.2x)   {when}")
+    for provider, seconds in prepared.items():
+        print(f"{provider:9} SDK prepared in the background "
+              f"{statistics.median(seconds):.2f} s after %load_ext was sent")
+
+
 def main() -> None:
-    """Run both benchmarks and print figures with their ratios."""
+    """Run the benchmarks and print figures with their ratios."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--kernels", type=int, default=5,
+                        help="fresh kernels per provider for the first-ask figures")
+    parser.add_argument("--think", type=float, default=3.0,
+                        help="seconds between %%load_ext and the first ask (typing)")
+    parser.add_argument("--only-first-ask", action="store_true")
     args = parser.parse_args()
+    first_ask(args.kernels, args.think)
+    if args.only_first_ask:
+        return
     plain, step = step_overhead(args.rounds, args.steps)
     # A step includes running its code, capture, display and the loop, but no client round
     # trip; the plain cell is a whole execute_request from a client, as a user runs one.
     print(f"plain cell (client round trip)      {plain * 1e3:7.2f} ms")
     print(f"%%ask step (scripted, in-kernel)    {step * 1e3:7.2f} ms   "
           f"ratio {step / plain:5.2f}x a plain cell")
-    ours, base = load_ext_times(max(3, args.rounds // 3))
+    times = load_ext_times(max(3, args.rounds // 3))
+    ours, base = times["load_ext True"], times["autoreload"]
     print(f"%load_ext jupyter_ci  {ours * 1e3:7.2f} ms   ratio {ours / base:5.2f}x "
-          f"%load_ext autoreload ({base * 1e3:.2f} ms); budget 150 ms -> {ours / 0.150:.2f}")
+          f"%load_ext autoreload ({base * 1e3:.2f} ms); budget 150 ms -> {ours / 0.150:.2f}; "
+          f"{times['load_ext False'] * 1e3:.2f} ms with preload_model off")
+    busy, idle = times["next True"], times["next False"]
+    print(f"`{NEXT_CELL}` right after it  {busy * 1e3:7.1f} ms while the SDK loads, "
+          f"{idle * 1e3:.1f} ms with preload_model off   ratio {busy / idle:5.2f}x")
 
 
 if __name__ == "__main__":

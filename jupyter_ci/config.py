@@ -73,6 +73,10 @@ class JupyterCI(Configurable):
                   "timeout), with exponential backoff (default 3).").tag(config=True)
     request_timeout = Float(120.0, help="Seconds to wait for a model response "
                             "(default 120).").tag(config=True)
+    preload_model = Bool(True, help="Load the default model's SDK in a background thread "
+                         "once the cell with `%load_ext jupyter_ci` has ended, so the first "
+                         "ask is as quick as the next; it costs a kernel 1-4 s of CPU and "
+                         "40-70 MB whether or not it asks (default True).").tag(config=True)
 
     install = CaselessStrEnum(
         ["auto", "ask", "always", "never"], default_value="auto",

@@ -12,7 +12,7 @@ import pytest
 
 from jupyter_ci import providers
 from jupyter_ci.agent.errors import AskError, ModelConfigError, ModelUnavailable
-from jupyter_ci.agent.types import Message, ModelRequest, ToolCall, ToolSpec
+from jupyter_ci.agent.types import Message, ModelReply, ModelRequest, ToolCall, ToolSpec
 from jupyter_ci.models.anthropic import AnthropicChatModel
 from jupyter_ci.models.base import ChatModel, Endpoint
 from jupyter_ci.models.openai import OpenAIChatModel
@@ -279,6 +279,29 @@ def test_client_is_created_once(fake: FakeLLM, make_model: MakeModel) -> None:
     client = model.client()
     model.complete(ask(), lambda _: None)
     assert model.client() is client
+
+
+def test_prepare_builds_the_client_and_rehearses_a_turn_without_sending_anything(
+    fake: FakeLLM, make_model: MakeModel
+) -> None:
+    model = make_model()
+    rehearsed: list[ModelReply] = []
+    stream = model._stream
+
+    def spy(client: object, request: ModelRequest, on_text: Callable[[str], None]) -> object:
+        rehearsed.append(stream(client, request, on_text))  # type: ignore[arg-type]
+        return rehearsed[-1]
+
+    model._stream = spy  # type: ignore[method-assign,assignment]
+    model.prepare()
+    # The canned turn went through the SDK's whole streaming path, offline.
+    assert [(r.text, [c.name for c in r.tool_calls]) for r in rehearsed] == [
+        ("ok", ["run_python"])]
+    assert fake.calls() == 0
+    client = model.client()
+    fake.push(Turn("hello"))
+    assert model.complete(ask(), lambda _: None).text == "hello"
+    assert model.client() is client and fake.calls() == 1
 
 
 def test_adapters_do_not_import_sdks() -> None:

@@ -49,8 +49,13 @@ Do not paste the code again in the answer.
 """
 
 
+#: What wraps the kernel's context in the user turn (disclosure.py cuts it out again).
+CONTEXT_OPEN = "<kernel_context>\n"
+CONTEXT_CLOSE = "\n</kernel_context>\n\n"
+
+
 def user_message(prompt: str, context: str) -> str:
     """Build the user turn: the kernel's context, then the request."""
     if not context:
         return prompt
-    return f"<kernel_context>\n{context}\n</kernel_context>\n\n{prompt}"
+    return f"{CONTEXT_OPEN}{context}{CONTEXT_CLOSE}{prompt}"

@@ -5,15 +5,24 @@ from __future__ import annotations
 import contextvars
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from jupyter_ci.agent.disclosure import Part
 from jupyter_ci.agent.errors import AskError
 from jupyter_ci.agent.loop import RunCode
 from jupyter_ci.agent.outputs import OutputEvent
 from jupyter_ci.agent.types import CodeResult
 from jupyter_ci.kernel.record import AskInfo, pin_of
-from jupyter_ci.kernel.views import REFRESH_S, LiveMarkdown, ending, keep_busy, step_title
+from jupyter_ci.kernel.views import (
+    REFRESH_S,
+    LiveMarkdown,
+    ending,
+    keep_busy,
+    show_sent,
+    step_title,
+)
 
 COMM_TARGET = "jupyter_ci"
 PROTOCOL = 1
@@ -191,6 +200,11 @@ class FrontendView:
         self._end("done", answer=answer, error=None, record=record,
                   unresolved=record.get("unresolved"),
                   pin=pin_of(str(record.get("prompt_hash", ""))))
+
+    def sent(self, parts: Sequence[Part]) -> None:
+        """Show what was sent in the cell, folded, and give it to the panel (`context`)."""
+        show_sent(self.info.model, parts)
+        self._send("context", parts=[part.to_json() for part in parts])
 
     def fail(self, error: AskError, status: str, record: dict[str, Any]) -> None:
         """Tell the browser the ask ended without an answer."""

@@ -13,17 +13,19 @@ from IPython.core.error import StdinNotImplementedError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
-from jupyter_ci.agent.drive import drive
+from jupyter_ci.agent.disclosure import Recording, request_parts
+from jupyter_ci.agent.drive import Model, drive
 from jupyter_ci.agent.errors import AskError, AskInterrupted
 from jupyter_ci.agent.images import Vision
 from jupyter_ci.agent.install import InstallPolicy, yes
-from jupyter_ci.agent.loop import AskLoop, Limits, RunCode
+from jupyter_ci.agent.loop import AskLoop, CallModel, Limits, RunCode
 from jupyter_ci.agent.memory import Memory
 from jupyter_ci.agent.secrets import Redactor
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.kernel import headless_store
 from jupyter_ci.kernel.answer_links import link_files
 from jupyter_ci.kernel.options import AskOptions, help_text, parse_options
+from jupyter_ci.kernel.prepare import model_settings, prepare_after_cell
 from jupyter_ci.kernel.record import (
     AskInfo,
     RequestInfo,
@@ -41,10 +43,10 @@ from jupyter_ci.kernel.restart_check import (
     kernel_only,
     restart_problems,
 )
-from jupyter_ci.kernel.views import AskView, InlineView, show_markdown
+from jupyter_ci.kernel.views import AskView, InlineView, show_markdown, show_sent
 from jupyter_ci.models.base import ChatModel
 from jupyter_ci.models.broker import own_credentials
-from jupyter_ci.models.resolve import ModelSettings, resolve_model, vision_enabled
+from jupyter_ci.models.resolve import resolve_model, vision_enabled
 
 #: What memory keeps of an ask whose recorded answer was reused instead of asking the model.
 REUSED_SUMMARY = ("(Not asked this time: the notebook already held a recorded answer, shown to "
@@ -79,8 +81,9 @@ class AskMagics(Magics):
         super().__init__(shell)
         self.ipython = shell  # Magics.shell is Optional; an ask always has its shell
         self.settings = JupyterCI(parent=shell)
-        # So `%config JupyterCI.<name> = value` changes this kernel's settings.
-        configurables: list[Any] = shell.configurables  # typed as shells only, in IPython
+        # So `%config JupyterCI.install = "always"` reaches it, like any IPython setting
+        # (IPython annotates the list as shells only).
+        configurables: list[Any] = shell.configurables
         configurables.append(self.settings)
         self.memory = Memory(self.settings.memory_tokens)
         #: Asks whose generated cells the browser deleted on a re-ask.
@@ -91,6 +94,9 @@ class AskMagics(Magics):
         """Ask the model to do something with code run in this kernel (help: options.help_text)."""
         opts = parse_options(line, cell)
         info = request_info(parent_header(self.ipython))
+        if opts.dry_run:
+            self._dry_run(opts, info)
+            return
         phash = prompt_hash(opts.prompt, opts.model)
         if not opts.refresh and self._reuse(opts, info, phash):
             return
@@ -100,9 +106,7 @@ class AskMagics(Magics):
             return
         if headless is not None and opts.refresh and opts.pin:
             show_markdown(REFRESH_PINNED_NOTE)
-        s = self.settings
-        model = resolve_model(opts.model, ModelSettings(
-            s.model, s.request_timeout, s.retries, s.record_dir, s.fallback_model))
+        model = resolve_model(opts.model, model_settings(self.settings))
         if opts.new:
             self.memory.clear()
         path = (info.frontend or {}).get("path")
@@ -114,27 +118,17 @@ class AskMagics(Magics):
 
     def _ask(self, opts: AskOptions, ask: AskInfo, model: ChatModel, view: AskView,
              phash: str, info: RequestInfo, headless: str | None = None) -> None:
-        from jupyter_ci.kernel.context import collect_context
-
-        # The same redaction for the context and every tool result; the kernel's own
-        # credentials are always among what it replaces.
-        redactor = Redactor(own_credentials(os.environ))
-        above = self._defined_above(info)
-        context = redactor(collect_context(self.ipython, self.settings.context_tokens,
-                                           prompt=opts.prompt)
-                           + self._kernel_only_note(above))
-        install = InstallPolicy.of(self.settings.install, self.settings.install_allow,
-                                   can_ask=self._can_ask())
-        loop = AskLoop(opts.prompt, context=context, history=self.memory.messages(),
-                       limits=self._limits(opts, model.id), redact=redactor,
-                       install=install)
+        loop, above = self._new_loop(opts, info, model.id)
+        sent = Recording(model)
         if ask.replace_ask_id:
             self.replaced_asks.add(ask.replace_ask_id)
         folder = working_folder()  # before a step changes directory
         view.start()
         try:
-            answer = self._drive(loop, model, view, folder)
+            answer = self._drive(loop, sent, view, folder)
         except (KeyboardInterrupt, AskError) as exc:
+            if opts.show_context and sent.last is not None:
+                view.sent(request_parts(sent.last))
             error = exc if isinstance(exc, AskError) else AskInterrupted(
                 "The ask was interrupted.", "Cells run so far keep their results.")
             status = "interrupted" if isinstance(error, AskInterrupted) else "failed"
@@ -149,6 +143,8 @@ class AskMagics(Magics):
             answer = link_files(answer, folder)
         unresolved = loop.unresolved.to_json() if loop.unresolved else None
         record = ask_record(ask, phash, "done", answer, loop.step, loop.tokens_used, unresolved)
+        if opts.show_context and sent.last is not None:
+            view.sent(request_parts(sent.last))
         if above is not None:
             problems = restart_problems(above, loop.succeeded, self.ipython.transform_cell,
                                         self.ipython.user_ns_hidden)
@@ -159,6 +155,35 @@ class AskMagics(Magics):
             # The next headless run of this cell replays these steps instead of asking.
             headless_store.save(headless, model.id, answer,
                                 [code for _, code in loop.succeeded])
+
+    def _new_loop(self, opts: AskOptions, info: RequestInfo, model_id: str
+                  ) -> tuple[AskLoop, frozenset[str] | None]:
+        """Build the ask's loop, its context collected and redacted; also the names above."""
+        from jupyter_ci.kernel.context import collect_context
+
+        # The same redaction for the context and every tool result; the kernel's own
+        # credentials are always among what it replaces.
+        redactor = Redactor(own_credentials(os.environ))
+        above = self._defined_above(info)
+        context = redactor(collect_context(self.ipython, self.settings.context_tokens,
+                                           prompt=opts.prompt)
+                           + self._kernel_only_note(above))
+        install = InstallPolicy.of(self.settings.install, self.settings.install_allow,
+                                   can_ask=self._can_ask())
+        history = [] if opts.new else self.memory.messages()
+        return AskLoop(opts.prompt, context=context, history=history,
+                       limits=self._limits(opts, model_id), redact=redactor,
+                       install=install), above
+
+    def _dry_run(self, opts: AskOptions, info: RequestInfo) -> None:
+        """Show what the ask would send; call no model, run nothing, remember nothing."""
+        try:
+            model = resolve_model(opts.model, model_settings(self.settings)).id
+        except AskError as exc:
+            model = f"no model ({exc.message})"
+        first = self._new_loop(opts, info, model)[0].start()
+        assert isinstance(first, CallModel), "an ask begins with a model call"
+        show_sent(model, request_parts(first.request), dry_run=True)
 
     def _replay(self, opts: AskOptions, info: RequestInfo, source: str) -> bool:
         """Headless: run the steps an earlier headless run of this cell kept, not the model."""
@@ -204,13 +229,14 @@ class AskMagics(Magics):
             return ""
         shown = ", ".join(names[:MAX_KERNEL_ONLY]) + (" …" if len(names) > MAX_KERNEL_ONLY
                                                           else "")
-        return ("\n\nOnly in this kernel, defined by no cell above this ask (cells that made "
+        # A section of its own, so --show-context names it (disclosure.py cuts at `## `).
+        return ("\n\n## Names only in this kernel\n"
+                "Only in this kernel, defined by no cell above this ask (cells that made "
                 f"them were replaced or deleted, so a restart loses them): {shown}. A step "
                 "that uses one of them must define it again (load or compute it), so the "
                 "notebook still runs top to bottom after a restart.")
 
-    def _drive(self, loop: AskLoop, model: ChatModel, view: AskView,
-               folder: Path | None) -> str:
+    def _drive(self, loop: AskLoop, model: Model, view: AskView, folder: Path | None) -> str:
         from jupyter_ci.kernel.executor import ShellExecutor
 
         executor = ShellExecutor(self.ipython, on_output=view.output,
@@ -304,14 +330,6 @@ class AskMagics(Magics):
 AskMagics.ask.__doc__ = help_text()
 
 
-def working_folder() -> Path | None:
-    """Return the kernel's working folder (where a notebook's kernel starts), if it exists."""
-    try:
-        return Path.cwd()
-    except OSError:  # deleted under the kernel
-        return None
-
-
 def parent_header(shell: InteractiveShell) -> dict[str, Any]:
     """Return the request being executed (JupyterLab puts cell metadata in it)."""
     kernel = getattr(shell, "kernel", None)
@@ -328,6 +346,7 @@ def register(ipython: Any) -> None:
         return
     magics = AskMagics(ipython)
     ipython.register_magics(magics)
+    prepare_after_cell(ipython, magics.settings)
     ipython.input_transformers_cleanup.append(StaleCellSkipper(magics))
     ipython.input_transformers_cleanup.append(question_prompts)
 
@@ -375,3 +394,11 @@ class StaleCellSkipper:
             return ["print('jupyter-ci: skipped: this cell belongs to an ask that was asked "
                     "again; the new answer is in the cells below the %%ask cell.')\n"]
         return lines
+
+
+def working_folder() -> Path | None:
+    """Return the kernel's working folder (where a notebook's kernel starts), if it exists."""
+    try:
+        return Path.cwd()
+    except OSError:  # deleted under the kernel
+        return None

@@ -25,6 +25,8 @@ class AskOptions:
     max_fixes: int | None = None
     new: bool = False
     refresh: bool = False
+    show_context: bool = False
+    dry_run: bool = False
     #: Written by the labextension once the ask is answered (see record.pin_of).
     pin: str | None = None
 
@@ -70,6 +72,12 @@ def ask_parser() -> argparse.ArgumentParser:
                         help="forget the earlier asks of this kernel")
     parser.add_argument("--refresh", action="store_true",
                         help="ask again even if this cell's earlier answer could be reused")
+    parser.add_argument("--show-context", action="store_true",
+                        help="show what the model was sent, after redaction (system prompt, "
+                        "kernel context, messages), with estimated tokens per part")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="show what would be sent, as --show-context, without calling "
+                        "the model; nothing runs")
     # Written by the extension, not typed: kept out of the usage line (the README says what
     # it does). Headless runs (nbconvert, papermill, nbclient) then do not ask again.
     parser.add_argument("--pin", metavar="PIN", help=argparse.SUPPRESS)
@@ -77,7 +85,8 @@ def ask_parser() -> argparse.ArgumentParser:
 
 
 def _usage(parser: argparse.ArgumentParser) -> str:
-    return f"{parser.format_usage().removeprefix('usage: ').strip()} {PROMPT}"
+    # One line, however argparse wraps it: messages and the README quote it whole.
+    return f"{' '.join(parser.format_usage().removeprefix('usage: ').split())} {PROMPT}"
 
 
 #: One line: `%%ask [-m MODEL] [--timeout SECONDS] ... <what you want>`.
@@ -124,4 +133,4 @@ def parse_options(line: str, cell: str | None) -> AskOptions:
         if value is not None and value <= 0:
             raise usage_error(f"{name} must be a positive number, got {value:g}.")
     return AskOptions(prompt, args.model, args.timeout, args.max_steps, args.max_fixes,
-                      args.new, args.refresh, args.pin)
+                      args.new, args.refresh, args.show_context, args.dry_run, args.pin)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from html import escape
 from typing import Any
 
 #: Tags a model's Markdown renders to (mistune with the table and strikethrough plugins).
@@ -20,6 +21,7 @@ _TAGS = frozenset({
     "a", "blockquote", "br", "code", "del", "em", "h1", "h2", "h3", "h4", "h5", "h6", "hr",
     "img", "li", "ol", "p", "pre", "strong", "table", "tbody", "td", "th", "thead", "tr", "ul",
 })
+_FOLDING = _TAGS | {"details", "summary"}
 _ATTRIBUTES = {"a": {"href", "title"}, "img": {"src", "alt", "title"},
                "code": {"class"}, "ol": {"start"}, "td": {"align"}, "th": {"align"}}
 
@@ -41,12 +43,26 @@ def _renderer() -> Callable[[str], Any]:
 
 def to_html(markdown: str) -> str:
     """Render Markdown to sanitised HTML in which no raw HTML of the source is live."""
+    return _clean(str(_renderer()(markdown)), _TAGS)
+
+
+def _clean(html: str, tags: frozenset[str]) -> str:
+    """Keep only `tags` and their safe attributes (nh3)."""
     import nh3
 
-    html = str(_renderer()(markdown))
-    return nh3.clean(html, tags=set(_TAGS), attributes={k: set(v) for k, v in _ATTRIBUTES.items()},
+    return nh3.clean(html, tags=set(tags), attributes={k: set(v) for k, v in _ATTRIBUTES.items()},
                      attribute_filter=_local_images_only,
                      url_schemes={"http", "https", "mailto"})
+
+
+def collapsed(summary: str, markdown: str) -> dict[str, str]:
+    """Return a display bundle folded under a one-line summary (<details>), both made safe."""
+    # The summary is plain text, escaped; the body is rendered as any Markdown here; the
+    # whole is cleaned again with <details> and <summary> as the only extra tags.
+    html = (f"<details><summary>{escape(summary)}</summary>"
+            f"{_renderer()(markdown)}</details>")
+    return {"text/html": f'<div class="jp-ci-markdown">{_clean(html, _FOLDING)}</div>',
+            "text/plain": f"{summary}\n\n{markdown}"}
 
 
 def bundle(markdown: str) -> dict[str, str]:

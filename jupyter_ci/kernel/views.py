@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from IPython.display import display
 
+from jupyter_ci.agent.disclosure import Part, total_tokens
 from jupyter_ci.agent.drive import View
 from jupyter_ci.agent.errors import AskError
 from jupyter_ci.agent.feedback import strip_ansi
@@ -19,7 +20,7 @@ from jupyter_ci.agent.outputs import OutputEvent
 from jupyter_ci.agent.types import CodeResult, Output
 from jupyter_ci.kernel.capture import OWN_DISPLAYS
 from jupyter_ci.kernel.record import AskInfo
-from jupyter_ci.kernel.safe_markdown import bundle
+from jupyter_ci.kernel.safe_markdown import bundle, collapsed
 
 # Re-rendering Markdown on every token floods the frontend; a few frames a second reads live.
 REFRESH_S = 0.1
@@ -46,6 +47,9 @@ class AskView(View, Protocol):
 
     def fail(self, error: AskError, status: str, record: dict[str, Any]) -> None:
         """The ask ended without an answer."""
+
+    def sent(self, parts: Sequence[Part]) -> None:
+        """Show what the ask sent the model last (`--show-context`)."""
 
 
 @dataclass
@@ -99,6 +103,24 @@ def keep_busy() -> None:
 def show_markdown(text: str) -> None:
     """Display model-written Markdown once, with no live HTML (see safe_markdown)."""
     display(bundle(text), raw=True)
+
+
+def show_sent(model: str, parts: Sequence[Part], dry_run: bool = False) -> None:
+    """Show the parts of a request folded under a line with their total (safe HTML)."""
+    total = total_tokens(parts)
+    what = ("Would send (dry run: nothing was sent, nothing ran)" if dry_run
+            else "Sent in the last model call")
+    line = (f"{what} to {model}: {len(parts)} parts, about {total:,} tokens "
+            "(estimated: characters / 4)")
+    blocks = [f"**{_plain(part.name)}** · {part.tokens:,} tokens\n\n{fenced(part.text, 'text')}"
+              for part in parts]
+    blocks.append(f"**Total** · {total:,} tokens")
+    display(collapsed(line, "\n\n".join(blocks)), raw=True)
+
+
+def _plain(text: str) -> str:
+    """Escape Markdown in a name taken from data (a folder, a heading)."""
+    return re.sub(r"([\\`*_\[\]<>~|])", r"\\\1", text)
 
 
 def code_block(code: str) -> str:
@@ -257,6 +279,10 @@ class InlineView:
             self._last_turn.set(answer)
         self._show_unfixed()
         self._status.set(f"*{ending(self.info.model, record, done='')}*")
+
+    def sent(self, parts: Sequence[Part]) -> None:
+        """Show what was sent, folded."""
+        show_sent(self.info.model, parts)
 
     def fail(self, error: AskError, status: str, record: dict[str, Any]) -> None:
         """The error itself is raised in the cell; keep the status line honest."""

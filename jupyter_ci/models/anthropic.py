@@ -12,7 +12,7 @@ A `tool_use` block needs an object as `input`: arguments that were not a JSON ob
 Each reply's tool call carries `arguments` = the JSON text of the tool_use input,
 assembled from the streamed `input_json_delta` pieces.
 
-The `anthropic` SDK is imported only when the first request is made.
+The `anthropic` SDK is imported only when the first request is made, or by `prepare`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,13 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from jupyter_ci.agent.types import Image, Message, ModelReply, ModelRequest, ToolCall
 from jupyter_ci.models.base import Endpoint, OnText
 from jupyter_ci.models.sdk_errors import ask_error
-from jupyter_ci.models.transport import http_client
+from jupyter_ci.models.transport import (
+    REHEARSAL_REQUEST,
+    REHEARSAL_URL,
+    http_client,
+    rehearsal_client,
+    sse,
+)
 from jupyter_ci.providers import ProviderSpec
 
 ImageMime = Literal["image/jpeg", "image/png", "image/gif", "image/webp"]
@@ -64,42 +70,87 @@ class AnthropicChatModel:
         if self._client is None:
             import anthropic
 
-            self._client = anthropic.Anthropic(
+            client = anthropic.Anthropic(
                 api_key=self.endpoint.api_key,
                 base_url=self.endpoint.base_url,
                 timeout=self.endpoint.timeout,
                 max_retries=self.endpoint.max_retries,
                 http_client=http_client(self.endpoint, anthropic.DefaultHttpxClient),
             )
+            # No lock: `prepare`, in another thread, may build one too; either will do.
+            if self._client is None:
+                self._client = client
         return self._client
+
+    def prepare(self) -> None:
+        """Import the SDK, build the client and stream one canned turn offline."""
+        import anthropic
+
+        self.client()
+        # The first stream of a process builds the SDK's pydantic validator of stream events
+        # (~50 ms); a turn through a mock transport pays that now, sending nothing.
+        with anthropic.Anthropic(api_key="rehearsal", base_url=REHEARSAL_URL, max_retries=0,
+                                 http_client=rehearsal_client(anthropic.DefaultHttpxClient,
+                                                              _REHEARSAL_STREAM)) as client:
+            self._stream(client, REHEARSAL_REQUEST, lambda _: None)
 
     def complete(self, request: ModelRequest, on_text: OnText) -> ModelReply:
         """Stream one turn, calling `on_text` with text as it arrives; return the whole turn."""
         import anthropic
 
         client = self.client()
+        try:
+            return self._stream(client, request, on_text)
+        except anthropic.AnthropicError as err:
+            url = str(client.base_url).rstrip("/")
+            # from None: the SDK's own message may quote a response that echoes the key.
+            raise ask_error(err, anthropic, self.spec, url, self.name, self.endpoint) from None
+
+    def _stream(self, client: anthropic.Anthropic, request: ModelRequest, on_text: OnText
+                ) -> ModelReply:
+        """Stream one turn from `client`; SDK errors are the caller's to translate."""
         options: dict[str, Any] = {}
         if request.system:
             options["system"] = request.system
         if request.tools:
             options["tools"] = [_tool(t.name, t.description, t.parameters) for t in request.tools]
         turn = _Turn()
-        try:
-            stream = client.messages.create(
-                model=self.name,
-                max_tokens=request.max_tokens,
-                messages=to_wire(request.messages),
-                stream=True,
-                **options,
-            )
-            with stream:
-                for event in stream:
-                    turn.add(event, on_text)
-        except anthropic.AnthropicError as err:
-            url = str(client.base_url).rstrip("/")
-            # from None: the SDK's own message may quote a response that echoes the key.
-            raise ask_error(err, anthropic, self.spec, url, self.name, self.endpoint) from None
+        stream = client.messages.create(
+            model=self.name,
+            max_tokens=request.max_tokens,
+            messages=to_wire(request.messages),
+            stream=True,
+            **options,
+        )
+        with stream:
+            for event in stream:
+                turn.add(event, on_text)
         return turn.reply()
+
+
+def _block(index: int, block: dict[str, Any], *deltas: dict[str, Any]
+           ) -> list[tuple[str, dict[str, Any]]]:
+    """Write the canned events of one content block for the rehearsal."""
+    return [("content_block_start", {"type": "content_block_start", "index": index,
+                                     "content_block": block}),
+            *(("content_block_delta", {"type": "content_block_delta", "index": index,
+                                       "delta": delta}) for delta in deltas),
+            ("content_block_stop", {"type": "content_block_stop", "index": index})]
+
+
+_USAGE = {"input_tokens": 1, "output_tokens": 1}
+_REHEARSAL_STREAM = sse(
+    ("message_start", {"type": "message_start", "message": {
+        "id": "r", "type": "message", "role": "assistant", "model": "r", "content": [],
+        "stop_reason": None, "stop_sequence": None, "usage": _USAGE}}),
+    ("ping", {"type": "ping"}),
+    *_block(0, {"type": "text", "text": ""}, {"type": "text_delta", "text": "ok"}),
+    *_block(1, {"type": "tool_use", "id": "c", "name": "run_python", "input": {}},
+            {"type": "input_json_delta", "partial_json": "{}"}),
+    ("message_delta", {"type": "message_delta", "usage": _USAGE,
+                       "delta": {"stop_reason": "tool_use", "stop_sequence": None}}),
+    ("message_stop", {"type": "message_stop"}),
+)
 
 
 @dataclass

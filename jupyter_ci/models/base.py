@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from jupyter_ci.agent.types import ModelReply, ModelRequest, OnText
 
-__all__ = ["ChatModel", "Endpoint", "OnText"]
+__all__ = ["ChatModel", "Endpoint", "OnText", "Preparable"]
 
 
 class ChatModel(Protocol):
@@ -24,6 +24,15 @@ class ChatModel(Protocol):
         Raises `ModelUnavailable` (unreachable, retries exhausted, provider error) or
         `ModelConfigError` (key rejected, unknown model).
         """
+        ...
+
+
+@runtime_checkable
+class Preparable(Protocol):
+    """An adapter that can load its SDK ahead of its first request."""
+
+    def prepare(self) -> None:
+        """Import the SDK and build the client, sending nothing; safe from another thread."""
         ...
 
 

@@ -9,7 +9,7 @@ call is sent back in the history, arguments that are not a JSON object are wrapp
 ``{"_raw_arguments": "<text>"}``, because compatible servers (Ollama) reject the whole
 request otherwise.
 
-The `openai` SDK is imported only when the first request is made.
+The `openai` SDK is imported only when the first request is made, or by `prepare`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,13 @@ from typing import TYPE_CHECKING, Any
 from jupyter_ci.agent.types import Image, Message, ModelReply, ModelRequest, ToolCall
 from jupyter_ci.models.base import Endpoint, OnText
 from jupyter_ci.models.sdk_errors import ask_error
-from jupyter_ci.models.transport import http_client
+from jupyter_ci.models.transport import (
+    REHEARSAL_REQUEST,
+    REHEARSAL_URL,
+    http_client,
+    rehearsal_client,
+    sse,
+)
 from jupyter_ci.providers import ProviderSpec
 
 if TYPE_CHECKING:
@@ -55,20 +61,45 @@ class OpenAIChatModel:
         if self._client is None:
             import openai
 
-            self._client = openai.OpenAI(
+            client = openai.OpenAI(
                 api_key=self.endpoint.api_key,
                 base_url=self.endpoint.base_url,
                 timeout=self.endpoint.timeout,
                 max_retries=self.endpoint.max_retries,
                 http_client=http_client(self.endpoint, openai.DefaultHttpxClient),
             )
+            # No lock: `prepare`, in another thread, may build one too; either will do.
+            if self._client is None:
+                self._client = client
         return self._client
+
+    def prepare(self) -> None:
+        """Import the SDK, build the client and stream one canned turn offline."""
+        import openai
+
+        self.client()
+        # The first request of a process imports the chat resources and builds pydantic
+        # validators (~80 ms); a turn through a mock transport pays that now, sending nothing.
+        with openai.OpenAI(api_key="rehearsal", base_url=f"{REHEARSAL_URL}/v1", max_retries=0,
+                           http_client=rehearsal_client(openai.DefaultHttpxClient,
+                                                        _REHEARSAL_STREAM)) as client:
+            self._stream(client, REHEARSAL_REQUEST, lambda _: None)
 
     def complete(self, request: ModelRequest, on_text: OnText) -> ModelReply:
         """Stream one turn, calling `on_text` with text as it arrives; return the whole turn."""
         import openai
 
         client = self.client()
+        try:
+            return self._stream(client, request, on_text)
+        except openai.OpenAIError as err:
+            url = str(client.base_url).rstrip("/")
+            # from None: the SDK's own message may quote a response that echoes the key.
+            raise ask_error(err, openai, self.spec, url, self.name, self.endpoint) from None
+
+    def _stream(self, client: openai.OpenAI, request: ModelRequest, on_text: OnText
+                ) -> ModelReply:
+        """Stream one turn from `client`; SDK errors are the caller's to translate."""
         # Reasoning models on api.openai.com refuse max_tokens; compatible servers may not
         # know its successor max_completion_tokens.
         host = self.endpoint.upstream_host or client.base_url.host
@@ -79,23 +110,20 @@ class OpenAIChatModel:
         seen = (host, str(client.base_url), self.name)
         images = seen not in TEXT_ONLY
         turn = _Turn()
+        import openai
+
         try:
-            try:
-                stream = self._create(client, request, options, images)
-            except (openai.BadRequestError, openai.UnprocessableEntityError):
-                if not (images and has_images(request.messages)):
-                    raise
-                # A text-only model behind a compatible server (vLLM, Ollama) refuses image
-                # parts: ask again without them, and never send it images again.
-                stream = self._create(client, request, options, images=False)
-                TEXT_ONLY.add(seen)
-            with stream:
-                for chunk in stream:
-                    turn.add(chunk, on_text)
-        except openai.OpenAIError as err:
-            url = str(client.base_url).rstrip("/")
-            # from None: the SDK's own message may quote a response that echoes the key.
-            raise ask_error(err, openai, self.spec, url, self.name, self.endpoint) from None
+            stream = self._create(client, request, options, images)
+        except (openai.BadRequestError, openai.UnprocessableEntityError):
+            if not (images and has_images(request.messages)):
+                raise
+            # A text-only model behind a compatible server (vLLM, Ollama) refuses image
+            # parts: ask again without them, and never send it images again.
+            stream = self._create(client, request, options, images=False)
+            TEXT_ONLY.add(seen)
+        with stream:
+            for chunk in stream:
+                turn.add(chunk, on_text)
         return turn.reply()
 
     def _create(self, client: openai.OpenAI, request: ModelRequest, options: dict[str, Any],
@@ -120,6 +148,24 @@ NO_IMAGES_NOTE = "[image not shown: this model does not accept images]"
 def has_images(messages: tuple[Message, ...]) -> bool:
     """Tell whether any tool result of the conversation carries images."""
     return any(m.result is not None and m.result.images for m in messages)
+
+
+def _chunk(delta: dict[str, Any] | None, finish: str | None = None,
+           usage: dict[str, int] | None = None) -> tuple[None, dict[str, Any]]:
+    """Write one canned `chat.completion.chunk` for the rehearsal."""
+    choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
+    return None, {"id": "r", "object": "chat.completion.chunk", "created": 0, "model": "r",
+                  "choices": choices, "usage": usage}
+
+
+_REHEARSAL_STREAM = sse(
+    _chunk({"role": "assistant", "content": "ok"}),
+    _chunk({"tool_calls": [{"index": 0, "id": "c", "type": "function",
+                            "function": {"name": "run_python", "arguments": "{}"}}]},
+           "tool_calls"),
+    _chunk(None, usage={"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}),
+    (None, "[DONE]"),
+)
 
 
 @dataclass

@@ -133,9 +133,12 @@ def resolve_model(
         model = adapter_factory(provider)(provider, name, endpoint)
     else:
         key = (provider, name, endpoint)
-        if key not in _ADAPTERS:
-            _ADAPTERS[key] = adapter_factory(provider)(provider, name, endpoint)
-        model = _ADAPTERS[key]
+        found = _ADAPTERS.get(key)
+        if found is None:
+            # setdefault: a background `prepare` may resolve the same model at the same time.
+            found = _ADAPTERS.setdefault(key, adapter_factory(provider)(provider, name,
+                                                                     endpoint))
+        model = found
     if settings.record_dir and provider.recordable:
         from jupyter_ci.models.recording import RecordingModel
 

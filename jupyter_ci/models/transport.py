@@ -1,4 +1,4 @@
-"""The HTTP client an SDK needs for an endpoint its own default client cannot reach.
+"""The HTTP clients an SDK needs beyond its default one: a Unix socket, and a rehearsal.
 
 Current `openai` and `anthropic` SDKs are built on `httpx2`, older ones on `httpx`; their
 `http_client=` takes a client of that package only (`anthropic` refuses `httpx` objects).
@@ -11,15 +11,24 @@ imported only when such a client is made.
 from __future__ import annotations
 
 import importlib
+import json
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+from jupyter_ci.agent.types import Message, ModelRequest, ToolSpec
 from jupyter_ci.models.base import Endpoint
 
 if TYPE_CHECKING:
     import httpx2
 
 _HTTP_PACKAGES = ("httpx2", "httpx")
+#: Where a rehearsal "sends" its request: never resolved, the mock transport answers.
+REHEARSAL_URL = "http://rehearsal.invalid"
+#: The turn a rehearsal streams: one tool and one message, like a real ask's first call.
+REHEARSAL_REQUEST = ModelRequest(
+    system="rehearsal", messages=(Message("user", "rehearsal"),), max_tokens=16,
+    tools=(ToolSpec("run_python", "rehearsal", {"type": "object", "properties": {}}),),
+)
 
 
 def http_client(endpoint: Endpoint, client_class: type[httpx2.Client]) -> httpx2.Client | None:
@@ -30,6 +39,26 @@ def http_client(endpoint: Endpoint, client_class: type[httpx2.Client]) -> httpx2
     # gives the path and Host header. A given transport also keeps environment proxies out.
     transport = _http_package(client_class).HTTPTransport(uds=endpoint.socket)
     return client_class(transport=transport)
+
+
+def rehearsal_client(client_class: type[httpx2.Client], stream: bytes) -> httpx2.Client:
+    """Return the SDK's client class answering every request with `stream`, offline."""
+    package = _http_package(client_class)
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        response: httpx2.Response = package.Response(
+            200, headers={"content-type": "text/event-stream"}, content=stream)
+        return response
+
+    # A given transport keeps environment proxies out too: nothing leaves the process.
+    return client_class(transport=package.MockTransport(answer))
+
+
+def sse(*events: tuple[str | None, object]) -> bytes:
+    """Encode (event name or None, data) pairs as server-sent events; data not str is JSON."""
+    return "".join((f"event: {name}\n" if name else "")
+                   + f"data: {data if isinstance(data, str) else json.dumps(data)}\n\n"
+                   for name, data in events).encode()
 
 
 def _http_package(client_class: type[object]) -> ModuleType:

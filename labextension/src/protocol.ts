@@ -80,6 +80,22 @@ export interface IAnswerDelta {
   text: string;
 }
 
+/** One part of what the ask's last model call sent (`%%ask --show-context`). */
+export interface IContextPart {
+  name: string;
+  /** Estimated: characters / 4. */
+  tokens: number;
+  /** The exact text sent, after redaction. */
+  text: string;
+}
+
+/** With `--show-context`, just before ask_end: what the last model call sent, in parts. */
+export interface IContext {
+  type: 'context';
+  ask_id: string;
+  parts: IContextPart[];
+}
+
 /** A step whose last attempt still failed when the model answered. */
 export interface IUnresolved {
   step: number;
@@ -139,6 +155,7 @@ export type KernelMessage =
   | ISetOutputs
   | IStepEnd
   | IAnswerDelta
+  | IContext
   | IAskEnd
   | IAskReused
   | IAskState;
@@ -151,6 +168,7 @@ const TYPES = new Set<string>([
   'set_outputs',
   'step_end',
   'answer_delta',
+  'context',
   'ask_end',
   'ask_reused',
   'ask_state'
