@@ -39,7 +39,10 @@ def test_with_the_labextension_steps_go_over_the_comm_not_into_the_cell(
     data = run.comm_data()
     assert [d["type"] for d in data if d["type"] != "answer_delta"] == [
         "ask_start", "step_start", "output", "step_end", "step_start", "output", "step_end",
-        "step_start", "output", "step_end", "ask_end"]
+        "step_start", "output", "step_end", "context", "ask_end"]
+    # What the last call sent, for the panel's disclosure: the whole conversation, redacted.
+    sent = next(d for d in data if d["type"] == "context")["parts"]
+    assert "three steps" in json.dumps(sent) and all(p["tokens"] > 0 for p in sent)
     start, end = data[0], data[-1]
     assert start["cell_id"] == "ask-cell-1" and start["replace_ask_id"] is None
     steps = [(d["step"], d["attempt"]) for d in data if d["type"] == "step_start"]

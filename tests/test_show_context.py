@@ -132,10 +132,16 @@ def test_with_the_labextension_the_parts_go_to_the_panel_before_ask_end(
         ("Kernel context", "Message 1")))
     assert user == sent[-1]["content"]
     assert SECRET not in json.dumps(data) and TEST_KEY not in json.dumps(data)
-    # Without the option, no context message.
+    # Without the option the panel still gets its disclosure; the cell shows none.
     fake.push(Turn("Done again."))
-    again = kernel.execute("%%ask\nsay done again", FRONTEND).comm_data()
-    assert "context" not in [d["type"] for d in again]
+    again = kernel.execute("%%ask\nsay done again", FRONTEND)
+    assert [d["type"] for d in again.comm_data() if d["type"] != "answer_delta"] == [
+        "ask_start", "context", "ask_end"]
+    shown = json.dumps([m["content"] for m in again.of_type("display_data",
+                                                            "update_display_data")])
+    assert "Sent in the last model call" not in shown
+    assert "Sent in the last model call" in json.dumps(
+        [m["content"] for m in run.of_type("display_data")])
 
 
 def test_parts_cut_the_context_message_at_its_sections_and_add_up() -> None:

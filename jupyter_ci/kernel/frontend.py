@@ -204,6 +204,10 @@ class FrontendView:
     def sent(self, parts: Sequence[Part]) -> None:
         """Show what was sent in the cell, folded, and give it to the panel (`context`)."""
         show_sent(self.info.model, parts)
+        self.disclose(parts)
+
+    def disclose(self, parts: Sequence[Part]) -> None:
+        """Give the panel what the last model call sent, for its per-ask disclosure."""
         self._send("context", parts=[part.to_json() for part in parts])
 
     def fail(self, error: AskError, status: str, record: dict[str, Any]) -> None:

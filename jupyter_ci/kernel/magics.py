@@ -127,8 +127,7 @@ class AskMagics(Magics):
         try:
             answer = self._drive(loop, sent, view, folder)
         except (KeyboardInterrupt, AskError) as exc:
-            if opts.show_context and sent.last is not None:
-                view.sent(request_parts(sent.last))
+            self._disclose(view, sent, opts.show_context)
             error = exc if isinstance(exc, AskError) else AskInterrupted(
                 "The ask was interrupted.", "Cells run so far keep their results.")
             status = "interrupted" if isinstance(error, AskInterrupted) else "failed"
@@ -143,8 +142,7 @@ class AskMagics(Magics):
             answer = link_files(answer, folder)
         unresolved = loop.unresolved.to_json() if loop.unresolved else None
         record = ask_record(ask, phash, "done", answer, loop.step, loop.tokens_used, unresolved)
-        if opts.show_context and sent.last is not None:
-            view.sent(request_parts(sent.last))
+        self._disclose(view, sent, opts.show_context)
         if above is not None:
             problems = restart_problems(above, loop.succeeded, self.ipython.transform_cell,
                                         self.ipython.user_ns_hidden)
@@ -155,6 +153,18 @@ class AskMagics(Magics):
             # The next headless run of this cell replays these steps instead of asking.
             headless_store.save(headless, model.id, answer,
                                 [code for _, code in loop.succeeded])
+
+    @staticmethod
+    def _disclose(view: AskView, sent: Recording, in_cell: bool) -> None:
+        """Show what the last model call sent: in the cell when asked; always to the panel."""
+        if sent.last is None:
+            return
+        if in_cell:
+            view.sent(request_parts(sent.last))
+            return
+        disclose = getattr(view, "disclose", None)  # the labextension's per-ask disclosure
+        if disclose is not None:
+            disclose(request_parts(sent.last))
 
     def _new_loop(self, opts: AskOptions, info: RequestInfo, model_id: str
                   ) -> tuple[AskLoop, frozenset[str] | None]:

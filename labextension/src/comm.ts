@@ -212,6 +212,9 @@ export class NotebookComm implements IDisposable {
       case 'answer_delta':
         this._conversation.answerDelta(msg.ask_id, msg.text);
         break;
+      case 'context':
+        this._conversation.context(msg);
+        break;
       case 'ask_end':
         cells.writeRecord(msg.record);
         if (msg.status === 'done') {

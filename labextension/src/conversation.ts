@@ -5,6 +5,8 @@ import { ISignal, Signal } from '@lumino/signaling';
 
 import type {
   IAskEnd,
+  IContext,
+  IContextPart,
   IAskReused,
   IAskStart,
   IStepEnd,
@@ -40,6 +42,8 @@ export interface IAskView {
   reused?: boolean;
   /** Answered while a step's last attempt still failed. */
   unresolved?: IUnresolved | null;
+  /** With `--show-context`: what the last model call sent, in parts. */
+  sent?: IContextPart[];
   /** While it runs: what it does now, and since when (ms since the epoch), for a clock. */
   phase?: { what: 'thinking' | 'running' | 'writing'; since: number } | null;
 }
@@ -210,6 +214,15 @@ export class Conversation {
       }
     }
     this._changed.emit();
+  }
+
+  /** Keep what the ask's last model call sent (`%%ask --show-context`). */
+  context(msg: IContext): void {
+    const ask = this._find(msg.ask_id);
+    if (ask !== undefined) {
+      ask.sent = msg.parts;
+      this._changed.emit();
+    }
   }
 
   /** Show an ask whose earlier answer a re-run reused (no model call, no new cells). */

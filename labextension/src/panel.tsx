@@ -107,6 +107,33 @@ function Clock(props: { ask: IAskView }): JSX.Element | null {
   );
 }
 
+/**
+ * What the model was sent, part by part with token counts (`%%ask --show-context`), as
+ * plain text: it holds notebook content, never rendered as HTML.
+ */
+function Sent(props: { parts: IAskView['sent'] }): JSX.Element | null {
+  const parts = props.parts ?? [];
+  if (parts.length === 0) {
+    return null;
+  }
+  const total = parts.reduce((sum, part) => sum + part.tokens, 0);
+  return (
+    <details className="jp-ci-sent" data-jupyter-ci="sent">
+      <summary>
+        What the model was sent · {parts.length} parts · ~{total.toLocaleString()} tokens
+      </summary>
+      {parts.map((part, i) => (
+        <div key={i} className="jp-ci-sent-part" data-jupyter-ci="sent-part">
+          <div className="jp-ci-sent-name">
+            {part.name} · ~{part.tokens.toLocaleString()} tokens
+          </div>
+          <pre>{part.text}</pre>
+        </div>
+      ))}
+    </details>
+  );
+}
+
 function Ask(props: { ask: IAskView; rendermime: IRenderMimeRegistry }): JSX.Element {
   const { ask } = props;
   const finished = ask.status !== 'pending' && ask.status !== 'running';
@@ -147,6 +174,7 @@ function Ask(props: { ask: IAskView; rendermime: IRenderMimeRegistry }): JSX.Ele
           {ask.answer}
         </div>
       ) : null}
+      <Sent parts={ask.sent} />
       {ask.error ? (
         <div className="jp-ci-error" data-jupyter-ci="error">
           {ask.error}

@@ -7,6 +7,7 @@ import json
 import re
 import time
 
+import nbformat
 from playwright.sync_api import Error, Response, expect
 
 from jupyter_ci.kernel.record import pin_of, prompt_hash
@@ -294,7 +295,7 @@ def test_a_second_tab_follows_an_ask_that_runs_already(lab: Lab, fake: FakeLLM) 
     nb.wait_cell_count(3)
     # Saved mid-ask (the ask goes on changing it): the %%ask cell, its id, and step 1.
     nb.js("return panel.context.save();")
-    assert nb.read_saved().cells[1].source == first
+    assert nbformat.read(nb.path, as_version=4).cells[1].source == first
     other = Lab(lab.page.context.new_page(), lab.server, f"{lab.workspace}-2")
     other.goto(nb.path.relative_to(lab.server.root).as_posix())
     tab = other.reload_target(nb.path)
@@ -341,6 +342,14 @@ def test_asking_from_the_panel(lab: Lab, fake: FakeLLM) -> None:
     answer = entry.locator('[data-jupyter-ci="answer"]')
     expect(answer).to_contain_text("Made from_panel from the panel.")
     expect(answer.locator("code", has_text="from_panel")).to_be_visible()
+    # What the model was sent, per ask, part by part with tokens, as text.
+    sent = entry.locator('[data-jupyter-ci="sent"]')
+    expect(sent).to_contain_text("What the model was sent")
+    sent.locator("summary").click()
+    parts = sent.locator('[data-jupyter-ci="sent-part"]')
+    expect(parts.first).to_contain_text("System prompt")
+    expect(sent).to_contain_text("make from_panel")
+    assert sent.locator("script, img, iframe").count() == 0
     nb.screenshot("panel-ask")
 
 
