@@ -174,9 +174,13 @@ def prepare_default(settings: ModelSettings) -> None:
 
 def prepare_ask() -> None:
     """Import and build what an ask loads on first use, outside the user's namespace."""
+    import importlib
+
     from jupyter_ci.agent.secrets import redact
-    from jupyter_ci.kernel import context, executor  # noqa: F401 - imported for later
     from jupyter_ci.kernel.safe_markdown import to_html
+
+    for module in ("jupyter_ci.kernel.context", "jupyter_ci.kernel.executor"):
+        importlib.import_module(module)  # loaded now, used by the first ask
 
     redact("warm-up")
     to_html("*warm-up*")
