@@ -92,9 +92,10 @@ def browser(chromium: str) -> Iterator[Browser]:
         launched.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def bare_lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
-    """A `jupyter lab` started with no provider key or URL at all, as on Binder."""
+    """A `jupyter lab` started with no provider key or URL at all, as on Binder (one per
+    test: a key pasted in one must not configure the next)."""
     server = start_lab(tmp_path_factory.mktemp("bare-lab"), {})
     yield server
     server.stop()

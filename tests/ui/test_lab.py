@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import shutil
 import time
+from pathlib import Path
 
 import nbformat
 from playwright.sync_api import Error, Response, expect
@@ -14,6 +16,8 @@ from jupyter_ci.kernel.record import pin_of, prompt_hash
 from tests.demo_wheel import PACKAGE
 from tests.fakellm import FakeLLM, Turn
 from tests.ui.lab import WAIT_MS, Lab, Notebook
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def code(src: str, text: str = "") -> Turn:
@@ -658,3 +662,29 @@ def test_a_key_pasted_in_the_panel_lets_asks_run_and_is_seen_nowhere(
     expect(nb.cell(0).locator(".jp-OutputArea")).to_contain_text("in env: False",
                                                                  timeout=WAIT_MS)
     assert PASTED not in lab.server.log.read_text()
+
+
+def test_the_example_runs_with_no_key_and_shows_replayed_cells_a_table_and_a_plot(
+    bare_lab: Lab
+) -> None:
+    lab = bare_lab
+    root = lab.server.root
+    shutil.copytree(EXAMPLES, root / "examples")
+    lab.goto("examples/getting-started.ipynb")
+    nb = lab.reload_target(root / "examples" / "getting-started.ipynb")
+    nb.wait_kernel_idle()
+    asks = len([c for c in nbformat.read(nb.path, as_version=4).cells
+                if re.match(r"\s*%%?ask\b", c.source)])
+    before = nb.cells.count()
+    nb.command("notebook:run-all-cells")
+    # Each recorded ask replays its steps as real cells below it, code run in this kernel.
+    expect(nb.generated()).not_to_have_count(0, timeout=WAIT_MS)
+    expect(nb.root.locator(".jp-Cell.jp-ci-ask")).to_have_count(asks, timeout=60_000)
+    assert nb.cells.count() > before
+    generated = nb.generated()
+    expect(generated.locator("table.dataframe").first).to_be_visible(timeout=WAIT_MS)
+    expect(generated.locator(".jp-RenderedImage img").first).to_be_visible(timeout=WAIT_MS)
+    for index in range(nb.cells.count()):
+        if "jp-ci-ask" in (nb.cell(index).get_attribute("class") or ""):
+            expect(nb.cell(index).locator(".jp-OutputArea")).to_contain_text("Done")
+    lab.screenshot("example-no-key")
