@@ -226,6 +226,7 @@ class FakeLLM:
             handler.send_json(200, make(turn.text, calls, model=model, usage=usage))
             return
         handler.start_sse()
+        time.sleep(turn.first_delay)
         if provider == "openai":
             wants_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             for chunk in openai_chunks(turn.text, calls, model=model, chunk_chars=turn.chunk_chars,

@@ -44,6 +44,7 @@ class Turn:
     output_tokens: int = 7
     chunk_chars: int = 4  # small pieces so every answer really streams in several chunks
     chunk_delay: float = 0.0  # seconds between chunks, to watch streaming in a browser
+    first_delay: float = 0.0  # seconds before the first chunk: a model that thinks first
     usage: bool = True  # False: omit usage, as some OpenAI-compatible servers do
 
 

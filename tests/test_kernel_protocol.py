@@ -12,7 +12,7 @@ import pytest
 
 from tests.fakellm import FakeLLM, Hang, Turn
 from tests.kernelrun import Kernel
-from tests.nbrun import openai_env, run_cells, text_of
+from tests.nbrun import anthropic_env, openai_env, run_cells, text_of
 
 FRONTEND = {"jupyter_ci_frontend": {"protocol": 1, "generated": []}, "cellId": "ask-cell-1"}
 
@@ -245,6 +245,36 @@ def test_while_the_model_thinks_the_log_counts_the_seconds(fake: FakeLLM, kernel
              if "Done:" in m["content"]["data"].get("text/plain", "")]
     assert final and "thinking" not in final[-1]
     assert run.comm_data()[-1]["status"] == "done"
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_the_code_is_previewed_as_the_model_writes_it(
+    fake: FakeLLM, tmp_path: Path, provider: str
+) -> None:
+    first = "# Count to five\nnumbers = list(range(5))\nprint(numbers)\n"
+    fix = "numbers = [n * 2 for n in range(5)]\nprint('doubled', numbers)\n"
+    fake.push(Turn("", tool_calls=[("run_python", {"code": first + "print(missing)"})],
+                   chunk_delay=0.05),
+              Turn("", tool_calls=[("run_python", {"code": fix})], chunk_delay=0.05),
+              Turn("Counted."))
+    env = openai_env(fake) if provider == "openai" else anthropic_env(fake)
+    k = Kernel(env, str(tmp_path))
+    try:
+        assert k.execute("%load_ext jupyter_ci").reply["content"]["status"] == "ok"
+        data = k.execute("%%ask\ncount", FRONTEND).comm_data()
+    finally:
+        k.close()
+    previews = [d for d in data if d["type"] == "code_preview"]
+    starts = [d for d in data if d["type"] == "step_start"]
+    # Before each step starts: the code so far, growing, each a prefix of what then ran.
+    for start in starts:
+        before = [p for p in previews if data.index(p) < data.index(start)
+                  and (p["step"], p["attempt"]) == (start["step"], start["attempt"])]
+        assert len(before) >= 2, start
+        assert all(start["code"].startswith(p["code"]) for p in before)
+        assert [len(p["code"]) for p in before] == sorted(len(p["code"]) for p in before)
+    # The second call fixes step 1 (it failed): its preview says so.
+    assert [(s["step"], s["attempt"]) for s in starts] == [(1, 1), (1, 2)]
 
 
 def test_queued_cells_of_a_replaced_ask_are_skipped(fake: FakeLLM, kernel: Kernel) -> None:

@@ -8,10 +8,13 @@ policy, vision) go in `_Turns`, once.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Protocol
 
 from jupyter_ci.agent.install import checked_install
 from jupyter_ci.agent.loop import Action, AskLoop, CallModel, ConfirmInstall, Fail, Finish, RunCode
+from jupyter_ci.agent.partial import partial_code
+from jupyter_ci.agent.prompts import TOOL_NAME
 from jupyter_ci.agent.types import CodeResult, ModelReply, ModelRequest, OnText
 
 #: Puts a yes/no question to the user (the kernel's stdin) and says whether they said yes.
@@ -74,6 +77,19 @@ class _Turns:
         self.view = view
         self.confirm = confirm
 
+    def request(self, action: CallModel) -> ModelRequest:
+        """The request of a model call; a view that previews code gets it as it streams."""
+        preview = getattr(self.view, "code_preview", None)
+        if preview is None:
+            return action.request
+
+        def on_tool_input(name: str, raw: str) -> None:
+            code = partial_code(raw) if name == TOOL_NAME else None
+            if code:
+                preview(code)
+
+        return replace(action.request, on_tool_input=on_tool_input)
+
     def replied(self, reply: ModelReply) -> Action:
         self.view.turn_end()
         return self.loop.on_reply(reply)
@@ -100,7 +116,7 @@ def drive(loop: AskLoop, model: Model, executor: Executor, view: View,
     action = loop.start()
     while True:
         if isinstance(action, CallModel):
-            action = turns.replied(model.complete(action.request, view.text))
+            action = turns.replied(model.complete(turns.request(action), view.text))
         elif isinstance(action, ConfirmInstall):
             action = turns.confirmed(action)
         elif isinstance(action, RunCode):
@@ -117,7 +133,7 @@ async def drive_async(loop: AskLoop, model: AsyncModel, executor: AsyncExecutor,
     action = loop.start()
     while True:
         if isinstance(action, CallModel):
-            action = turns.replied(await model.complete(action.request, view.text))
+            action = turns.replied(await model.complete(turns.request(action), view.text))
         elif isinstance(action, ConfirmInstall):
             action = turns.confirmed(action)
         elif isinstance(action, RunCode):

@@ -15,6 +15,8 @@ ToolStatus = Literal["ok", "error", "timeout", "died", "interrupted", "invalid",
 Output = dict[str, Any]
 #: Called with each piece of model text as it streams in.
 OnText = Callable[[str], None]
+#: Called as a tool call's arguments stream in: (tool name, the raw JSON text so far).
+OnToolInput = Callable[[str, str], None]
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,8 @@ class ModelRequest:
     max_tokens: int = 4096
     #: The ask's prompt as the user wrote it, without context: what recordings key on.
     prompt: str = ""
+    #: Adapters that stream call it with a tool call's arguments as they arrive (a preview).
+    on_tool_input: OnToolInput | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

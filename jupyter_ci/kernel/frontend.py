@@ -65,6 +65,10 @@ class FrontendView:
     # The log is rendered from the main thread and, while the model thinks, from a ticker.
     _lock: threading.RLock = field(default_factory=threading.RLock)
     _ticking: threading.Event | None = None
+    # The last step and attempt that ran, and whether it failed: a preview of code being
+    # written is a fix of that step when it failed, else the next step.
+    _last_run: tuple[int, int, bool] = (0, 0, False)
+    _preview_sent_at: float = 0.0
     # The first failure of each step, so its final log line can say it was fixed.
     _failures: dict[int, str] = field(default_factory=dict)
     # What a page that missed the ask needs to catch up (ask_state): the ask_start, step_start
@@ -108,6 +112,18 @@ class FrontendView:
         if self._answer is not None:
             self._answer.flush()
 
+    def code_preview(self, code: str) -> None:
+        """Show the code of the model's next step as it writes it, a few times a second."""
+        if time.monotonic() - self._preview_sent_at < REFRESH_S:
+            return
+        self._preview_sent_at = time.monotonic()
+        if self._thinking_since is not None:
+            self._thinking_since = None  # it writes code now: the code is the progress
+            self._render()
+        step, attempt, failed = self._last_run
+        nxt = (step, attempt + 1) if failed else (step + 1, 1)
+        self._send("code_preview", step=nxt[0], attempt=nxt[1], code=code)
+
     def step_start(self, run: RunCode) -> None:
         """Ask the browser for the step's cell; note it in the log."""
         narration = self._turn_text.strip()
@@ -149,6 +165,7 @@ class FrontendView:
     def step_end(self, run: RunCode, result: CodeResult) -> None:
         """Report the step's status and execution count."""
         error = result.error
+        self._last_run = (run.step, run.attempt, not result.ok)
         self._send(
             "step_end", step=run.step, attempt=run.attempt, status=result.status,
             execution_count=result.execution_count, duration_s=round(result.duration_s, 3),

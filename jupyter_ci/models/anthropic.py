@@ -125,6 +125,11 @@ class AnthropicChatModel:
         with stream:
             for event in stream:
                 turn.add(event, on_text)
+                if (request.on_tool_input is not None and event.type == "content_block_delta"
+                        and event.delta.type == "input_json_delta"
+                        and event.index in turn.calls):
+                    _, name, pieces = turn.calls[event.index]
+                    request.on_tool_input(name, "".join(pieces))
         return turn.reply()
 
 

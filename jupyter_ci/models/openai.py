@@ -124,6 +124,9 @@ class OpenAIChatModel:
         with stream:
             for chunk in stream:
                 turn.add(chunk, on_text)
+                if request.on_tool_input is not None and _has_arguments(chunk) and turn.calls:
+                    call = turn.calls[-1]
+                    request.on_tool_input(call.name, "".join(call.arguments))
         return turn.reply()
 
     def _create(self, client: openai.OpenAI, request: ModelRequest, options: dict[str, Any],
@@ -166,6 +169,12 @@ _REHEARSAL_STREAM = sse(
     _chunk(None, usage={"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}),
     (None, "[DONE]"),
 )
+
+
+def _has_arguments(chunk: ChatCompletionChunk) -> bool:
+    """Tell whether a chunk carries a piece of tool-call arguments."""
+    return any(d.function is not None and d.function.arguments
+               for c in chunk.choices[:1] for d in c.delta.tool_calls or [])
 
 
 @dataclass

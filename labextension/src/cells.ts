@@ -228,9 +228,42 @@ export class AskCells {
     private readonly _prompt: string = ''
   ) {}
 
+  /**
+   * Show code the model is still writing: in the step's cell when it is a fix, else in a
+   * cell inserted where the step's cell goes, which the step then takes over.
+   */
+  preview(step: number, code: string): void {
+    const existing = this._stepCell(step);
+    if (existing !== null) {
+      existing.sharedModel.setSource(code);
+      return;
+    }
+    const placeholder = this._previewCell();
+    if (placeholder !== null) {
+      placeholder.sharedModel.setSource(code);
+      return;
+    }
+    const index = this._insertionIndex();
+    if (index < 0) {
+      return;
+    }
+    this._model.sharedModel.insertCell(index, { cell_type: 'code', source: code });
+    const cell = this._model.cells.get(index);
+    this._previewId = cell.id;
+    this.reveal?.(cell.id);
+  }
+
   /** Insert the step's cell (attempt 1) or reset it for a new attempt. */
   startStep(step: number, attempt: number, code: string): void {
     this._codes.set(step, code);
+    const placeholder = this._previewCell();
+    this._previewId = null;
+    if (placeholder !== null && attempt === 1 && this._stepCell(step) === null) {
+      // The cell that showed the code as it was written becomes the step's cell.
+      this._adopt(placeholder, step, code);
+      return;
+    }
+    this._removeCell(placeholder);
     const existing = this._stepCell(step);
     if (attempt > 1 && existing !== null) {
       this._model.sharedModel.transact(() => {
@@ -386,12 +419,41 @@ export class AskCells {
 
   /** Reset the running prompt of cells whose step never ended. */
   settle(): void {
+    // Code the model was writing when the ask ended never ran: no cell for it.
+    this._removeCell(this._previewCell());
+    this._previewId = null;
     for (const step of this._stepIds.keys()) {
       const cell = this._stepCell(step);
       if (cell !== null && cell.executionState === 'running') {
         cell.executionState = 'idle';
       }
     }
+  }
+
+  private _previewCell(): ICodeCellModel | null {
+    const cell = this._previewId === null ? null : findCell(this._model, this._previewId);
+    return isCode(cell) ? cell : null;
+  }
+
+  private _removeCell(cell: ICellModel | null): void {
+    if (cell !== null) {
+      const index = cellIndex(this._model, cell.id);
+      if (index >= 0) {
+        this._model.sharedModel.deleteCell(index);
+      }
+    }
+  }
+
+  private _adopt(cell: ICodeCellModel, step: number, code: string): void {
+    const record: IGeneratedRecord = { ask_id: this.askId, step, model: this._modelName, attempts: [] };
+    this._model.sharedModel.transact(() => {
+      cell.sharedModel.setSource(code);
+      cell.setMetadata(METADATA_KEY, toJSON(record));
+    });
+    cell.trusted = true;
+    cell.executionState = 'running';
+    this._stepIds.set(step, cell.id);
+    this._lastId = cell.id;
   }
 
   /** Insert the `%%ask` cell again at `index`, under a new id. */
@@ -468,6 +530,8 @@ export class AskCells {
   private _lastId: string | null = null;
   private _reinserted = false;
   private _detached = false;
+  /** The cell showing code the model is still writing, if any. */
+  private _previewId: string | null = null;
 }
 
 function plainText(text: string): nbformat.IOutput {

@@ -192,6 +192,10 @@ export class NotebookComm implements IDisposable {
       return; // not an ask of this notebook
     }
     switch (msg.type) {
+      case 'code_preview':
+        cells.preview(msg.step, msg.code);
+        this._conversation.writing(msg.ask_id);
+        break;
       case 'step_start':
         cells.startStep(msg.step, msg.attempt, msg.code);
         this._conversation.stepStart(msg);

@@ -185,6 +185,15 @@ export class Conversation {
     this._changed.emit();
   }
 
+  /** The model writes a step's code now (a preview arrived). */
+  writing(askId: string): void {
+    const ask = this._find(askId);
+    if (ask?.phase?.what === 'thinking') {
+      ask.phase = { what: 'writing', since: ask.phase.since };
+      this._changed.emit();
+    }
+  }
+
   answerDelta(askId: string, text: string): void {
     const ask = this._find(askId);
     if (ask !== undefined) {

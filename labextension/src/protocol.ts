@@ -37,6 +37,16 @@ export interface IStepStart {
   code: string;
 }
 
+/** The code of a step the model is still writing (throttled; step_start has it whole). */
+export interface ICodePreview {
+  type: 'code_preview';
+  ask_id: string;
+  /** The step it will be: the step that failed last (a fix), else the next one. */
+  step: number;
+  attempt: number;
+  code: string;
+}
+
 export interface IOutputMessage {
   type: 'output';
   ask_id: string;
@@ -158,7 +168,8 @@ export type KernelMessage =
   | IContext
   | IAskEnd
   | IAskReused
-  | IAskState;
+  | IAskState
+  | ICodePreview;
 
 const TYPES = new Set<string>([
   'ask_start',
@@ -171,7 +182,8 @@ const TYPES = new Set<string>([
   'context',
   'ask_end',
   'ask_reused',
-  'ask_state'
+  'ask_state',
+  'code_preview'
 ]);
 
 /**

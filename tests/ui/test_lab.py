@@ -472,11 +472,18 @@ def test_progress_is_live_in_the_cell_the_panel_and_the_status_bar(
     lab: Lab, fake: FakeLLM
 ) -> None:
     step = "# Wait for the slow part\nimport time\ntime.sleep(3)\nprint('slow part done')"
-    # No text, and the call's arguments trickle in for a few seconds: the model "thinks".
-    fake.push(Turn("", tool_calls=[("run_python", {"code": step})], chunk_delay=0.2),
+    # The model thinks for a few seconds, then writes the step's code slowly.
+    fake.push(Turn("", tool_calls=[("run_python", {"code": step})], first_delay=3,
+                   chunk_delay=0.12),
               Turn("It took a while."))
     nb = lab.open_notebook("live", [f"filler_{i} = {i}" for i in range(30)])
     nb.select(0)
+    # Every source the cell below the %%ask cell shows, as it changes.
+    nb.js("window.__seen = []; window.__poll = setInterval(() => {"
+          " const c = panel.content.model.cells; if (c.length > 31) {"
+          " const src = c.get(2).sharedModel.getSource();"
+          " if (window.__seen[window.__seen.length - 1] !== src) window.__seen.push(src); }"
+          "}, 30);")
     lab.panel.open()
     lab.panel.ask("do the slow part")
     ask = nb.cell(1)
@@ -485,16 +492,24 @@ def test_progress_is_live_in_the_cell_the_panel_and_the_status_bar(
     status = lab.page.locator(".jp-StatusBar-Widget", has_text="ipykernel")
     expect(status).to_contain_text("Busy", timeout=WAIT_MS)
     lab.screenshot("live-thinking")
-    # The user looks elsewhere meanwhile; the step's cell is brought into view.
+    # The user looks elsewhere meanwhile; the step's cell is brought into view, its code
+    # appearing as the model writes it, before it runs.
     nb.js("panel.content.scrollToItem(panel.content.widgets.length - 1);")
-    expect(nb.cell(2)).to_have_class(has_class("jp-ci-generated"), timeout=WAIT_MS)
+    expect(nb.cell(2).locator(".jp-InputArea-editor")).to_contain_text("# Wait for",
+                                                                        timeout=WAIT_MS)
     expect(nb.cell(2)).to_be_in_viewport(timeout=WAIT_MS)
+    lab.screenshot("live-code-preview")
+    expect(nb.cell(2)).to_have_class(has_class("jp-ci-generated"), timeout=WAIT_MS)
     expect(lab.panel.part("clock")).to_contain_text("running a step", timeout=WAIT_MS)
     expect(ask.locator(".jp-OutputArea")).to_contain_text("Step 1 · Wait for the slow part")
     expect(status).to_contain_text("Busy")
     lab.screenshot("live-step")
     wait_answer(nb, 1, "It took a while.")
     expect(lab.panel.part("clock")).to_have_count(0)
+    seen = nb.js("clearInterval(window.__poll); return window.__seen;")
+    partial = [src for src in seen if src != step]
+    assert len(partial) >= 3 and all(step.startswith(src) for src in seen), seen
+    assert nb.cells.count() == 32  # the preview cell became the step's cell: no extra one
 
 
 def test_stop_interrupts_a_long_step_and_keeps_its_cell(lab: Lab, fake: FakeLLM) -> None:
