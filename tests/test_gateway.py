@@ -270,3 +270,29 @@ def test_an_ask_in_a_notebook_kernel_of_the_gateway_goes_through_the_broker(
         server.api("DELETE", f"/api/kernels/{kernel['id']}")
     # Shut down: the token it carried opens nothing any more.
     assert broker_status(report["url"], report["token"]) == 403
+
+
+def test_a_gateway_client_asks_the_gateway_whether_its_kernel_lives() -> None:
+    # wait_for_ready asks this when a kernel is slow to answer (a loaded machine, a restart);
+    # jupyter_client's own asked the gateway's manager for a local provisioner and raised
+    # AssertionError, which failed session restarts under load.
+    from jupyter_server.gateway.managers import GatewayKernelManager
+
+    from jupyter_ci.server.gateway import AuthenticatedGatewayKernelClient
+
+    async def alive(has_kernel: bool) -> bool:
+        manager = GatewayKernelManager()
+        calls: list[str] = []
+
+        async def is_alive() -> bool:
+            calls.append("asked")
+            return has_kernel
+
+        manager.is_alive = is_alive  # type: ignore[method-assign]
+        client = AuthenticatedGatewayKernelClient(parent=manager, kernel_id="k")
+        answer: bool = await client._async_is_alive()
+        assert calls == ["asked"]
+        return answer
+
+    assert asyncio.run(alive(True)) is True
+    assert asyncio.run(alive(False)) is False

@@ -37,7 +37,8 @@ def test_with_the_labextension_steps_go_over_the_comm_not_into_the_cell(
     run = kernel.execute("%%ask\nthree steps", FRONTEND)
     assert run.reply["content"]["status"] == "ok"
     data = run.comm_data()
-    assert [d["type"] for d in data if d["type"] != "answer_delta"] == [
+    # (Previews of code being written: test_the_code_is_previewed_as_the_model_writes_it.)
+    assert [d["type"] for d in data if d["type"] not in ("answer_delta", "code_preview")] == [
         "ask_start", "step_start", "output", "step_end", "step_start", "output", "step_end",
         "step_start", "output", "step_end", "context", "ask_end"]
     # What the last call sent, for the panel's disclosure: the whole conversation, redacted.

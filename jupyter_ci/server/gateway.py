@@ -44,6 +44,18 @@ class AuthenticatedGatewayKernelClient(GatewayKernelClient):
         self.response_router = Thread(target=self._route_responses, daemon=True)
         self.response_router.start()
 
+    async def _async_is_alive(self) -> bool:
+        """Ask the gateway, as its kernel manager's `is_alive` does.
+
+        jupyter_client's client asks its manager's `_async_is_alive`, which on a gateway's
+        manager asserts a local provisioner it never has: `wait_for_ready` on a kernel slow
+        to answer (a busy machine, a restart) then failed with an AssertionError.
+        """
+        manager: Any = self.parent
+        if manager is None:
+            return True
+        return bool(await manager.is_alive())
+
 
 def is_gateway(manager: Any) -> bool:
     """Say whether a kernel manager (of all kernels, or of one) is jupyter_server's gateway's."""
