@@ -232,9 +232,9 @@ def test_steps_say_what_they_do_the_narration_stays_and_the_kernel_stays_busy(
 
 
 def test_while_the_model_thinks_the_log_counts_the_seconds(fake: FakeLLM, kernel: Kernel) -> None:
-    # A turn with no text: its tool call's arguments trickle in for about three seconds.
+    # The model sends nothing for three seconds, then its call (no text).
     fake.push(Turn("", tool_calls=[("run_python", {"code": "thought = 'long and hard'"})],
-                   chunk_delay=0.25),
+                   first_delay=3),
               Turn("Thought."))
     run = kernel.execute("%%ask\nthink", FRONTEND)
     shown = json.dumps([m["content"] for m in run.of_type("update_display_data")],
