@@ -14,7 +14,8 @@ from traitlets.config import Config
 
 from tests.fakellm import FakeLLM
 
-pytest_plugins = ["pytest_jupyter.jupyter_server"]
+# The browser fixtures are a plugin: tests/ui and tests/security/browser share one Chromium.
+pytest_plugins = ["pytest_jupyter.jupyter_server", "tests.ui.fixtures"]
 
 _LAST = ("last_type", "last_value", "last_traceback", "last_exc")
 

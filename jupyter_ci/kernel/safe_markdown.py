@@ -12,6 +12,7 @@ headless notebook (nbconvert, VS Code) stays readable.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from html import escape
 from typing import Any
@@ -26,9 +27,22 @@ _ATTRIBUTES = {"a": {"href", "title"}, "img": {"src", "alt", "title"},
                "code": {"class"}, "ol": {"start"}, "td": {"align"}, "th": {"align"}}
 
 
+# What a browser's URL parser ignores: C0 controls and spaces around a URL, tabs and
+# line breaks anywhere; it also reads a backslash as a slash (`/\\host` is `//host`).
+_URL_IGNORED = re.compile(r"[\t\n\r]")
+_C0_AND_SPACE = "".join(map(chr, range(0x21)))
+_SCHEME = re.compile(r"[a-z][a-z0-9+.-]*:", re.IGNORECASE)
+
+
+def is_local_url(value: str) -> bool:
+    """Say whether a URL stays on the page's own origin: no scheme, no `//host`."""
+    url = _URL_IGNORED.sub("", value).strip(_C0_AND_SPACE).replace("\\", "/")
+    return not _SCHEME.match(url) and not url.startswith("//")
+
+
 def _local_images_only(tag: str, name: str, value: str) -> str | None:
     """Keep an image only when it is a file beside the notebook: a remote URL is a beacon."""
-    if tag == "img" and name == "src" and (":" in value or value.startswith("//")):
+    if tag == "img" and name == "src" and not is_local_url(value):
         return None
     return value
 

@@ -21,6 +21,7 @@ from jupyter_ci.agent.types import CodeResult, Output
 from jupyter_ci.kernel.capture import OWN_DISPLAYS
 from jupyter_ci.kernel.record import AskInfo
 from jupyter_ci.kernel.safe_markdown import bundle, collapsed
+from jupyter_ci.kernel.safe_outputs import inert_bundle
 
 # Re-rendering Markdown on every token floods the frontend; a few frames a second reads live.
 REFRESH_S = 0.1
@@ -301,7 +302,7 @@ def attempt_failure(run: RunCode, result: CodeResult) -> str:
 
 
 def publish(outputs: Sequence[Output], errors_as_text: bool = False) -> None:
-    """Show captured nbformat outputs in the running cell, in their order."""
+    """Show captured nbformat outputs in the running cell, in their order, made inert."""
     from IPython.display import publish_display_data
 
     for out in outputs:
@@ -311,7 +312,9 @@ def publish(outputs: Sequence[Output], errors_as_text: bool = False) -> None:
             stream.write(str(out.get("text", "")))
             stream.flush()
         elif kind in ("display_data", "execute_result"):
-            publish_display_data(dict(out.get("data", {})), dict(out.get("metadata", {})))
+            # The %%ask cell is trusted (the user ran it): model-written HTML must not run.
+            publish_display_data(inert_bundle(dict(out.get("data", {}))),
+                                 dict(out.get("metadata", {})))
         elif kind == "error" and errors_as_text:
             sys.stderr.write(strip_ansi("\n".join(out.get("traceback", []))) + "\n")
             sys.stderr.flush()

@@ -6,6 +6,7 @@ import type * as nbformat from '@jupyterlab/nbformat';
 import type { INotebookModel } from '@jupyterlab/notebook';
 import type { PartialJSONObject } from '@lumino/coreutils';
 
+import type { TrustGuard } from './trust';
 import {
   asGeneratedRecord,
   IAttempt,
@@ -225,7 +226,8 @@ export class AskCells {
     readonly askId: string,
     public askCellId: string,
     private readonly _modelName: string,
-    private readonly _prompt: string = ''
+    private readonly _prompt: string = '',
+    private readonly _trust: TrustGuard | null = null
   ) {}
 
   /**
@@ -291,8 +293,8 @@ export class AskCells {
     });
     const cell = this._model.cells.get(index);
     if (isCode(cell)) {
-      // The outputs come from the user's own kernel, as if they ran the cell.
-      cell.trusted = true;
+      // Model-written code's outputs: untrusted, so they never run script (trust.ts).
+      this._trust?.place(cell);
       cell.executionState = 'running';
       this._stepIds.set(step, cell.id);
       this._lastId = cell.id;
@@ -450,7 +452,7 @@ export class AskCells {
       cell.sharedModel.setSource(code);
       cell.setMetadata(METADATA_KEY, toJSON(record));
     });
-    cell.trusted = true;
+    this._trust?.place(cell);
     cell.executionState = 'running';
     this._stepIds.set(step, cell.id);
     this._lastId = cell.id;

@@ -11,6 +11,7 @@ import type { IDisposable } from '@lumino/disposable';
 import { AskCells, deleteAskCells, findCell, pinCell } from './cells';
 import type { Conversation } from './conversation';
 import { COMM_TARGET, IAskStart, IAskState, KernelMessage, parseMessage } from './protocol';
+import type { TrustGuard } from './trust';
 
 const LOST_STATUSES = new Set<Kernel.Status>(['restarting', 'autorestarting', 'dead']);
 
@@ -28,6 +29,7 @@ export class NotebookComm implements IDisposable {
     private readonly _session: ISessionContext,
     private readonly _model: () => INotebookModel | null,
     private readonly _conversation: Conversation,
+    private readonly _trust: TrustGuard | null = null,
     private readonly _reveal: ((cellId: string) => void) | null = null
   ) {
     _session.kernelChanged.connect(this._onKernelChanged, this);
@@ -158,7 +160,10 @@ export class NotebookComm implements IDisposable {
     }
     // Steps saved mid-ask come again in the replay, with their outputs as they are now.
     deleteAskCells(model, state.ask_id, start.cell_id);
-    const cells = new AskCells(model, state.ask_id, start.cell_id, start.model, start.prompt);
+    this._guard(model, start.cell_id);
+    const cells = new AskCells(
+      model, state.ask_id, start.cell_id, start.model, start.prompt, this._trust
+    );
     cells.resume(state.log);
     this._asks.set(state.ask_id, cells);
     this._conversation.start(start);
@@ -244,7 +249,11 @@ export class NotebookComm implements IDisposable {
     if (msg.replace_ask_id) {
       deleteAskCells(model, msg.replace_ask_id, msg.cell_id);
     }
-    const cells = new AskCells(model, msg.ask_id, msg.cell_id, msg.model, msg.prompt);
+    // Before any step runs: what the model's code publishes here must not run script.
+    this._guard(model, msg.cell_id);
+    const cells = new AskCells(
+      model, msg.ask_id, msg.cell_id, msg.model, msg.prompt, this._trust
+    );
     if (this._conversation.isPending(msg.cell_id)) {
       cells.reveal = this._reveal; // sent from the panel: its steps scroll into view
     }
@@ -253,6 +262,14 @@ export class NotebookComm implements IDisposable {
       this._counts.set(msg.cell_id, msg.execution_count);
     }
     this._conversation.start(msg);
+  }
+
+  /** Keep the `%%ask` cell of an ask untrusted from now on. */
+  private _guard(model: INotebookModel, cellId: string): void {
+    const cell = findCell(model, cellId);
+    if (cell !== null) {
+      this._trust?.guard(cell);
+    }
   }
 
   /** End the running asks: their cells stay, marked interrupted. */

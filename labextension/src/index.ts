@@ -20,11 +20,17 @@ import { CellDecorator } from './decoration';
 import { FrontendAnnouncer } from './frontend';
 import { askIcon, AskPanel } from './panel';
 import { PanelModel } from './panelmodel';
+import { inertSvgRendererFactory } from './svg';
+import { ITrustPolicy, TrustGuard, vouchDuring } from './trust';
 
 const PLUGIN_ID = 'jupyter-ci:plugin';
 
 /** Attach comm handling and the frontend announcement once per notebook document. */
-function manageNotebooks(tracker: INotebookTracker, conversations: Conversations): void {
+function manageNotebooks(
+  tracker: INotebookTracker,
+  conversations: Conversations,
+  policy: ITrustPolicy
+): void {
   const managed = new WeakSet<object>();
   const manage = (panel: NotebookPanel): void => {
     new CellDecorator(panel.content);
@@ -43,11 +49,15 @@ function manageNotebooks(tracker: INotebookTracker, conversations: Conversations
         void view.content.scrollToItem(index, 'smart');
       }
     };
-    const comm = new NotebookComm(panel.sessionContext, model, conversations.get(context), reveal);
+    const guard = new TrustGuard(context.model, policy);
+    const comm = new NotebookComm(
+      panel.sessionContext, model, conversations.get(context), guard, reveal
+    );
     const announcer = new FrontendAnnouncer(panel.sessionContext, model);
     context.disposed.connect(() => {
       comm.dispose();
       announcer.dispose();
+      guard.dispose();
     });
   };
   tracker.forEach(manage);
@@ -73,7 +83,16 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const conversations = new Conversations(
       typeof window !== 'undefined' && window.localStorage ? window.localStorage : null
     );
-    manageNotebooks(tracker, conversations);
+    // Model-written output never runs script: untrusted cells (trust.ts), whose SVG still
+    // shows, as an image (svg.ts). Trust given through "Trust Notebook" is the user's.
+    const policy: ITrustPolicy = { trustGenerated: false };
+    rendermime.addFactory(inertSvgRendererFactory);
+    app.commands.commandExecuted.connect((_, executed) => {
+      if (executed.id === 'notebook:trust') {
+        vouchDuring(executed.result);
+      }
+    });
+    manageNotebooks(tracker, conversations, policy);
 
     const ask = (panel: NotebookPanel, prompt: string, model: string | null) => {
       const inserted = insertAndRunAsk(panel, askSource(prompt, model), dialogs, translator);
@@ -109,6 +128,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
           const read = () => {
             const value = settings.get('model').composite;
             model.setPickedFromSettings(typeof value === 'string' ? value : '');
+            policy.trustGenerated = settings.get('trustGeneratedOutputs').composite === true;
           };
           read();
           settings.changed.connect(read);

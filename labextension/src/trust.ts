@@ -1,0 +1,141 @@
+/**
+ * Keep the cells of asks untrusted: model-written output never runs script.
+ *
+ * JupyterLab renders a trusted cell's outputs live (HTML with its scripts and event
+ * handlers, JavaScript, widgets) and trusts every cell it runs. The outputs of a generated
+ * cell come from code the model wrote, steered perhaps by the data it read; an `%%ask`
+ * cell's output area also receives whatever that code publishes while the ask runs. So these
+ * cells are untrusted, like the outputs of a notebook you did not run yourself: HTML is
+ * sanitized, JavaScript is not run, SVG is shown as an image (svg.ts). Running such a cell
+ * again does not trust it; only the user does, with "Trust Notebook" (or the setting
+ * `trustGeneratedOutputs`, documented with its risk).
+ */
+import type { CellModel, ICellModel } from '@jupyterlab/cells';
+import type { INotebookModel } from '@jupyterlab/notebook';
+import type { IObservableList } from '@jupyterlab/observables';
+
+import { askIdOf, METADATA_KEY } from './protocol';
+
+/** The one switch for the whole page: trust generated outputs (off unless the user opts in). */
+export interface ITrustPolicy {
+  trustGenerated: boolean;
+}
+
+/** Say whether a cell belongs to an ask: an `%%ask` cell with a record, or a generated one. */
+export function isAskCell(cell: ICellModel): boolean {
+  return askIdOf(cell.getMetadata(METADATA_KEY)) !== null;
+}
+
+/**
+ * Withdraw a cell's trust and the `trusted` flag JupyterLab put in its metadata, which
+ * the server reads when it signs the notebook on save.
+ */
+export function untrust(cell: ICellModel): void {
+  cell.trusted = false;
+  if (cell.getMetadata('trusted') !== undefined) {
+    cell.deleteMetadata('trusted');
+  }
+}
+
+/** Trust the user gives while this is true is theirs (the "Trust Notebook" command runs). */
+let vouching = false;
+
+/** Treat trust given while `done` is pending as the user's own (JupyterLab's trust dialog). */
+export function vouchDuring(done: Promise<unknown>): void {
+  vouching = true;
+  const end = (): void => {
+    vouching = false;
+  };
+  done.then(end, end);
+}
+
+/**
+ * Watch one notebook's cells: an ask's cell that becomes trusted (JupyterLab trusts every
+ * cell it runs or clears) is made untrusted again at once, before any output can arrive.
+ *
+ * Cells trusted when they first appear keep their trust: JupyterLab loads a notebook
+ * trusted only when its signature is the user's own (they trusted it before).
+ */
+export class TrustGuard {
+  constructor(
+    private readonly _model: INotebookModel,
+    private readonly _policy: ITrustPolicy
+  ) {
+    _model.cells.changed.connect(this._onCellsChanged, this);
+    for (let i = 0; i < _model.cells.length; i++) {
+      this._watch(_model.cells.get(i));
+    }
+  }
+
+  /** Guard this cell from now on (an ask starts in it): it is untrusted now. */
+  guard(cell: ICellModel): void {
+    this._watch(cell);
+    this._vouched.delete(cell);
+    this._guarded.add(cell);
+    if (!this._policy.trustGenerated) {
+      untrust(cell);
+    }
+  }
+
+  /** Set the trust of a cell just inserted for a step: none, unless the policy trusts. */
+  place(cell: ICellModel): void {
+    this._watch(cell);
+    if (this._policy.trustGenerated) {
+      cell.trusted = true;
+    } else {
+      untrust(cell);
+    }
+  }
+
+  dispose(): void {
+    this._model.cells.changed.disconnect(this._onCellsChanged, this);
+  }
+
+  private _onCellsChanged(_: unknown, change: IObservableList.IChangedArgs<ICellModel>): void {
+    for (const cell of change.newValues) {
+      this._watch(cell);
+    }
+  }
+
+  private _watch(cell: ICellModel): void {
+    if (this._watched.has(cell)) {
+      return;
+    }
+    this._watched.add(cell);
+    if (cell.trusted && isAskCell(cell)) {
+      this._vouched.add(cell);
+    }
+    // Both fire when JupyterLab trusts a cell (it writes `trusted` into the metadata first);
+    // the record arriving on a cell its run trusted fires the second.
+    (cell as CellModel).stateChanged.connect((_, change) => {
+      if (change.name === 'trusted') {
+        this._onTrusted(cell);
+      }
+    }, this);
+    cell.metadataChanged.connect(() => this._onTrusted(cell), this);
+  }
+
+  private _onTrusted(cell: ICellModel): void {
+    if (!cell.trusted) {
+      return;
+    } else if (vouching) {
+      this._vouched.add(cell);
+    } else if (this._applies(cell)) {
+      untrust(cell);
+    }
+  }
+
+  private _applies(cell: ICellModel): boolean {
+    return (
+      !this._policy.trustGenerated &&
+      !this._vouched.has(cell) &&
+      (this._guarded.has(cell) || isAskCell(cell))
+    );
+  }
+
+  private readonly _watched = new WeakSet<ICellModel>();
+  /** Trusted by the user: by signature when the notebook was loaded, or "Trust Notebook". */
+  private readonly _vouched = new WeakSet<ICellModel>();
+  /** `%%ask` cells an ask started in before their record was written. */
+  private readonly _guarded = new WeakSet<ICellModel>();
+}
