@@ -9,7 +9,7 @@ import * as React from 'react';
 
 import type { IAskView, IStepView } from './conversation';
 import type { PanelModel } from './panelmodel';
-import { withoutRemoteImages } from './sanitize';
+import { withoutRemoteLoads } from './sanitize';
 
 const ICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="16">
 <g class="jp-icon3" fill="#616161">
@@ -454,9 +454,10 @@ function ModelPicker(props: { model: PanelModel }): JSX.Element {
 export class AskPanel extends VDomRenderer<PanelModel> {
   constructor(model: PanelModel, rendermime: IRenderMimeRegistry) {
     super(model);
-    // Answers are model-written: no remote images (beacons) on top of JupyterLab's rules.
+    // Answers are model-written: nothing loads from elsewhere (beacons), on top of
+    // JupyterLab's rules.
     this._rendermime = rendermime.clone({
-      sanitizer: withoutRemoteImages(rendermime.sanitizer)
+      sanitizer: withoutRemoteLoads(rendermime.sanitizer)
     });
     this.addClass('jp-ci-panel');
     this.node.dataset.jupyterCi = 'panel';
