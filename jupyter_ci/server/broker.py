@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
+import unicodedata
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 from urllib.parse import quote, urlsplit
@@ -48,6 +50,8 @@ class Provider:
     explicit_url: bool = False
     #: The key variable held a value that is not a usable key (see _KEY); never shown.
     bad_key: bool = False
+    #: Why the URL variable's value is not a usable base URL (see check_base_url), or "".
+    bad_url: str = ""
 
     @property
     def name(self) -> str:
@@ -57,7 +61,7 @@ class Provider:
     @property
     def configured(self) -> bool:
         """Say whether requests can be forwarded (a key, or a keyless server's URL)."""
-        return not self.bad_key and (bool(self.api_key) or self.explicit_url)
+        return not (self.bad_key or self.bad_url) and (bool(self.api_key) or self.explicit_url)
 
     def auth_headers(self) -> dict[str, str]:
         """Return the real credential header; none for a keyless local server."""
@@ -116,9 +120,16 @@ class Broker:
         for spec in providers.configurable():
             key = environ.pop(spec.key_var, "").strip() or stored.get(spec.key_var, "")
             url = environ.pop(spec.url_var, "").strip() or stored.get(spec.url_var, "")
-            bad = bool(key) and not _KEY.fullmatch(key)
-            found[spec.name] = Provider(spec, url or spec.default_url, "" if bad else key,
-                                        bool(url), bad)
+            bad_key = bool(key) and not _KEY.fullmatch(key)
+            bad_url = ""
+            if url:
+                try:
+                    url = check_base_url(url, spec.url_var)
+                except ValueError as err:
+                    # Like a bad key: left unconfigured, said by name at start (never the value).
+                    url, bad_url = "", str(err)
+            found[spec.name] = Provider(spec, url or spec.default_url, "" if bad_key else key,
+                                        bool(url), bad_key, bad_url)
         return cls(found)
 
     def set_credentials(self, name: str, key: str, base_url: str) -> Provider:
@@ -136,28 +147,24 @@ class Broker:
         if key and not _KEY.fullmatch(key):
             raise BadRequest(f"That is not a usable {spec.label} key: it must be printable "
                              "ASCII with no spaces or line breaks inside.")
-        if base_url and urlsplit(base_url).scheme not in ("http", "https"):
-            raise BadRequest("The base URL must start with http:// or https://.")
+        if base_url:
+            try:
+                base_url = check_base_url(base_url)
+            except ValueError as err:
+                raise BadRequest(str(err)) from None
         if not key and not (base_url and spec.keyless_with_url):
             article = "an" if spec.label[:1].lower() in "aeiou" else "a"
             raise BadRequest(f"Paste {article} {spec.label} key"
                              + (" (or only a base URL for a local server that needs none)."
                                 if spec.keyless_with_url else "."))
         provider = Provider(spec, base_url or spec.default_url, key, bool(base_url))
-        if provider.explicit_url and not _port_ok(provider):
-            raise BadRequest("The base URL has no valid port (0-65535).")
         self.providers[name] = provider
         return provider
 
     def misconfigured(self) -> list[str]:
         """Describe keys and base URLs that cannot work, for the log (never a key)."""
-        problems = [
-            f"{p.spec.url_var} must start with http:// or https:// (got {p.base_url!r})"
-            for p in self.providers.values()
-            if p.explicit_url and urlsplit(p.base_url).scheme not in ("http", "https")
-        ]
-        problems += [f"{p.spec.url_var} has no valid port (0-65535)"
-                     for p in self.providers.values() if p.explicit_url and not _port_ok(p)]
+        problems = [f"{p.bad_url} {p.spec.label} stays unconfigured until it is fixed and the "
+                    "server restarted." for p in self.providers.values() if p.bad_url]
         problems += [
             f"{p.spec.key_var} is not a usable API key: it must be printable ASCII with no "
             f"spaces or line breaks inside (its value is not shown). {p.spec.label} stays "
@@ -202,10 +209,12 @@ class Broker:
             raise UnknownProvider(
                 f"Unknown provider {name!r}; the broker serves {', '.join(self.providers)}."
             )
-        if found.bad_key:
+        if found.bad_key or found.bad_url:
+            what = (f"{found.spec.key_var} is not a usable key" if found.bad_key
+                    else f"{found.spec.url_var} is not a usable base URL")
             raise NoProviderKey(
-                f"The Jupyter server's {found.spec.key_var} is not a usable key (see the "
-                "server log). Fix it where JupyterLab (or Jupyter Server) starts, then restart it."
+                f"The Jupyter server's {what} (see the server log). Fix it where JupyterLab "
+                "(or Jupyter Server) starts, or in its key file, then restart it."
             )
         if not found.configured:
             raise NoProviderKey(
@@ -251,13 +260,53 @@ class Broker:
         return env
 
 
-def _port_ok(provider: Provider) -> bool:
-    """Say whether the base URL's port (if any) can be connected to."""
+def check_base_url(url: str, name: str = "The base URL") -> str:
+    """Return `url` if it is a plain http(s)://host[:port][/path], else raise ValueError.
+
+    The message begins with `name` and says what is wrong, never quoting the URL (a
+    pasted one may hold a key). Checked before urlsplit, which drops tabs and line breaks.
+    """
+    odd = next((c for c in url if unicodedata.category(c)[0] in "CZ"), None)
+    if odd is not None:
+        # Z*: spaces and line/paragraph separators; C*: controls, format characters (zero
+        # width, bidi), surrogates. A key file line split on one once became two variables.
+        raise ValueError(f"{name} holds a space, control or invisible character "
+                         f"(U+{ord(odd):04X}); type it again as plain text.")
     try:
-        port = urlsplit(provider.base_url).port  # raises ValueError outside 0-65535
-    except ValueError:
-        return False
-    return port is None or port >= 0
+        parts = urlsplit(url)
+    except ValueError:  # "Invalid IPv6 URL": a "[" or "]" without its pair
+        raise ValueError(f"{name} is not a valid URL (an IPv6 address goes in [ ]).") from None
+    try:
+        port = parts.port
+    except ValueError:  # not a number, or outside 0-65535
+        port = 0
+    if parts.scheme not in ("http", "https"):
+        raise ValueError(f"{name} must start with http:// or https://.")
+    if "@" in parts.netloc:
+        raise ValueError(f"{name} must not hold a user name or password (user:pw@); "
+                         "the key goes in its own field or variable.")
+    if "?" in url or "#" in url:
+        raise ValueError(f"{name} must not have a query (?…) or fragment (#…).")
+    if not _host_ok(parts.hostname or ""):
+        raise ValueError(f"{name} has no valid host name or address.")
+    if port == 0:
+        raise ValueError(f"{name} has no valid port (1-65535).")
+    return parts.geturl()
+
+
+# A host name: letters (any script, for IDN), digits, "_", "." and "-"; nothing to smuggle.
+_HOST = re.compile(r"[\w.-]+")
+
+
+def _host_ok(host: str) -> bool:
+    """Say whether `host` (as urlsplit gives it) is a name or an IP address."""
+    if ":" in host:  # an IPv6 address, its brackets removed
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            return False
+        return True
+    return bool(_HOST.fullmatch(host))
 
 
 def presented_token(headers: Mapping[str, str]) -> str:

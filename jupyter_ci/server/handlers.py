@@ -20,6 +20,7 @@ from jupyter_ci.server import session_handlers as s
 from jupyter_ci.server.allowlist import split_provider
 from jupyter_ci.server.broker import BROKER_ROUTE, Admitted, Broker, presented_token
 from jupyter_ci.server.errors import BadRequest, BodyTooLarge, BrokerError
+from jupyter_ci.server.jsonbody import BadJSON, parse_json
 from jupyter_ci.server.keys import KeyFileError, default_key_file, remember_keys
 from jupyter_ci.server.panel import panel_config
 from jupyter_ci.server.relay import relay
@@ -60,6 +61,9 @@ class ConfigHandler(APIHandler):
         self.finish(json.dumps(reply.to_json()))
 
 
+_KEYS_BODY = 'Send JSON {"provider": "openai", "key": "…", "base_url": "", "remember": false}.'
+
+
 class KeysHandler(APIHandler):
     """POST a provider key (and base URL) pasted in the panel; the reply never holds it."""
 
@@ -78,13 +82,13 @@ class KeysHandler(APIHandler):
     def post(self) -> None:
         """Hold the key in memory (and the key file, on request); answer the panel config."""
         try:
-            body = json.loads(self.request.body or b"{}")
-        except ValueError:
-            body = None
+            body = parse_json(self.request.body or b"{}")
+        except BadJSON as err:
+            self._refuse(f"The body is {err}. {_KEYS_BODY}")
+            return
         if not isinstance(body, dict) or not all(
                 isinstance(body.get(k, ""), str) for k in ("provider", "key", "base_url")):
-            self._refuse('Send JSON {"provider": "openai", "key": "…", "base_url": "", '
-                         '"remember": false}.')
+            self._refuse(_KEYS_BODY)
             return
         name = str(body.get("provider", ""))
         try:

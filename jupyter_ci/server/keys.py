@@ -1,9 +1,11 @@
 """Provider keys from places no process environment holds: a private key file, the keyring.
 
 Precedence, per variable: the server's environment, then `c.JupyterCI.key_file` (or
-`$JUPYTER_CI_KEY_FILE`), then the keyring (`keyring.get_password("jupyter-ci", VAR)`, only
-when the optional `keyring` package is installed). Only the providers' key and URL
-variables are read. No message here ever contains a value.
+`$JUPYTER_CI_KEY_FILE`, else `<jupyter data dir>/jupyter_ci/keys.json`), then the keyring
+(`keyring.get_password("jupyter-ci", VAR)`, only when the optional `keyring` package is
+installed). Only the providers' key and URL variables are read. No message here ever
+contains a value. Keys remembered from the panel are written as a JSON object; hand-written
+`NAME=value` files are read too, split at line feeds only.
 """
 
 from __future__ import annotations
@@ -15,10 +17,12 @@ import os
 import re
 import stat
 import threading
+import unicodedata
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from jupyter_ci import providers
+from jupyter_ci.server.jsonbody import BadJSON, parse_json
 
 #: The keyring service name; the user name is the variable (OPENAI_API_KEY).
 KEYRING_SERVICE = "jupyter-ci"
@@ -63,28 +67,37 @@ def default_key_file() -> Path:
     """Where keys pasted in the panel are remembered when no key file is configured."""
     from jupyter_core.paths import jupyter_data_dir
 
-    return Path(jupyter_data_dir()) / "jupyter_ci" / "keys.env"
+    return Path(jupyter_data_dir()) / "jupyter_ci" / "keys.json"
+
+
+def legacy_key_file() -> Path:
+    """Where keys were remembered before they were written as JSON (NAME=value lines)."""
+    return default_key_file().with_name("keys.env")
 
 
 def key_file_to_read(configured: str) -> str:
-    """The key file to read at start: the configured one, else the default if it exists."""
+    """The key file to read at start: the configured one, else keys.json, else keys.env."""
     if configured:
         return configured
-    default = default_key_file()
-    return str(default) if default.is_file() else ""
+    found = (path for path in (default_key_file(), legacy_key_file()) if path.is_file())
+    return str(next(found, ""))
 
 
 def remember_keys(path: Path, values: Mapping[str, str]) -> None:
     """Set `values` in the private key file at `path` (made 0600 if new; others kept).
 
-    Written whole to a new private file that replaces the old one, so no reader ever sees
-    half a file and the mode is right before a key is in it. A JSON file becomes
-    NAME=value lines.
+    Written whole, as a JSON object in ASCII (so no value can ever hold a raw line break
+    or separator), to a new private file that replaces the old one: no reader ever sees
+    half a file and the mode is right before a key is in it. A new default file starts
+    with what the legacy keys.env held, which is no longer read once keys.json exists.
     """
-    current = parse_key_file(_read_private(path), path) if path.exists() else {}
-    merged = {**current, **values}
+    source = path
+    if not path.exists() and path == default_key_file() and legacy_key_file().is_file():
+        source = legacy_key_file()
+    current = parse_key_file(_read_private(source), source) if source.exists() else {}
+    merged = {name: value for name, value in {**current, **values}.items() if value}
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    text = "".join(f"{name}={value}\n" for name, value in merged.items() if value)
+    text = json.dumps(merged, ensure_ascii=True, indent=1) + "\n"
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0),
                  0o600)
@@ -115,15 +128,18 @@ def parse_key_file(text: str, path: Path) -> dict[str, str]:
     """Parse a JSON object of strings, or `.env`-style `NAME=value` lines."""
     if text.lstrip().startswith("{"):
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as err:
-            # err.msg and the position only: the text itself holds keys.
-            raise KeyFileError(f"{path}: not valid JSON ({err.msg} at line {err.lineno})") from None
+            data = parse_json(text.encode("utf-8", "surrogatepass"))
+        except BadJSON as err:
+            # Its own words and a position only: the text itself holds keys.
+            raise KeyFileError(f"{path}: {err}") from None
         bad = [k for k, v in data.items() if not isinstance(v, str)]
         if bad:
             raise KeyFileError(f"{path}: the value of {bad[0]} must be a string")
         return {k: v.strip() for k, v in data.items()}
-    return dict(_env_line(line, n, path) for n, line in enumerate(text.splitlines(), 1)
+    # "\n" only: str.splitlines() also splits on U+2028, U+0085, \v, \f and \x1c-\x1e, so a
+    # value holding one (a pasted URL) would become a second variable.
+    lines = (line.removesuffix("\r") for line in text.split("\n"))
+    return dict(_env_line(line, n, path) for n, line in enumerate(lines, 1)
                 if line.strip() and not line.lstrip().startswith("#"))
 
 
@@ -139,6 +155,9 @@ def _env_line(line: str, number: int, path: Path) -> tuple[str, str]:
         value = value[1:-1]
     else:
         value = value.split(" #", 1)[0].rstrip()
+    if any(unicodedata.category(c)[0] in "CZ" and c != " " for c in value):
+        raise KeyFileError(f"{path}, line {number}: the value of {name} holds a control, "
+                           "line-separator or invisible character; retype it as plain text")
     return name, value
 
 

@@ -12,6 +12,7 @@ import asyncio
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from jupyter_ci.agent.drive import drive_async
@@ -157,6 +158,7 @@ async def resolve(manager: SessionManager, session: Session, model: str | None
     ci = manager.ci
     if manager.broker is None:
         raise SessionError("This server has no key broker: asks are not available.")
+    model = confine_replay(model, session.directory, ci.record_dir)
     token = manager.broker.issue(ask_token_id(session.id))
     env = {**os.environ, ENV_TOKEN: token}
     settings = ModelSettings(ci.model, ci.request_timeout, ci.retries, ci.record_dir)
@@ -167,6 +169,32 @@ async def resolve(manager: SessionManager, session: Session, model: str | None
         raise SessionError(str(error)) from None
     keys = [p.api_key for p in manager.broker.providers.values() if p.api_key]
     return chat, Redactor([token, *keys, *_kernel_token(manager, session)])
+
+
+def confine_replay(model: str | None, directory: Path, record_dir: str) -> str | None:
+    """Return `model`, a `replay:` path made absolute and checked to be the session's own.
+
+    The %%ask magic reads replays from the kernel's working directory; a REST client names
+    one relative to its session's directory, and reads none outside it or record_dir.
+    """
+    provider, _, name = (model or "").strip().partition(":")
+    if provider != "replay" or not name.strip():
+        return model  # not a replay, or one parse_model_id refuses with its own message
+    roots = [directory.resolve()]
+    if record_dir:
+        roots.append(Path(record_dir).expanduser().resolve())
+    try:
+        # Strict: every link followed to where it ends; an absolute name replaces directory.
+        path: Path | None = (directory / name).resolve(strict=True)
+    except (OSError, ValueError, RuntimeError):  # missing, a NUL byte, a symlink loop
+        path = None
+    if path is None or not any(path.is_relative_to(root) for root in roots):
+        elsewhere = f", or inside c.JupyterCI.record_dir ({record_dir})" if record_dir else ""
+        raise SessionError(
+            f"Cannot replay {name!r}: a REST ask replays only a recording file or folder inside "
+            f"the session's own directory (a path relative to it, such as replay:recordings)"
+            f"{elsewhere}, and there is none there by that name.")
+    return f"replay:{path}"
 
 
 def _kernel_token(manager: SessionManager, session: Session) -> list[str]:

@@ -22,6 +22,7 @@ from jupyter_ci.agent.outputs import OutputEvent
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.models.broker import MANAGED
 from jupyter_ci.server import session_ask, session_files
+from jupyter_ci.server.jsonbody import BadJSON, parse_json
 from jupyter_ci.server.session_results import execute_result, notebook
 from jupyter_ci.server.sessions import Session, SessionError, SessionManager
 
@@ -70,12 +71,10 @@ class SessionAPIHandler(APIHandler):
         if not self.request.body:
             return {}
         try:
-            value = json.loads(self.request.body)
-            if b"\\ud" in self.request.body.lower():
-                # JSON may escape a lone surrogate, which no kernel, file or env can take.
-                json.dumps(value, ensure_ascii=False).encode()
-        except (ValueError, UnicodeError):
-            raise Refused(400, "bad_json", "The body is not valid JSON in UTF-8.") from None
+            value = parse_json(self.request.body)
+        except BadJSON as err:
+            raise Refused(400, "bad_json", f"The body is {err}; send a JSON object in UTF-8."
+                          ) from None
         if not isinstance(value, dict):
             raise Refused(400, "bad_json", "The body must be a JSON object.")
         return value

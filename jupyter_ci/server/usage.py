@@ -12,6 +12,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from jupyter_ci.server.errors import BadRequest
+from jupyter_ci.server.jsonbody import BadJSON, NotJSON, parse_json
+
 #: Bytes of a non-streamed JSON reply kept to read its usage; larger replies count as 0.
 MAX_JSON_BYTES = 8 << 20
 #: Longest unfinished SSE line kept between chunks (a usage line is a few hundred bytes).
@@ -79,9 +82,10 @@ class UsageMeter:
     def _read(self, text: bytes) -> None:
         """Take the usage out of one JSON event or body, ignoring anything unreadable."""
         try:
-            event = json.loads(text)
-        except ValueError:
-            return
+            # surrogates: usage is read from the event whatever text it also carries.
+            event = parse_json(text, surrogates=True)
+        except BadJSON:
+            return  # unreadable (or nested past the limit): it reports no usage we can read
         usage = _usage_of(event)
         if usage is None:
             return
@@ -107,11 +111,17 @@ def _sum(usage: dict[str, Any], names: tuple[str, ...]) -> int:
 
 
 def ask_for_usage(body: bytes) -> bytes:
-    """Make a streamed Chat Completions request report its usage (it is opt-in there)."""
+    """Make a streamed Chat Completions request report its usage (it is opt-in there).
+
+    Raise BadRequest for a body parsed only to be refused (not UTF-8, nested too deep):
+    passed on unchanged, it would not report its usage.
+    """
     try:
-        request = json.loads(body)
-    except ValueError:
+        request = parse_json(body, surrogates=True)
+    except NotJSON:
         return body  # the provider will refuse it; nothing to count
+    except BadJSON as err:
+        raise BadRequest(f"The request body is {err}.") from None
     if not isinstance(request, dict) or request.get("stream") is not True:
         return body
     options = request.get("stream_options")

@@ -112,10 +112,10 @@ async def test_a_bug_in_the_broker_answers_json_without_details(
     assert "cannot handle this request (HTTP 500" in json.loads(response.body)["error"]["message"]
 
 
+# A base URL with an impossible port or another scheme no longer reaches the relay: it
+# leaves its provider unconfigured at start (tests/security/test_input_attacks.py).
 @pytest.mark.parametrize(("server_env", "failure"), [
     ({"ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}, "the connection failed"),
-    ({"ANTHROPIC_BASE_URL": "http://127.0.0.1:99999"}, "the request failed (ExceptionGroup)"),
-    ({"ANTHROPIC_BASE_URL": "ftp://127.0.0.1:9"}, "the base URL's scheme is not http or https"),
 ], indirect=["server_env"])
 async def test_upstream_failures_are_told_in_our_words(
     live_server: Any, token: str, failure: str, capture: Any
@@ -132,7 +132,8 @@ async def test_upstream_failures_are_told_in_our_words(
 
 def test_a_base_url_with_an_impossible_port_is_named_at_start() -> None:
     broker = Broker.take_from_environ({"ANTHROPIC_BASE_URL": "http://127.0.0.1:99999"})
-    assert "ANTHROPIC_BASE_URL has no valid port (0-65535)" in broker.misconfigured()
+    assert any("ANTHROPIC_BASE_URL has no valid port (1-65535)" in problem
+               for problem in broker.misconfigured())
 
 
 def test_error_types_are_the_providers_own() -> None:
