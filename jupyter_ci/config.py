@@ -127,7 +127,9 @@ class JupyterCI(Configurable):
         help="A file holding provider keys outside any process environment: a JSON object or "
         "NAME=value lines, with names such as OPENAI_API_KEY or ANTHROPIC_BASE_URL. It must "
         "be yours and private (chmod 600). An environment variable wins over the file; the "
-        "file wins over the keyring. Default: the environment variable JUPYTER_CI_KEY_FILE.",
+        "file wins over the keyring. Keys the panel remembers are written to it as JSON. "
+        "Default: the environment variable JUPYTER_CI_KEY_FILE, else "
+        "<jupyter data dir>/jupyter_ci/keys.json.",
     ).tag(config=True)
 
     broker_url = Unicode(
@@ -159,6 +161,27 @@ class JupyterCI(Configurable):
     ).tag(config=True)
     max_code_bytes = Int(
         1024 * 1024, help="Largest code, in bytes, one REST execute may send (default 1 MiB).",
+    ).tag(config=True)
+    session_run_output_bytes = Int(
+        16 * 1024 * 1024, min=0,
+        help="Bytes of outputs one REST execute (or ask step) keeps while it runs and returns "
+        "in its result: past it the middle is dropped with a note, the head and tail kept, and "
+        "one output over half of it is cut the same way (a display becomes a text/plain "
+        "note). A streaming execute's `output` events still carry every output whole "
+        "(default 16777216, 16 MiB; 0 = no cap).",
+    ).tag(config=True)
+    session_history_output_bytes = Int(
+        1024 * 1024, min=0,
+        help="Bytes of one output (a stream's text, a display's data) a REST session keeps "
+        "for its notebook (GET .../notebook): a longer stream keeps its head and tail with a "
+        "note where cut, a larger display becomes a text/plain note (default 1048576, 1 MiB; "
+        "0 = no cap).",
+    ).tag(config=True)
+    session_history_bytes = Int(
+        32 * 1024 * 1024, min=0,
+        help="Bytes a REST session keeps in all for its notebook (GET .../notebook): past "
+        "it, the oldest outputs are dropped first and replaced by a note; code and prompts "
+        "are kept (default 33554432, 32 MiB; 0 = no cap).",
     ).tag(config=True)
 
     @default("key_file")

@@ -360,24 +360,18 @@ async def test_a_file_the_system_refuses_is_a_400(
     sid = (await new_session(jp_fetch))["id"]
     await call(jp_fetch, "PUT", sid, "files", "locked.txt", raw=b"x")
     # Tests run as root, whom permissions never stop: refuse as the system would (EACCES).
-    original_open, original_unlink = Path.open, Path.unlink
+    # The files routes open and unlink by name relative to a folder's descriptor.
+    original_open, original_unlink = os.open, os.unlink
 
     def denied(original: Any) -> Any:
-        def call_or_deny(self: Path, *args: Any, **kwargs: Any) -> Any:
-            if self.name == "locked.txt":
+        def call_or_deny(path: Any, *args: Any, **kwargs: Any) -> Any:
+            if path == "locked.txt":  # also the folder sub/locked.txt, made read-only
                 raise PermissionError(13, "Permission denied")
-            return original(self, *args, **kwargs)
+            return original(path, *args, **kwargs)
         return call_or_deny
 
-    def mkstemp(dir: str, prefix: str) -> Any:
-        if Path(dir).name == "locked.txt":  # a directory the kernel made read-only
-            raise PermissionError(13, "Permission denied")
-        return original_mkstemp(dir=dir, prefix=prefix)
-
-    original_mkstemp = session_files.tempfile.mkstemp
-    monkeypatch.setattr(Path, "open", denied(original_open))
-    monkeypatch.setattr(Path, "unlink", denied(original_unlink))
-    monkeypatch.setattr(session_files.tempfile, "mkstemp", mkstemp)
+    monkeypatch.setattr(session_files.os, "open", denied(original_open))
+    monkeypatch.setattr(session_files.os, "unlink", denied(original_unlink))
     for method, *path in (("GET", "locked.txt"), ("DELETE", "locked.txt"),
                           ("PUT", "sub", "locked.txt", "new.txt")):
         code, reply = await call(jp_fetch, method, sid, "files", *path,

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from jupyter_ci.agent.feedback import human_size
 from jupyter_ci.agent.types import Output
 
 log = logging.getLogger(__name__)
@@ -132,17 +133,8 @@ class OutputList:
 
     def merged(self) -> list[Output]:
         """Return the outputs with consecutive stream outputs of one name joined."""
-        merged: list[Output] = []
         with self.lock:
-            outputs = list(self.outputs)
-        for out in outputs:
-            last = merged[-1] if merged else {}
-            if out["output_type"] == last.get("output_type") == "stream" and (
-                    out["name"] == last["name"]):
-                merged[-1] = {**last, "text": last["text"] + out["text"]}
-            else:
-                merged.append(out)
-        return merged
+            return join_streams(list(self.outputs))
 
     def _emit(self, event: OutputEvent) -> None:
         if self.on_event is None:
@@ -152,3 +144,114 @@ class OutputList:
         except Exception:
             # This may run on the kernel's IOPub thread: raising there would lose the message.
             log.exception("output listener failed")
+
+
+# -- caps on what is kept of outputs (the server's session history and run results) -------
+
+#: Bytes of a cut text left for its note.
+_NOTE_ROOM = 256
+#: A head (tail) cut moves back (forward) to a line end when one is this close.
+_SNAP_BYTES = 4096
+
+
+def output_size(output: Output) -> int:
+    """Return about how many bytes an output takes as JSON (its keys and strings, UTF-8)."""
+    if output.get("output_type") == "stream" and len(output) == 3:  # the common case, fast
+        return 48 + _size(output.get("name")) + _size(output.get("text"))
+    return _size(output)
+
+
+def _size(value: Any) -> int:
+    if isinstance(value, str):
+        # isascii() is O(1) in CPython: only other text pays for an encoding to count.
+        size = len(value) if value.isascii() else len(value.encode("utf-8", "surrogatepass"))
+        # JSON writes these as two characters (each count is one fast pass in C).
+        return 2 + size + value.count("\n") + value.count('"') + value.count("\\")
+    if isinstance(value, dict):  # {"key": value, ...}
+        return 2 + sum(_size(str(key)) + 4 + _size(item) for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return 2 + sum(_size(item) + 2 for item in value)
+    return 8  # a number, a boolean, null
+
+
+def join_streams(outputs: list[Output], keep_apart: Output | None = None) -> list[Output]:
+    """Join consecutive stream outputs of one name (but not `keep_apart`) into one each."""
+    # One join per run of outputs: adding texts pairwise would copy the run once per print.
+    joined: list[Output] = []
+    texts: list[list[str]] = []
+    for out in outputs:
+        last = joined[-1] if joined else {}
+        if out["output_type"] == last.get("output_type") == "stream" and (
+                out["name"] == last["name"]) and keep_apart is not out and keep_apart is not last:
+            texts[-1].append(out["text"])
+        else:
+            joined.append(out)
+            texts.append([out["text"]] if out["output_type"] == "stream" else [])
+    return [{**out, "text": "".join(parts)} if len(parts) > 1 else out
+            for out, parts in zip(joined, texts, strict=True)]
+
+
+def binary_size(size: int) -> str:
+    """Write a setting's byte count as it was likely set (1048576 -> "1 MiB")."""
+    for unit, name in ((1024 * 1024, "MiB"), (1024, "KiB")):
+        if size and size % unit == 0:
+            return f"{size // unit} {name}"
+    return f"{size} bytes"
+
+
+def cut_note(size: int, keeps: str, what: str = "") -> str:
+    """Say where an output was cut: how much, and which setting keeps how much."""
+    return f"[… {what + ' of ' if what else ''}{human_size(size)} cut: {keeps} …]"
+
+
+def cut_text(text: str, limit: int, keeps: str) -> str:
+    """Keep the head and tail of `text` within about `limit` bytes, with a note between."""
+    data = text.encode("utf-8", "surrogatepass")
+    size = _size(text)
+    if size <= limit:
+        return text
+    # In bytes of UTF-8, less what JSON's escapes of this text add.
+    half = max(limit - _NOTE_ROOM, 0) * len(data) // size // 2
+    head, tail = data[:half], data[len(data) - half:]
+    # Whole lines where a line end is near the cut.
+    end = head.rfind(b"\n", max(half - _SNAP_BYTES, 0))
+    head = head[:end + 1] if end >= 0 else head
+    start = tail.find(b"\n", 0, _SNAP_BYTES)
+    tail = tail[start + 1:] if start >= 0 else tail
+    note = cut_note(len(data) - len(head) - len(tail), keeps)
+    before = "\n" if head and not head.endswith(b"\n") else ""
+    return (f"{head.decode('utf-8', 'ignore')}{before}{note}\n"
+            f"{tail.decode('utf-8', 'ignore')}")
+
+
+def cap_output(output: Output, limit: int, keeps: str) -> Output:
+    """Return the output within about `limit` bytes (0: any size), with a note where cut.
+
+    A stream keeps its head and tail; an error its head and tail of value and traceback; a
+    display (or result) over the limit becomes a text/plain note, with its text/plain when
+    that is small.
+    """
+    if limit <= 0 or (size := output_size(output)) <= limit:
+        return output
+    kind = output.get("output_type")
+    if kind == "stream":
+        text = output.get("text", "")
+        name = output.get("name")
+        return {"output_type": "stream", "name": name if name in ("stdout", "stderr") else
+                "stdout", "text": cut_text("".join(map(str, text)) if isinstance(text, list)
+                                           else str(text), limit, keeps)}
+    if kind == "error":
+        traceback = "\n".join(map(str, output.get("traceback") or []))
+        return {"output_type": "error",
+                "ename": cut_text(str(output.get("ename", "")), limit // 8, keeps),
+                "evalue": cut_text(str(output.get("evalue", "")), limit // 4, keeps),
+                "traceback": cut_text(traceback, limit // 2, keeps).split("\n")}
+    data = output.get("data")
+    data = data if isinstance(data, dict) else {}
+    plain = data.get("text/plain")
+    small = isinstance(plain, str) and _size(plain) <= limit // 2
+    note = cut_note(size, keeps, ", ".join(sorted(k for k in data if k != "text/plain" or
+                                                  not small)))
+    kept = {k: v for k, v in output.items() if k in ("output_type", "execution_count")}
+    return {**kept, "data": {"text/plain": f"{plain}\n{note}" if small else note},
+            "metadata": {}}

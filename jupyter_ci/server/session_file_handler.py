@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 from jupyter_core.utils import ensure_async
@@ -41,9 +40,8 @@ class FileHandler(SessionAPIHandler):
         try:
             if int(self.request.headers.get("Content-Length") or 0) > limit:
                 raise Refused(413, "upload_too_large", _too_large(limit))
-            target = self._target()
-            self._upload = _os_error(self.path_kwargs["path"], lambda: _bad_path(
-                session_files.Upload, target, limit))
+            self._upload = _file_op(self.path_kwargs["path"], session_files.Upload,
+                                    self._target(), limit)
         except (SessionError, ValueError) as error:
             return self.fail(error if isinstance(error, SessionError) else Refused(
                 400, "bad_request", "The Content-Length header is not a number."))
@@ -61,9 +59,10 @@ class FileHandler(SessionAPIHandler):
                 self._upload = None
                 self.fail(Refused(413, "upload_too_large", _too_large(self.ci.max_upload_bytes)))
 
-    def _target(self) -> Path:
+    def _target(self) -> session_files.Target:
         directory = self.manager.directory(self.path_kwargs["sid"])
-        return _bad_path(session_files.resolve, directory, self.path_kwargs["path"])
+        return _file_op(self.path_kwargs["path"], session_files.resolve, directory,
+                        self.path_kwargs["path"])
 
     @web.authenticated
     @authorized
@@ -77,21 +76,20 @@ class FileHandler(SessionAPIHandler):
             return self.fail(Refused(413, "upload_too_large",
                                      _too_large(self.ci.max_upload_bytes)))
         try:
-            directory = self.manager.directory(sid)  # not deleted while uploading
-            _os_error(path, lambda: _bad_path(upload.commit))
+            self.manager.directory(sid)  # not deleted while uploading
+            described = _file_op(path, upload.commit)
         except SessionError as error:
             upload.abort()
             return self.fail(error)
         self.set_status(201)
-        self.finish(json.dumps(session_files.describe(directory, upload.target)))
+        self.finish(json.dumps(described))
 
     @web.authenticated
     @authorized
     async def get(self, sid: str, path: str) -> None:
         """Send the file's bytes (as an attachment: never rendered on Jupyter's origin)."""
         try:
-            target = self._file()
-            file = _os_error(path, lambda: target.open("rb"))
+            file = _file_op(path, session_files.open_file, self._target())
         except SessionError as error:
             return self.fail(error)
         self.set_header("Content-Type", "application/octet-stream")
@@ -108,19 +106,11 @@ class FileHandler(SessionAPIHandler):
     async def delete(self, sid: str, path: str) -> None:
         """Remove the file."""
         try:
-            _os_error(path, self._file().unlink)
+            _file_op(path, session_files.remove, self._target())
         except SessionError as error:
             return self.fail(error)
         self.set_status(204)
         self.finish()
-
-    def _file(self) -> Path:
-        """Return the path of an existing file of the session, or refuse."""
-        target = self._target()
-        if not target.is_file():
-            raise Refused(404, "no_such_file", f"No file {self.path_kwargs['path']!r} in "
-                          "the session.")
-        return target
 
     def finish(self, chunk: Any = None) -> Any:
         """Say "Connection: close" when an upload is refused before its body was read."""
@@ -138,19 +128,17 @@ class FileHandler(SessionAPIHandler):
             self._upload = None
 
 
-def _bad_path(fn: Callable[..., T], *args: Any) -> T:
-    """Call a path operation of session_files; a path it refuses is a 400."""
+def _file_op(path: str, fn: Callable[..., T], *args: Any) -> T:
+    """Call an operation of session_files; map what it refuses to the API's errors."""
     try:
         return fn(*args)
     except session_files.PathRefused as error:
         raise Refused(400, "bad_path", str(error)) from None
-
-
-def _os_error(path: str, fn: Callable[[], T]) -> T:
-    """Call a file operation; one the system refuses (permissions, a race) is a 400."""
-    try:
-        return fn()
-    except OSError as error:
+    except session_files.NoSuchFile as error:
+        raise Refused(404, "no_such_file", str(error)) from None
+    except session_files.FilesUnsupported as error:
+        raise Refused(409, "files_unavailable", str(error)) from None
+    except OSError as error:  # the system refuses (permissions, a race)
         raise Refused(400, "file_error", f"{path!r}: {error.strerror or error}.") from None
 
 

@@ -1,12 +1,22 @@
-"""A session's files: paths that cannot leave its directory, listings, and what a run changed."""
+"""A session's files: paths that cannot leave its directory, listings, and what a run changed.
+
+The session's own code may be hostile and may swap any folder for a symlink at any instant,
+so a path is never checked and then opened by name. Each operation opens the session's
+directory, then each folder on the way with O_NOFOLLOW relative to the one before (openat:
+the portable form of openat2's RESOLVE_NO_SYMLINKS), and the file itself with O_NOFOLLOW;
+what was opened is judged from its descriptor (fstat), never from the path again.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import os
-import tempfile
-from collections.abc import AsyncIterator, Callable
-from dataclasses import asdict, dataclass
+import secrets
+import stat
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO, TypeVar
 
@@ -14,6 +24,16 @@ from jupyter_ci import workdir
 
 _CHUNK = 64 * 1024
 _NAME_MAX = 255  # bytes in one path component on Linux and macOS filesystems
+_NOFOLLOW: int = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC: int = getattr(os, "O_CLOEXEC", 0)
+#: A FIFO opened for reading without O_NONBLOCK would wait for a writer, and so the server;
+#: a terminal opened without O_NOCTTY could become the server's.
+_READ_FLAGS = os.O_RDONLY | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0) | getattr(
+    os, "O_NOCTTY", 0)
+_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
+#: Whether this system opens paths relative to folder descriptors without following links.
+SAFE_OPEN = workdir.FD_WALK and {os.open, os.stat, os.unlink, os.mkdir, os.rename} <= \
+    os.supports_dir_fd
 T = TypeVar("T")
 
 
@@ -21,8 +41,29 @@ class PathRefused(ValueError):
     """A path that is not a file inside the session's directory."""
 
 
-def resolve(directory: Path, path: str) -> Path:
-    """Return `path` inside `directory`, refusing absolute paths, `..` and symlinks out."""
+class NoSuchFile(LookupError):
+    """No regular file at that path in the session's directory."""
+
+
+class FilesUnsupported(RuntimeError):
+    """This system cannot open files without following symlinks (no O_NOFOLLOW, dir_fd)."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """A path checked to be relative and plain, inside a session's directory."""
+
+    directory: Path
+    parts: tuple[str, ...]
+
+    @property
+    def path(self) -> str:
+        """The path as the client gave it, normalised."""
+        return "/".join(self.parts)
+
+
+def resolve(directory: Path, path: str) -> Target:
+    """Check `path` as a file path inside `directory`: no absolute path, `..`, or NUL."""
     if not path or "\x00" in path or path.endswith("/"):
         raise PathRefused("Give a file path relative to the session's directory.")
     parts = PurePosixPath(path).parts
@@ -31,17 +72,121 @@ def resolve(directory: Path, path: str) -> Path:
                           "(no leading /, no '..').")
     if any(len(p.encode()) > _NAME_MAX for p in parts):
         raise PathRefused(f"A name in {path[:80]!r}... is over {_NAME_MAX} bytes.")
-    root = directory.resolve()
-    target = root.joinpath(*parts)
-    # A symlink anywhere on the way may point outside: judge where it really leads.
-    if not target.resolve().is_relative_to(root):
-        raise PathRefused(f"{path!r} leads outside the session's directory.")
-    return target
+    # Symlinks on the way are judged when the path is opened, one folder at a time.
+    return Target(directory, parts)
 
 
-def describe(directory: Path, file: Path) -> dict[str, Any]:
+def _through_link(target: Target, name: str) -> PathRefused:
+    return PathRefused(f"{target.path!r} goes through the symbolic link {name!r}: the files "
+                       "routes follow none (one could lead outside the session's directory). "
+                       "Use the path the link points to.")
+
+
+def _no_file(target: Target) -> NoSuchFile:
+    return NoSuchFile(f"No file {target.path!r} in the session.")
+
+
+def _open_folder(target: Target, create: bool) -> int:
+    """Open the folder holding the target, never through a link; the caller closes it."""
+    if not SAFE_OPEN:
+        raise FilesUnsupported(
+            "This system cannot open files without following symbolic links (no O_NOFOLLOW "
+            "or dir_fd), so the files routes are off: read and write files with execute.")
+    try:
+        fd = os.open(target.directory, workdir.DIR_FLAGS)
+    except FileNotFoundError:  # the kernel removed its own directory
+        raise _no_file(target) from None
+    except NotADirectoryError:  # or put a link (or a file) in its place
+        raise PathRefused("The session's directory is no longer a directory: restart or "
+                          "delete the session.") from None
+    try:
+        for name in target.parts[:-1]:
+            child = _enter(fd, name, target, create)
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _enter(fd: int, name: str, target: Target, create: bool) -> int:
+    """Open the folder `name` in the folder `fd` (making it when `create`)."""
+    try:
+        return os.open(name, workdir.DIR_FLAGS, dir_fd=fd)
+    except FileNotFoundError:
+        if not create:
+            raise _no_file(target) from None
+    except NotADirectoryError:  # a file, or a symlink (O_DIRECTORY|O_NOFOLLOW says ENOTDIR)
+        with contextlib.suppress(OSError):
+            if stat.S_ISLNK(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):
+                raise _through_link(target, name) from None
+        if create:
+            raise PathRefused("A file stands where the path needs a directory.") from None
+        raise _no_file(target) from None
+    except OSError as error:
+        if _is_link_error(error):  # macOS and the BSDs say ELOOP (or EMLINK) for a link
+            raise _through_link(target, name) from None
+        raise
+    with contextlib.suppress(FileExistsError):  # the kernel made it meanwhile
+        os.mkdir(name, dir_fd=fd)
+    return _enter(fd, name, target, create=False)
+
+
+@contextlib.contextmanager
+def _folder(target: Target) -> Iterator[int]:
+    """Give a descriptor of the folder holding the target, closed afterwards."""
+    fd = _open_folder(target, create=False)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _is_link_error(error: OSError) -> bool:
+    # O_NOFOLLOW on a symlink: ELOOP on Linux and macOS, EMLINK on FreeBSD.
+    return error.errno in (errno.ELOOP, errno.EMLINK)
+
+
+def open_file(target: Target) -> BinaryIO:
+    """Open an existing regular file of the session for reading."""
+    with _folder(target) as folder:
+        try:
+            fd = os.open(target.parts[-1], _READ_FLAGS, dir_fd=folder)
+        except FileNotFoundError:
+            raise _no_file(target) from None
+        except OSError as error:
+            if _is_link_error(error):
+                raise _through_link(target, target.parts[-1]) from None
+            raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # a folder, a FIFO, a device
+            raise _no_file(target)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def remove(target: Target) -> None:
+    """Delete a regular file of the session (never what a link points to)."""
+    name = target.parts[-1]
+    with _folder(target) as folder:
+        try:
+            mode = os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode
+        except FileNotFoundError:
+            raise _no_file(target) from None
+        if stat.S_ISLNK(mode):
+            raise _through_link(target, name)
+        if not stat.S_ISREG(mode):
+            raise _no_file(target)
+        # Swapped since the stat? unlink never follows a link, and fails on a folder.
+        os.unlink(name, dir_fd=folder)
+
+
+def describe(target: Target, size: int) -> dict[str, Any]:
     """Describe one file as the API lists it: relative path, size and MIME type."""
-    return asdict(workdir.describe(directory, file))
+    return asdict(workdir.info(target.path, size))
 
 
 def listing(directory: Path) -> list[dict[str, Any]]:
@@ -63,20 +208,38 @@ def changed(directory: Path, before: workdir.Snapshot) -> list[dict[str, Any]]:
 class Upload:
     """A file being written: into a temporary file beside it, renamed when complete."""
 
-    target: Path
+    target: Target
     limit: int
     size: int = 0
+    #: The folder that will hold the file, opened once: wherever the kernel moves it, the
+    #: file lands in that folder (one the session could write to), never through a link.
+    _folder: int = field(default=-1, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        if self.target.is_dir():
-            raise PathRefused(f"{self.target.name!r} is a directory in the session.")
+        self._folder = _open_folder(self.target, create=True)
+        self._temp = f".upload-{secrets.token_hex(8)}"
         try:
-            self.target.parent.mkdir(parents=True, exist_ok=True)
-        except (FileExistsError, NotADirectoryError):
-            raise PathRefused("A file stands where the path needs a directory.") from None
-        fd, name = tempfile.mkstemp(dir=self.target.parent, prefix=".upload-")
+            self._check_name()
+            fd = os.open(self._temp, _CREATE_FLAGS, 0o600, dir_fd=self._folder)
+        except BaseException:
+            os.close(self._folder)
+            self._folder = -1
+            raise
         self._file = os.fdopen(fd, "wb")
-        self._temp = Path(name)
+
+    def _check_name(self) -> None:
+        """Refuse a name that is a folder or a symlink now (as a download would refuse it)."""
+        # Only for the message: if the kernel swaps it later, the rename still never
+        # writes through a link (it replaces the link) and fails on a folder.
+        name = self.target.parts[-1]
+        try:
+            mode = os.stat(name, dir_fd=self._folder, follow_symlinks=False).st_mode
+        except FileNotFoundError:
+            return
+        if stat.S_ISDIR(mode):
+            raise PathRefused(f"{name!r} is a directory in the session.")
+        if stat.S_ISLNK(mode):
+            raise _through_link(self.target, name)
 
     def write(self, chunk: bytes) -> bool:
         """Append a chunk; False (and nothing kept) once the total passes the limit."""
@@ -87,20 +250,37 @@ class Upload:
         self._file.write(chunk)
         return True
 
-    def commit(self) -> None:
+    def commit(self) -> dict[str, Any]:
         """Put the complete file in place (an atomic rename: readers never see half)."""
-        self._file.close()
+        name = self.target.parts[-1]
         try:
-            os.replace(self._temp, self.target)
+            self._file.flush()
+            size = os.fstat(self._file.fileno()).st_size
+            self._file.close()
+            # rename never follows a link at either name: a symlink there is replaced.
+            os.replace(self._temp, name, src_dir_fd=self._folder, dst_dir_fd=self._folder)
         except IsADirectoryError:  # the kernel made a directory there meanwhile
             self.abort()
-            raise PathRefused(f"{self.target.name!r} is a directory in the session.") from None
+            raise PathRefused(f"{name!r} is a directory in the session.") from None
+        except BaseException:
+            self.abort()
+            raise
+        self._close_folder()
+        return describe(self.target, size)
 
     def abort(self) -> None:
         """Drop the partial file."""
         if not self._file.closed:
             self._file.close()
-        self._temp.unlink(missing_ok=True)
+        if self._folder >= 0:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self._temp, dir_fd=self._folder)
+        self._close_folder()
+
+    def _close_folder(self) -> None:
+        if self._folder >= 0:
+            os.close(self._folder)
+            self._folder = -1
 
 
 #: Directories with fewer files are walked on the event loop (well under a millisecond);

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from nbformat import v4
 
-from jupyter_ci.agent.types import CodeResult
+from jupyter_ci.agent.outputs import binary_size, cap_output, cut_note, output_size
+from jupyter_ci.agent.types import CodeResult, Output
 
 if TYPE_CHECKING:
     from jupyter_ci.server.sessions import Session
@@ -40,6 +42,72 @@ def code_cell(code: str, result: CodeResult) -> dict[str, Any]:
 def markdown_cell(text: str) -> dict[str, Any]:
     """Record a piece of an ask in the history: the fields of its Markdown cell."""
     return {"cell_type": "markdown", "source": text}
+
+
+@dataclass
+class History:
+    """The cells a session keeps for its notebook: each output capped, and all of them."""
+
+    #: Bytes one output may keep (c.JupyterCI.session_history_output_bytes; 0: any).
+    output_limit: int = 1024 * 1024
+    #: Bytes the whole history may keep (c.JupyterCI.session_history_bytes; 0: any).
+    limit: int = 32 * 1024 * 1024
+    cells: list[dict[str, Any]] = field(default_factory=list)
+    #: Bytes kept now, sources and outputs (as output_size counts them).
+    size: int = 0
+    #: The first cell that may still have outputs to drop.
+    oldest: int = 0
+    #: Bytes dropped so far from a cell (by index), as the note that is its first output says.
+    dropped: dict[int, int] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.cells)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(list(self.cells))
+
+    def append(self, cell: dict[str, Any]) -> None:
+        """Keep a cell, its outputs cut to the per-output cap; drop the oldest past the total."""
+        if cell.get("outputs"):
+            keeps = (f"the session's notebook keeps at most {binary_size(self.output_limit)} "
+                     "per output (c.JupyterCI.session_history_output_bytes)")
+            cell = {**cell, "outputs": [cap_output(out, self.output_limit, keeps)
+                                        for out in cell["outputs"]]}
+        self.cells.append(cell)
+        self.size += output_size(cell)
+        if self.limit > 0:
+            self._drop_oldest()
+
+    def clear(self) -> None:
+        """Forget every cell (the kernel restarted)."""
+        self.cells, self.size, self.oldest, self.dropped = [], 0, 0, {}
+
+    def _drop_oldest(self) -> None:
+        """Drop outputs, oldest first, until the history fits; sources always stay."""
+        while self.size > self.limit and self.oldest < len(self.cells):
+            index = self.oldest
+            outputs: list[Output] = self.cells[index].get("outputs") or []
+            earlier = outputs[:1] if index in self.dropped else []
+            end, freed = len(earlier), 0
+            while end < len(outputs) and self.size - freed > self.limit:
+                freed += output_size(outputs[end])
+                end += 1
+            if end == len(outputs):
+                self.oldest += 1
+            if end == len(earlier):
+                continue
+            self.dropped[index] = self.dropped.get(index, 0) + freed
+            note = self._note(self.dropped[index])
+            # A new cell, not a change to the old one: an export may be reading it.
+            self.cells[index] = {**self.cells[index], "outputs": [note, *outputs[end:]]}
+            self.size += output_size(note) - sum(map(output_size, earlier)) - freed
+
+    def _note(self, dropped: int) -> Output:
+        """Stand for outputs dropped to keep the history within its limit."""
+        keeps = (f"the session's notebook keeps at most {binary_size(self.limit)} "
+                 "(c.JupyterCI.session_history_bytes); the oldest outputs go first")
+        return {"output_type": "display_data", "data": {"text/plain": cut_note(dropped, keeps)},
+                "metadata": {}}
 
 
 def notebook(session: Session) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from jupyter_ci.config import JupyterCI
 from jupyter_ci.server import session_files
 from jupyter_ci.server.executor import POLL_S, KernelControl, KernelExecutor
 from jupyter_ci.server.gateway import is_gateway, kernel_client
-from jupyter_ci.server.session_results import code_cell, execute_result
+from jupyter_ci.server.session_results import History, code_cell, execute_result
 
 _READY_S = 60.0  # a kernel that is not ready by then is not going to be
 _SETTLE_S = 3 * POLL_S  # how long a delete waits for a run in flight to see its kernel gone
@@ -82,8 +82,8 @@ class Session:
     created: float = field(default_factory=time.time)
     last_activity: float = field(default_factory=time.time)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    #: The executes (and asks) so far, as the fields of their notebook cells.
-    history: list[dict[str, Any]] = field(default_factory=list)
+    #: The executes (and asks) so far, as the fields of their notebook cells, within caps.
+    history: History = field(default_factory=History)
     busy: bool = False
     dead: bool = False
     #: Deleted (or culled): a run still in flight ends as UnknownSession, not a crash.
@@ -195,7 +195,8 @@ class SessionManager:
                 raise KernelUnavailable(f"The session's kernel could not be restarted "
                                         f"({type(exc).__name__}); delete the session.") from exc
             session.executor = self._executor(session.kernel_id, session.client)
-            session.dead, session.history = False, []
+            session.dead = False
+            session.history.clear()
             session.last_activity = time.time()
         return session
 
@@ -358,7 +359,9 @@ class SessionManager:
             raise KernelUnavailable(f"The kernel did not become ready within {_READY_S:g} s "
                                     f"({type(exc).__name__}).") from exc
         session = Session(pooled.sid, pooled.kernel_id, kernel_name, pooled.directory, client,
-                          self._executor(pooled.kernel_id, client))
+                          self._executor(pooled.kernel_id, client), history=History(
+                              self.ci.session_history_output_bytes,
+                              self.ci.session_history_bytes))
         # The server's restarter revives a kernel that died while idle, blank: that is dead too.
         add_callback = getattr(self.km.get_kernel(pooled.kernel_id), "add_restart_callback",
                                None)  # none on a gateway's kernels
@@ -412,7 +415,8 @@ class SessionManager:
                 return False
             return bool(await ensure_async(self.km.get_kernel(kernel_id).is_alive()))
 
-        return KernelExecutor(client, KernelControl(interrupt, is_alive))
+        return KernelExecutor(client, KernelControl(interrupt, is_alive),
+                              output_limit=self.ci.session_run_output_bytes)
 
     async def _dispose(self, client: Any, kernel_id: str, directory: Path,
                        lock: asyncio.Lock | None = None) -> None:
