@@ -9,8 +9,6 @@ the labextension, is tests/security/browser/test_untrusted_outputs.py.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,8 +17,9 @@ from jupyter_ci.kernel.safe_markdown import is_local_url
 from jupyter_ci.kernel.safe_outputs import clean_html, inert_bundle
 from tests.fakellm import FakeLLM, Turn
 from tests.kernelrun import Kernel
-from tests.nbrun import openai_env
-from tests.security.test_answer_html import Elements, live_parts
+from tests.security.test_answer_html import Elements, kernel, live_parts
+
+__all__ = ["kernel"]  # the kernel fixture, shared with the answer tests
 
 HOSTILE = """\
 from IPython.display import HTML, Javascript, Markdown, SVG, display
@@ -44,14 +43,6 @@ def remote(src: str) -> bool:
     url = re.sub(r"[\t\n\r]", "", src).strip("".join(map(chr, range(33)))).replace("\\", "/")
     return bool(re.match(r"[a-zA-Z][\w+.-]*:", url) and not url.startswith("data:image/")
                 ) or url.startswith("//")
-
-
-@pytest.fixture
-def kernel(fake: FakeLLM, tmp_path: Path) -> Iterator[Kernel]:
-    k = Kernel(openai_env(fake), str(tmp_path))
-    assert k.execute("%load_ext jupyter_ci").reply["content"]["status"] == "ok"
-    yield k
-    k.close()
 
 
 def test_a_steps_outputs_shown_inline_carry_no_script(fake: FakeLLM, kernel: Kernel) -> None:
