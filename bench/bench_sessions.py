@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -38,8 +39,8 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_server(root: str, pool: int, max_sessions: int, looplag: bool = False
-                 ) -> tuple[subprocess.Popen[bytes], str, str]:
+def start_server(root: str, pool: int, max_sessions: int, looplag: bool = False,
+                 extra: Sequence[str] = ()) -> tuple[subprocess.Popen[bytes], str, str]:
     """Start `jupyter server` with the extension (and bench/looplag.py); return it, URL, token."""
     port, token = free_port(), secrets.token_hex(16)
     extensions = "{'jupyter_ci': True, 'looplag': True}" if looplag else "{'jupyter_ci': True}"
@@ -47,7 +48,7 @@ def start_server(root: str, pool: int, max_sessions: int, looplag: bool = False
             f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
             f"--ServerApp.jpserver_extensions={extensions}",
             f"--JupyterCI.session_pool={pool}", f"--JupyterCI.max_sessions={max_sessions}",
-            *(["--allow-root"] if os.geteuid() == 0 else [])]
+            *extra, *(["--allow-root"] if os.geteuid() == 0 else [])]
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env={**os.environ, "JUPYTER_CONFIG_DIR": root,
                                  "PYTHONPATH": os.pathsep.join(filter(None, [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from traitlets import Bool, CaselessStrEnum, Enum, Float, Int, List, Unicode, default
+from traitlets import Bool, CaselessStrEnum, Enum, Float, Int, List, Unicode, Union, default
 from traitlets.config import Configurable
 
 
@@ -154,6 +154,46 @@ class JupyterCI(Configurable):
     session_pool = Int(
         1, help="Kernels kept started in advance for new REST sessions, from the first "
         "session on: a server whose REST API is never used starts none (default 1; 0 = none).",
+    ).tag(config=True)
+    session_sandbox = Enum(
+        ["auto", "always", "never"], "auto",
+        help="Run REST sessions' kernels in a bubblewrap box (their own folder, no network, "
+        "limits; see sandbox_*): 'auto' (default) boxes them where bubblewrap works and "
+        "otherwise starts them unboxed with a warning in the log and \"sandboxed\": false in "
+        "the session's info; 'always' refuses to start a session it cannot box; 'never'.",
+    ).tag(config=True)
+    sandbox_network = Union(
+        [Enum(["none", "host"]), List(Unicode())], default_value="none",
+        help="What a sandboxed kernel may reach on the network: 'none' (default: only its "
+        "own loopback; the model is reached through the server's socket), a list of host "
+        "names or host:port (reached through an egress proxy the server runs, e.g. "
+        "[\"pypi.org\", \"files.pythonhosted.org\"] for %pip install; anything else "
+        "refused), or 'host' (the host's whole network).",
+    ).tag(config=True)
+    sandbox_memory_bytes = Int(
+        4 << 30, help="Memory (heap and anonymous mappings) a sandboxed kernel process may "
+        "allocate, in bytes (default 4294967296, 4 GiB; 0 = no limit); past it, allocations "
+        "fail with MemoryError and the kernel lives.",
+    ).tag(config=True)
+    sandbox_processes = Int(
+        256, help="Processes and threads a sandboxed kernel's box may hold at once (default "
+        "256; 0 = no limit); past it, fork and thread starts fail. Not enforced when Jupyter "
+        "runs as root (Linux exempts uid 0).",
+    ).tag(config=True)
+    sandbox_tmp_bytes = Int(
+        512 << 20, help="Size of a sandboxed kernel's private /tmp (its HOME too), in bytes "
+        "(default 536870912, 512 MiB).",
+    ).tag(config=True)
+    sandbox_file_bytes = Int(
+        1 << 30, help="Largest file a sandboxed kernel may write, in bytes (default "
+        "1073741824, 1 GiB; 0 = no limit); a write past it fails with 'File too large'.",
+    ).tag(config=True)
+    sandbox_open_files = Int(
+        1024, help="Files and sockets a sandboxed kernel process may hold open (default 1024).",
+    ).tag(config=True)
+    sandbox_cpu_seconds = Int(
+        0, help="CPU seconds a sandboxed kernel process may use over its life before it is "
+        "ended (default 0 = no limit; a restart starts the count again).",
     ).tag(config=True)
     max_upload_bytes = Int(
         100 * 1024 * 1024, help="Largest file, in bytes, a REST upload may send (default "

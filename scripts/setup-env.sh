@@ -9,3 +9,16 @@ python -m pip install -q --upgrade pip
 python -m pip install -q -e ".[$extra]"
 # Serve the labextension from the working tree (a symlink), so `jlpm build` is picked up.
 jupyter labextension develop --overwrite . >/dev/null 2>&1
+# The sandbox of REST sessions and "Python 3 (sandboxed)" kernels needs bubblewrap (Linux).
+if [ "$(uname -s)" = Linux ] && ! command -v bwrap >/dev/null 2>&1; then
+  sudo_=""
+  [ "$(id -u)" = 0 ] || sudo_="sudo -n"
+  if command -v apt-get >/dev/null 2>&1 && { [ -z "$sudo_" ] || sudo -n true 2>/dev/null; } &&
+     { $sudo_ apt-get install -y -qq bubblewrap >/dev/null 2>&1 ||
+       { $sudo_ apt-get update -qq && $sudo_ apt-get install -y -qq bubblewrap >/dev/null; }; }; then
+    echo "installed bubblewrap (the sandbox of REST sessions)" >&2
+  else
+    echo "note: bubblewrap could not be installed here, so REST sessions run unboxed;" \
+         "install the bubblewrap package (e.g. sudo apt-get install bubblewrap) to box them." >&2
+  fi
+fi

@@ -27,6 +27,7 @@ from tornado.websocket import websocket_connect
 
 from jupyter_ci.client import Client, CodeInterpreterError
 from jupyter_ci.server.kernels import GATEWAY_ENVS
+from jupyter_ci.server.sandbox.environ import ENV_PASS, ENV_SESSION
 from tests.fakellm import FakeLLM, Turn
 from tests.nbrun import TEST_KEY
 from tests.ui.lab import LabServer, free_port, lab_environ, start_lab
@@ -114,18 +115,35 @@ def fake_model() -> Iterator[FakeLLM]:
         yield fake
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, gateway: Gateway,
-           fake_model: FakeLLM) -> Iterator[LabServer]:
-    """A Jupyter server holding the key, whose kernels all live in the gateway."""
-    base = tmp_path_factory.mktemp("gateway-server")
+def gateway_server(base: Path, gateway: Gateway, fake_model: FakeLLM, sandbox: str
+                   ) -> LabServer:
+    """Start a Jupyter server holding the key, whose kernels all live in the gateway."""
     (base / "config").mkdir()
     (base / "config" / "jupyter_server_config.json").write_text(json.dumps({
         "GatewayClient": {"url": gateway.url, "auth_token": gateway.token},
-        "JupyterCI": {"session_pool": 0, "model": "openai:gpt-test"},
+        "JupyterCI": {"session_pool": 0, "model": "openai:gpt-test",
+                      "session_sandbox": sandbox},
     }))
-    lab = start_lab(base, {"OPENAI_API_KEY": TEST_KEY,
-                           "OPENAI_BASE_URL": fake_model.openai_base_url})
+    return start_lab(base, {"OPENAI_API_KEY": TEST_KEY,
+                            "OPENAI_BASE_URL": fake_model.openai_base_url})
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, gateway: Gateway,
+           fake_model: FakeLLM) -> Iterator[LabServer]:
+    """A server whose sessions run unboxed in the gateway (their processes can be seen)."""
+    lab = gateway_server(tmp_path_factory.mktemp("gateway-server"), gateway, fake_model,
+                         "never")
+    yield lab
+    lab.stop()
+
+
+@pytest.fixture(scope="module")
+def boxed_server(tmp_path_factory: pytest.TempPathFactory, gateway: Gateway,
+                 fake_model: FakeLLM) -> Iterator[LabServer]:
+    """A server whose sessions must run in the gateway's sandboxed kernelspec."""
+    lab = gateway_server(tmp_path_factory.mktemp("boxed-gateway-server"), gateway, fake_model,
+                         "always")
     yield lab
     lab.stop()
 
@@ -246,8 +264,9 @@ def test_an_ask_in_a_notebook_kernel_of_the_gateway_goes_through_the_broker(
     try:
         assert kernel["id"] in {k["id"] for k in gateway.kernels()}
         report = json.loads(asyncio.run(_run_in_kernel(server, kernel["id"], ENV_REPORT)))
-        # The broker's variables travelled in the start request; no key did.
-        assert report["names"] == sorted(GATEWAY_ENVS)
+        # The broker's variables travelled in the start request (a session's own two are
+        # for sessions only); no key did.
+        assert report["names"] == sorted(set(GATEWAY_ENVS) - {ENV_SESSION, ENV_PASS})
         assert parent_pid(report["pid"]) == gateway.proc.pid
         for pid in (report["pid"], gateway.proc.pid):
             assert TEST_KEY not in environ_of(pid)
@@ -296,3 +315,49 @@ def test_a_gateway_client_asks_the_gateway_whether_its_kernel_lives() -> None:
 
     assert asyncio.run(alive(True)) is True
     assert asyncio.run(alive(False)) is False
+
+
+BOX_REPORT = """import os, json, socket
+def reach(port):
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+        return True
+    except OSError:
+        return False
+print(json.dumps({"pid": os.getpid(), "cwd": os.getcwd(), "ifaces": socket.if_nameindex(),
+                  "processes": sorted(p for p in os.listdir("/proc") if p.isdigit()),
+                  "server": reach(%d)}))"""
+
+
+def test_a_sandboxed_session_runs_boxed_in_the_gateway_and_asks_through_its_socket(
+    boxed_server: LabServer, gateway: Gateway, fake_model: FakeLLM
+) -> None:
+    with Client(boxed_server.url, boxed_server.token) as client, client.session() as session:
+        assert session.info["sandboxed"] is True
+        assert session.info["kernel_name"] == "python3-sandboxed"
+        assert session.info["kernel_id"] in {k["id"] for k in gateway.kernels()}
+        report = json.loads(session.execute(BOX_REPORT % boxed_server.port).text)
+        # Its own PID namespace, only its loopback, and the server's port out of reach.
+        assert report["pid"] == 2 and report["processes"] == ["1", "2"]
+        assert report["ifaces"] == [[1, "lo"]] and report["server"] is False
+        # The gateway started it in the session's folder (KERNEL_WORKING_DIR): files work.
+        session.upload("in.txt", b"boxed")
+        assert session.execute("print(open('in.txt').read())").text.strip() == "boxed"
+        fake_model.push(code_turn("print(6 * 7)"), Turn("It is 42."))
+        events = list(session.ask("multiply six by seven"))
+        assert events[-1][1]["status"] == "done", events[-1]
+    # A notebook kernel of the sandboxed kernelspec: %%ask reaches the model through the
+    # broker's socket, bound into the box by the gateway's provisioner.
+    kernel = boxed_server.api("POST", "/api/kernels", {"name": "python3-sandboxed"},
+                              timeout=120)
+    try:
+        fake_model.push(code_turn("total = 6 * 7"), Turn("**42**"))
+        seen = len(fake_model.requests)
+        out = asyncio.run(_run_in_kernel(
+            boxed_server, kernel["id"], "%load_ext jupyter_ci\n"
+            "get_ipython().run_cell_magic('ask', '', 'multiply six by seven')\n"
+            "print('after', total)"))
+        assert "after 42" in out, out
+        assert fake_model.requests[seen].headers["authorization"] == f"Bearer {TEST_KEY}"
+    finally:
+        boxed_server.api("DELETE", f"/api/kernels/{kernel['id']}")

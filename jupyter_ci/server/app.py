@@ -12,12 +12,17 @@ from tornado.ioloop import PeriodicCallback
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.models.broker import ENV_SOCKET, ENV_TOKEN, ENV_URL
 from jupyter_ci.server.broker import BROKER_ROUTE, Broker, broker_url
-from jupyter_ci.server.handlers import routes
+from jupyter_ci.server.broker_socket import BrokerSocket
+from jupyter_ci.server.handlers import broker_routes, routes
 from jupyter_ci.server.hardening import make_non_dumpable
 from jupyter_ci.server.kernels import hook_kernel_manager
 from jupyter_ci.server.keys import key_file_to_read, stored_keys
 from jupyter_ci.server.relay import make_client
+from jupyter_ci.server.sandbox.environ import ENV_BROKER_SOCKET, ENV_HIDE
 from jupyter_ci.server.sessions import SessionManager
+
+#: The kernelspecs the package carries ("Python 3 (sandboxed)").
+KERNELS = Path(__file__).parent / "sandbox" / "kernels"
 
 
 class JupyterCIApp(ExtensionApp):
@@ -45,6 +50,7 @@ class JupyterCIApp(ExtensionApp):
         self.sessions = SessionManager(self._server().kernel_manager,
                                        Path(self._server().root_dir), self.ci, self.log,
                                        self.broker)
+        self._publish_sandbox()
         self._server().io_loop.add_callback(self._start_sessions)
         self.settings.update({"jupyter_ci": self.ci, "jupyter_ci_broker": self.broker,
                               "jupyter_ci_sessions": self.sessions})
@@ -66,11 +72,29 @@ class JupyterCIApp(ExtensionApp):
             self._culler = PeriodicCallback(self.sessions.cull, min(60.0, idle / 4) * 1000)
             self._culler.start()
 
+    def _publish_sandbox(self) -> None:
+        """Offer the sandboxed kernelspec; tell its provisioner what to bind and hide."""
+        # Installed as data too, but a prefix or user site may not hold it: the package does.
+        specs = getattr(self._server().kernel_spec_manager, "kernel_dirs", None)
+        if isinstance(specs, list) and str(KERNELS) not in specs:
+            specs.append(str(KERNELS))
+        # Boxes have no network: they reach the broker through a socket of its own.
+        self.broker_socket = BrokerSocket(broker_routes(self.ci, self.broker, self.client,
+                                                        self.log))
+        os.environ[ENV_BROKER_SOCKET] = str(self.broker_socket.start())
+        # What no box may show even when a mount above it would: the server's files, the
+        # other sessions, the key file.
+        hidden = [self._server().root_dir, str(self.sessions.root)]
+        if self.ci.key_file:
+            hidden.append(str(Path(self.ci.key_file).expanduser()))
+        os.environ[ENV_HIDE] = os.pathsep.join(hidden)
+
     async def stop_extension(self) -> None:
         """Shut the sessions down and close the upstream connection pool."""
         culler = getattr(self, "_culler", None)
         if culler is not None:
             culler.stop()
+        self.broker_socket.stop()
         await self.sessions.close()
         await self.client.aclose()
 

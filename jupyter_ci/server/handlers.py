@@ -306,6 +306,18 @@ def _below_broker(path: str, base_url: str) -> str:
     return path[found + len(BROKER_ROUTE) + 1:] if found >= 0 else ""
 
 
+def broker_routes(ci: JupyterCI, broker: Broker, client: httpx.AsyncClient, log: Logger
+                  ) -> list[tuple[str, type[web.RequestHandler], dict[str, Any]]]:
+    """Return the broker's routes (also served on the private socket of sandboxed kernels)."""
+    return [
+        # Before the broker's catch-all route: the first match wins.
+        (rf"/{BROKER_ROUTE}/_info", BrokerInfoHandler, {"ci": ci, "broker": broker}),
+        # Everything below the broker route, so even paths no route allows answer in JSON.
+        (rf"/{BROKER_ROUTE}(?:/.*)?", BrokerHandler,
+         {"broker": broker, "client": client, "log": log, "max_body": ci.broker_max_body_bytes}),
+    ]
+
+
 def routes(
     ci: JupyterCI, broker: Broker, client: httpx.AsyncClient, log: Logger,
     sessions: SessionManager, publish: Callable[[], None],
@@ -317,11 +329,7 @@ def routes(
         (r"/jupyter-ci/config", ConfigHandler, {"ci": ci, "broker": broker}),
         (r"/jupyter-ci/keys", KeysHandler,
          {"ci": ci, "broker": broker, "log": log, "publish": publish}),
-        # Before the broker's catch-all route: the first match wins.
-        (rf"/{BROKER_ROUTE}/_info", BrokerInfoHandler, {"ci": ci, "broker": broker}),
-        # Everything below the broker route, so even paths no route allows answer in JSON.
-        (rf"/{BROKER_ROUTE}(?:/.*)?", BrokerHandler,
-         {"broker": broker, "client": client, "log": log, "max_body": ci.broker_max_body_bytes}),
+        *broker_routes(ci, broker, client, log),
         (r"/jupyter-ci/openapi.json", s.OpenAPIHandler, session),
         (base, s.SessionsHandler, session),
         (rf"{base}/{sid}", s.SessionHandler, session),

@@ -33,10 +33,13 @@ from typing import Any
 from jupyter_ci.models.broker import ENV_HOSTS, ENV_MODEL, ENV_PROVIDERS, ENV_TOKEN, ENV_URL
 from jupyter_ci.server.broker import Broker
 from jupyter_ci.server.gateway import is_gateway
+from jupyter_ci.server.sandbox.environ import ENV_BROKER_SOCKET, ENV_HIDE, ENV_PASS, ENV_SESSION
 
 _HOOKED = "_jupyter_ci_broker_hooks"
-#: What a gateway kernel needs to reach the broker (a Unix socket is of no use elsewhere).
-GATEWAY_ENVS = (ENV_URL, ENV_TOKEN, ENV_PROVIDERS, ENV_HOSTS, ENV_MODEL)
+#: What a gateway kernel needs to reach the broker, and what a gateway's sandbox provisioner
+#: needs (the broker's socket and the paths to hide: of use when it shares this machine).
+GATEWAY_ENVS = (ENV_URL, ENV_TOKEN, ENV_PROVIDERS, ENV_HOSTS, ENV_MODEL, ENV_BROKER_SOCKET,
+                ENV_HIDE, ENV_SESSION, ENV_PASS)
 
 
 def hook_kernel_manager(manager: Any, broker: Broker, log: Logger) -> bool:

@@ -29,6 +29,7 @@ from jupyter_ci.server import session_files
 from jupyter_ci.server.executor import POLL_S, KernelControl, KernelExecutor
 from jupyter_ci.server.gateway import is_gateway, kernel_client
 from jupyter_ci.server.session_results import History, code_cell, execute_result
+from jupyter_ci.server.session_sandbox import CannotBox, Choice, choose, session_environ
 
 _READY_S = 60.0  # a kernel that is not ready by then is not going to be
 _SETTLE_S = 3 * POLL_S  # how long a delete waits for a run in flight to see its kernel gone
@@ -63,6 +64,12 @@ class KernelUnavailable(SessionError):
     status, reason = 503, "kernel_unavailable"
 
 
+class CannotSandbox(SessionError):
+    """c.JupyterCI.session_sandbox is "always" and this session cannot be boxed here."""
+
+    status, reason = 503, "sandbox_unavailable"
+
+
 class FilesElsewhere(SessionError):
     """The session's kernel runs where this server's disk is not (a remote gateway)."""
 
@@ -92,13 +99,15 @@ class Session:
     memory: Any = None
     #: Files in the directory at the last look (small directories are looked at inline).
     file_count: int = 0
+    #: Its kernel runs in a bubblewrap box (c.JupyterCI.session_sandbox).
+    sandboxed: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """Describe the session as the API returns it."""
         return {"id": self.id, "kernel_id": self.kernel_id, "kernel_name": self.kernel_name,
                 "status": "dead" if self.dead else "busy" if self.busy else "idle",
                 "created": _iso(self.created), "last_activity": _iso(self.last_activity),
-                "executions": len(self.history)}
+                "executions": len(self.history), "sandboxed": self.sandboxed}
 
 
 def _iso(stamp: float) -> str:
@@ -113,6 +122,8 @@ class _Pooled:
     sid: str
     kernel_id: str
     directory: Path
+    #: The kernelspec it was started from, and whether that boxes it.
+    choice: Choice
     #: A client already connected and past wait_for_ready (pooled kernels come with one).
     client: Any = None
 
@@ -148,10 +159,11 @@ class SessionManager:
                 "delete one first.")
         self._starting += 1
         try:
-            pooled = None if cwd_name else self._take(kernel_name, env)
+            choice = await self._choose(kernel_name)
+            pooled = None if cwd_name else self._take(choice, env)
             if pooled is None:
-                pooled = await self._start(kernel_name, env, cwd_name)
-            session = await self._connect(pooled, kernel_name or self._default_kernel())
+                pooled = await self._start(choice, env, cwd_name)
+            session = await self._connect(pooled)
         finally:
             self._starting -= 1
         self.sessions[session.id] = session
@@ -285,7 +297,7 @@ class SessionManager:
     async def _fill(self) -> None:
         while len(self._pool) < self.ci.session_pool:
             try:
-                pooled = await self._start(None, None)
+                pooled = await self._start(await self._choose(None), None)
             except Exception as exc:  # logged; sessions then start cold
                 self.log.warning("jupyter-ci: could not pre-start a session kernel (%s)", exc)
                 return
@@ -298,9 +310,10 @@ class SessionManager:
                 return
             self._pool.append(pooled)
 
-    def _take(self, kernel_name: str | None, env: dict[str, str] | None) -> _Pooled | None:
+    def _take(self, choice: Choice, env: dict[str, str] | None) -> _Pooled | None:
         """Take a pooled kernel when the request asks for nothing it lacks."""
-        if env or (kernel_name and kernel_name != self._default_kernel()):
+        # The pool holds kernels of the default choice; a different one starts cold.
+        if env or any(pooled.choice != choice for pooled in self._pool):
             return None
         while self._pool:
             pooled = self._pool.pop(0)
@@ -316,7 +329,15 @@ class SessionManager:
     def _default_kernel(self) -> str:
         return str(getattr(self.km, "default_kernel_name", "python3") or "python3")
 
-    async def _start(self, kernel_name: str | None, env: dict[str, str] | None,
+    async def _choose(self, kernel_name: str | None) -> Choice:
+        """Pick the kernelspec of a session: boxed where c.JupyterCI.session_sandbox says."""
+        try:
+            return await choose(self.ci.session_sandbox, kernel_name, self._default_kernel(),
+                                self.km, self.log)
+        except CannotBox as error:
+            raise CannotSandbox(str(error)) from None
+
+    async def _start(self, choice: Choice, env: dict[str, str] | None,
                      cwd_name: str | None = None) -> _Pooled:
         """Start a kernel through the server's kernel manager, in a new session directory."""
         sid = uuid.uuid4().hex
@@ -327,12 +348,14 @@ class SessionManager:
         except FileExistsError:
             raise SessionError(f"A session directory named {cwd_name!r} exists already: "
                                "choose another cwd_name.") from None
-        kwargs: dict[str, Any] = {"kernel_name": kernel_name or self._default_kernel()}
+        kwargs: dict[str, Any] = {"kernel_name": choice.kernel_name}
         if directory.is_relative_to(self.root_dir):
             kwargs["path"] = directory.relative_to(self.root_dir).as_posix()
         else:
             kwargs["cwd"] = str(directory)
-        if env:
+        if choice.sandboxed:
+            kwargs["env"] = session_environ(env)  # the box keeps only what it is told to
+        elif env:
             kwargs["env"] = {**os.environ, **env}
         try:
             kernel_id = await ensure_async(self.km.start_kernel(**kwargs))
@@ -348,9 +371,9 @@ class SessionManager:
         except BaseException:  # cancelled: the server is stopping
             shutil.rmtree(directory, ignore_errors=True)
             raise
-        return _Pooled(sid, str(kernel_id), directory)
+        return _Pooled(sid, str(kernel_id), directory, choice)
 
-    async def _connect(self, pooled: _Pooled, kernel_name: str) -> Session:
+    async def _connect(self, pooled: _Pooled) -> Session:
         """Connect a client to a started kernel; on failure leave nothing behind."""
         try:
             client = pooled.client or await self._client(pooled.kernel_id, pooled.directory)
@@ -358,10 +381,11 @@ class SessionManager:
             await self._dispose(None, pooled.kernel_id, pooled.directory)
             raise KernelUnavailable(f"The kernel did not become ready within {_READY_S:g} s "
                                     f"({type(exc).__name__}).") from exc
-        session = Session(pooled.sid, pooled.kernel_id, kernel_name, pooled.directory, client,
-                          self._executor(pooled.kernel_id, client), history=History(
-                              self.ci.session_history_output_bytes,
-                              self.ci.session_history_bytes))
+        session = Session(pooled.sid, pooled.kernel_id, pooled.choice.kernel_name,
+                          pooled.directory, client, self._executor(pooled.kernel_id, client),
+                          history=History(self.ci.session_history_output_bytes,
+                                          self.ci.session_history_bytes),
+                          sandboxed=pooled.choice.sandboxed)
         # The server's restarter revives a kernel that died while idle, blank: that is dead too.
         add_callback = getattr(self.km.get_kernel(pooled.kernel_id), "add_restart_callback",
                                None)  # none on a gateway's kernels

@@ -1,0 +1,163 @@
+"""The kernel provisioner that runs a kernel in a bubblewrap box (`jupyter-ci-sandbox`).
+
+jupyter_client picks it for any kernelspec whose metadata names it
+(`{"kernel_provisioner": {"provisioner_name": "jupyter-ci-sandbox"}}`), whoever starts the
+kernel: Jupyter Server, a REST session, Kernel Gateway, nbclient. It is jupyter_client's own
+local provisioner with three changes: ZMQ over ipc sockets in a private folder (the box has
+no network to carry tcp), the launch command wrapped in the box (box.py), and an interrupt
+sent to the kernel itself (a signal to bubblewrap's process group would end the box).
+
+Its settings are `c.JupyterCI.sandbox_*`, read through the kernel manager's config.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import stat
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from jupyter_client.provisioning.local_provisioner import LocalProvisioner
+
+from jupyter_ci.config import JupyterCI
+from jupyter_ci.models.broker import ENV_SOCKET, ENV_URL
+from jupyter_ci.server.sandbox.box import SOCKET_DIR, Box, Limits, command, problem, python_paths
+from jupyter_ci.server.sandbox.environ import (
+    ENV_BROKER_SOCKET,
+    box_environ,
+    hidden_paths,
+    record_secret,
+)
+
+#: The entry point name a kernelspec's metadata uses.
+NAME = "jupyter-ci-sandbox"
+
+
+class SandboxUnavailable(RuntimeError):
+    """This machine cannot box a kernel; the message says what is missing."""
+
+
+class SandboxProvisioner(LocalProvisioner):
+    """Start the kernel in a bubblewrap box: its folder, no network, limits."""
+
+    _kernel_pid: int | None = None
+
+    async def pre_launch(self, **kwargs: Any) -> dict[str, Any]:
+        """Put the kernel's ZMQ sockets in a private folder and wrap its command in the box."""
+        why = problem()
+        if why is not None:
+            raise SandboxUnavailable(f"Cannot start a sandboxed kernel: {why}.")
+        km = self.parent
+        if km is None:
+            raise SandboxUnavailable("A sandboxed kernel is started by a kernel manager.")
+        private = private_folder(str(km.kernel_id or self.kernel_id))
+        # ipc: the box has no network; the sockets live where both sides see them.
+        km.transport, km.cache_ports = "ipc", False
+        km.ip = str(private / "zmq")
+        km.connection_file = str(private / "kernel.json")
+        kwargs = await super().pre_launch(**kwargs)
+        env = dict(kwargs.get("env") or os.environ)
+        cwd = Path(os.path.realpath(kwargs.get("cwd") or os.getcwd()))
+        # A gateway's client names the session's folder so: Kernel Gateway starts kernels in
+        # its own, and the kernel's chdir would find nothing there in the box.
+        asked = env.get("KERNEL_WORKING_DIR", "")
+        if asked and os.path.isdir(asked):
+            cwd = Path(os.path.realpath(asked))
+        ci = JupyterCI(parent=self)
+        box, inner_env = self._box(ci, env, cwd, private, kwargs["cmd"][0])
+        kwargs["cmd"] = command(box, kwargs["cmd"])
+        kwargs["env"] = inner_env
+        kwargs["cwd"] = str(cwd)
+        return kwargs
+
+    def _box(self, ci: JupyterCI, env: dict[str, str], cwd: Path, private: Path,
+             executable: str) -> tuple[Box, dict[str, str]]:
+        """Describe the box of this kernel, and the environment it starts with."""
+        spec_env = dict(getattr(self.kernel_spec, "env", None) or {})
+        inner = box_environ(env, spec_env)
+        files: list[tuple[Path, str]] = []
+        socket = env.get(ENV_BROKER_SOCKET, "")
+        if socket and os.path.exists(socket):
+            # The broker through its socket: the box has no network to reach its URL.
+            files.append((Path(socket), f"{SOCKET_DIR}/broker.sock"))
+            inner[ENV_SOCKET] = f"{SOCKET_DIR}/broker.sock"
+            inner[ENV_URL] = "http://localhost/jupyter-ci/broker"
+        secret = record_secret(env)
+        if secret is not None:
+            files.append((secret, str(secret)))
+            inner["JUPYTER_DATA_DIR"] = str(secret.parent.parent)
+        limits = Limits(ci.sandbox_memory_bytes, ci.sandbox_processes, ci.sandbox_tmp_bytes,
+                        ci.sandbox_file_bytes, ci.sandbox_open_files, ci.sandbox_cpu_seconds)
+        box = Box(workdir=cwd, private=private, limits=limits,
+                  readonly=python_paths(executable, env), hidden=hidden_paths(env),
+                  files=tuple(files), host_network=ci.sandbox_network == "host")
+        return box, inner
+
+    async def launch_kernel(self, cmd: list[str], **kwargs: Any) -> Any:
+        """Launch the box; its kernel's process id is looked up when first needed."""
+        self._kernel_pid = None
+        return await super().launch_kernel(cmd, **kwargs)
+
+    async def send_signal(self, signum: int) -> None:
+        """Interrupt the kernel itself; other signals go to the box (bubblewrap)."""
+        if signum == signal.SIGINT and self.process is not None:
+            pid = self._kernel_pid or _first_non_bwrap(self.process.pid)
+            if pid is not None:
+                self._kernel_pid = pid
+                os.kill(pid, signum)
+                return
+        await super().send_signal(signum)
+
+    async def cleanup(self, restart: bool = False) -> None:
+        """Remove the kernel's private folder once it is gone for good."""
+        await super().cleanup(restart=restart)
+        if not restart and self.kernel_id:
+            shutil.rmtree(private_folder(str(self.kernel_id), make=False), ignore_errors=True)
+
+
+def private_base() -> Path:
+    """Return this user's folder of kernel folders and sockets: `<tmp>/jupyter-ci-<uid>`.
+
+    Short, as a Unix socket's path must be (108 bytes); made 0700 and checked to be ours and
+    not a link, since /tmp is shared.
+    """
+    base = _base()
+    with contextlib.suppress(FileExistsError):
+        base.mkdir(mode=0o700)
+    info = base.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise SandboxUnavailable(f"{base} is not a private folder of this user: remove it.")
+    return base
+
+
+def private_folder(kernel_id: str, make: bool = True) -> Path:
+    """Return a kernel's private folder, named by its id: a restart finds the same one."""
+    folder = _base() / kernel_id.replace("-", "")[:16]
+    if make:
+        private_base()
+        folder.mkdir(mode=0o700, exist_ok=True)
+    return folder
+
+
+def _base() -> Path:
+    return Path(tempfile.gettempdir()) / f"jupyter-ci-{os.getuid()}"
+
+
+def _first_non_bwrap(pid: int) -> int | None:
+    """Find the kernel below bubblewrap's processes (its first descendant not bwrap)."""
+    queue = [pid]
+    while queue:
+        current = queue.pop(0)
+        try:
+            comm = Path(f"/proc/{current}/comm").read_text().strip()
+            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
+        except OSError:
+            continue
+        if comm != "bwrap":
+            return current
+        queue.extend(int(child) for child in children)
+    return None
