@@ -33,7 +33,13 @@ from typing import Any
 from jupyter_ci.models.broker import ENV_HOSTS, ENV_MODEL, ENV_PROVIDERS, ENV_TOKEN, ENV_URL
 from jupyter_ci.server.broker import Broker
 from jupyter_ci.server.gateway import is_gateway
-from jupyter_ci.server.sandbox.environ import ENV_BROKER_SOCKET, ENV_HIDE, ENV_PASS, ENV_SESSION
+from jupyter_ci.server.sandbox.environ import (
+    ENV_BROKER_SOCKET,
+    ENV_HIDE,
+    ENV_PASS,
+    ENV_SESSION,
+    PUBLISHED,
+)
 
 _HOOKED = "_jupyter_ci_broker_hooks"
 #: What a gateway kernel needs to reach the broker, and what a gateway's sandbox provisioner
@@ -73,8 +79,10 @@ def _wrap_start(manager: Any, broker: Broker) -> None:
             return str(await start(kernel_id=kernel_id, **kwargs))  # an existing kernel
         kernel_id = kernel_id or str(manager.new_kernel_id())
         env = kwargs.get("env")
-        # No env means os.environ to the launcher; ours must keep everything else in it.
-        kwargs["env"] = {**(os.environ if env is None else env),
+        # No env means os.environ to the launcher; ours must keep everything else in it,
+        # but what the server published for its sandbox provisioner (which reads it here).
+        inherited = os.environ if env is None else env
+        kwargs["env"] = {**{k: v for k, v in inherited.items() if k not in PUBLISHED},
                          ENV_TOKEN: broker.issue(kernel_id)}
         try:
             started = str(await start(kernel_id=kernel_id, **kwargs))

@@ -20,6 +20,9 @@ ENV_PASS = "JUPYTER_CI_SANDBOX_PASS"
 #: "1" for a REST session's kernel: it signs no ask records, so it gets no record secret.
 ENV_SESSION = "JUPYTER_CI_SANDBOX_SESSION"
 INTERNAL = frozenset({ENV_BROKER_SOCKET, ENV_HIDE, ENV_PASS, ENV_SESSION})
+#: Published by the server in its own environment: a gateway's client sends them with a
+#: kernel start; a local kernel's start leaves them out, as its provisioner runs here.
+PUBLISHED = (ENV_BROKER_SOCKET, ENV_HIDE)
 
 KEEP = frozenset({
     "PATH", "LANG", "LANGUAGE", "TZ", "TERM", "PYTHONPATH", "PYTHONHASHSEED", "PYTHONIOENCODING",
@@ -44,6 +47,11 @@ def box_environ(env: dict[str, str], spec_env: dict[str, str]) -> dict[str, str]
     return inner
 
 
+def published(env: dict[str, str], name: str) -> str:
+    """Return a variable the server published: from the kernel's start, else this process."""
+    return env.get(name) or os.environ.get(name, "")
+
+
 def hidden_paths(env: dict[str, str]) -> tuple[Path, ...]:
     """Return what a box must never show: Jupyter's folders, credentials, the server's own."""
     from jupyter_core.paths import jupyter_config_dir, jupyter_data_dir, jupyter_runtime_dir
@@ -51,7 +59,7 @@ def hidden_paths(env: dict[str, str]) -> tuple[Path, ...]:
     home = Path(env.get("HOME") or os.path.expanduser("~"))
     paths: list[str | Path] = [jupyter_runtime_dir(), jupyter_data_dir(), jupyter_config_dir(),
              *(home / secret for secret in HOME_SECRETS),
-             *(path for path in env.get(ENV_HIDE, "").split(os.pathsep) if path)]
+             *(path for path in published(env, ENV_HIDE).split(os.pathsep) if path)]
     return tuple(dict.fromkeys(Path(os.path.realpath(path)) for path in paths))
 
 

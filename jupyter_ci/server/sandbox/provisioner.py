@@ -30,6 +30,7 @@ from jupyter_ci.server.sandbox.environ import (
     ENV_BROKER_SOCKET,
     box_environ,
     hidden_paths,
+    published,
     record_secret,
 )
 
@@ -80,7 +81,7 @@ class SandboxProvisioner(LocalProvisioner):
         spec_env = dict(getattr(self.kernel_spec, "env", None) or {})
         inner = box_environ(env, spec_env)
         files: list[tuple[Path, str]] = []
-        socket = env.get(ENV_BROKER_SOCKET, "")
+        socket = published(env, ENV_BROKER_SOCKET)
         if socket and os.path.exists(socket):
             # The broker through its socket: the box has no network to reach its URL.
             files.append((Path(socket), f"{SOCKET_DIR}/broker.sock"))
