@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import secrets
 import socket
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -156,6 +157,21 @@ def test_the_servers_token_and_key_file(servers: dict[str, Server], mode: str) -
         assert server.token in out and KEY in out
 
 
+CONNECTION_FILES = """import glob
+print(len(glob.glob({runtime!r} + '/kernel-*.json')
+          + glob.glob('/tmp/jupyter-ci-*/*/kernel.json')))"""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_other_kernels_connection_files(servers: dict[str, Server], mode: str) -> None:
+    # A connection file holds a kernel's HMAC key: with it, code could drive that kernel.
+    server = servers[mode]
+    with Session(server), Session(server) as attacker:
+        seen = int(attacker.text(CONNECTION_FILES.format(runtime=server.info["runtime_dir"])))
+    # Boxed, only its own (in its private folder); unboxed, every kernel's.
+    assert seen == 1 if mode == "boxed" else seen >= 2
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_the_servers_process(servers: dict[str, Server], mode: str) -> None:
     server = servers[mode]
@@ -245,3 +261,50 @@ def test_memory_disk_and_tmp_limits(servers: dict[str, Server], mode: str, attac
             assert result["status"] == "ok", result
             attacked.run("import os\nfor f in ('big.bin', '/tmp/fill'):\n"
                          "    os.path.exists(f) and os.remove(f)")
+
+
+def test_boxed_kernels_die_with_the_server(user: User) -> None:
+    server = start_server(user, "dying", {}, {"session_pool": 0, "session_sandbox": "always"})
+    try:
+        wait_ready(server)
+        Session(server).text("print('started')")  # never deleted: the server dies first
+        boxes = [pid for pid in _descendants(server.proc.pid) if _comm(pid) == "bwrap"]
+        kernels = [pid for pid in _descendants(server.proc.pid) if _comm(pid) != "bwrap"]
+        assert boxes and kernels
+        server.proc.kill()  # no shutdown: SIGKILL, as an OOM killer or a crash would
+        server.proc.wait(10)
+        deadline = time.monotonic() + 10
+        while any(_alive(pid) for pid in boxes + kernels) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not [pid for pid in boxes + kernels if _alive(pid)]
+    finally:
+        server.stop()
+
+
+def _descendants(pid: int) -> list[int]:
+    """Return every process below `pid`, from /proc."""
+    found, queue = [], [pid]
+    while queue:
+        current = queue.pop()
+        try:
+            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
+        except OSError:
+            continue
+        found += [int(child) for child in children]
+        queue += [int(child) for child in children]
+    return found
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _alive(pid: int) -> bool:
+    """Tell a live process (a zombie waiting for its parent is not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+    except OSError:
+        return False
