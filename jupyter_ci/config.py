@@ -168,7 +168,10 @@ class JupyterCI(Configurable):
         "own loopback; the model is reached through the server's socket), a list of host "
         "names or host:port (reached through an egress proxy the server runs, e.g. "
         "[\"pypi.org\", \"files.pythonhosted.org\"] for %pip install; anything else "
-        "refused), or 'host' (the host's whole network).",
+        "refused), or 'host' (the host's whole network). List entries: exact names (any "
+        "case), IP addresses or *.domain (its subdomains); without :port, ports 80 and 443. "
+        "Loopback, private and link-local addresses are reached only when listed as "
+        "addresses, whatever a listed name resolves to.",
     ).tag(config=True)
     sandbox_memory_bytes = Int(
         4 << 30, help="Memory (heap and anonymous mappings) a sandboxed kernel process may "

@@ -23,6 +23,7 @@ from jupyter_ci.config import JupyterCI
 from jupyter_ci.models.broker import MANAGED
 from jupyter_ci.server import session_ask, session_files
 from jupyter_ci.server.jsonbody import BadJSON, parse_json
+from jupyter_ci.server.sandbox.environ import unsafe
 from jupyter_ci.server.session_results import execute_result, notebook
 from jupyter_ci.server.sessions import Session, SessionError, SessionManager
 
@@ -118,10 +119,16 @@ def validate_env(env: Any) -> dict[str, str]:
     if not isinstance(env, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
         raise SessionError("'env' must be an object of string names to string values.")
-    reserved = sorted(k for k in env if k in MANAGED or not k.isidentifier())
+    reserved = sorted(k for k in env if k in MANAGED or not k.isidentifier()
+                      or k.startswith(("JUPYTER_CI_", "KERNEL_")))
     if reserved:
         raise SessionError(f"'env' may not set {', '.join(reserved)}: the server manages "
                            "these (or they are not variable names).")
+    loading = sorted(k for k in env if unsafe(k))
+    if loading:
+        # The sandbox's launcher starts outside the box with the session's environment.
+        raise SessionError(f"'env' may not set {', '.join(loading)}: such a variable makes "
+                           "programs load or read files as they start.")
     return dict(env)
 
 

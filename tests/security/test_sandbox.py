@@ -12,9 +12,11 @@ exempts root from the process limit (tests/security/unprivileged.py).
 
 from __future__ import annotations
 
+import base64
 import json
 import secrets
 import socket
+import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -308,3 +310,35 @@ def _alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
     except OSError:
         return False
+
+
+ESCAPE_C = """#include <stdio.h>
+__attribute__((constructor)) static void escaped(void) {
+    FILE *f = fopen("%s", "w");
+    if (f) { fputs("ran outside the box", f); fclose(f); }
+}
+"""
+
+
+def test_a_sessions_env_cannot_reach_the_box_launcher_or_its_settings(
+        servers: dict[str, Server], user: User, tmp_path: Path) -> None:
+    # The launcher (bubblewrap) starts on the host with the session's environment: a
+    # preloaded library planted by an earlier session would run there, outside any box.
+    marker = user.root / "escaped"
+    source = tmp_path / "escape.c"
+    source.write_text(ESCAPE_C % marker)
+    library = tmp_path / "escape.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(library), str(source)], check=True)
+    server = servers["boxed"]
+    with Session(server) as planter:
+        planted = planter.text(
+            f"import base64, os\nopen('escape.so', 'wb').write(base64.b64decode("
+            f"{base64.b64encode(library.read_bytes()).decode()!r}))\n"
+            "print(os.path.abspath('escape.so'))").strip()
+        attempts = {"LD_PRELOAD": planted, "LD_LIBRARY_PATH": str(Path(planted).parent),
+                    "GCONV_PATH": "/tmp", "JUPYTER_CI_SANDBOX_BROKER": "/run/docker.sock",
+                    "JUPYTER_CI_SANDBOX_HIDE": "", "KERNEL_WORKING_DIR": "/"}
+        for name, value in attempts.items():
+            status, body = call(server, "POST", "jupyter-ci/sessions", {"env": {name: value}})
+            assert status == 400 and name in body["message"], (name, status, body)
+    assert not marker.exists(), marker.read_text()

@@ -24,6 +24,20 @@ INTERNAL = frozenset({ENV_BROKER_SOCKET, ENV_HIDE, ENV_PASS, ENV_SESSION})
 #: kernel start; a local kernel's start leaves them out, as its provisioner runs here.
 PUBLISHED = (ENV_BROKER_SOCKET, ENV_HIDE)
 
+#: What glibc ignores for setuid programs (its unsecvars.h): variables that make the loader
+#: or libc load or read files. bubblewrap and prlimit start OUTSIDE the box with the
+#: kernel's environment, so none of these may reach them, whoever asks.
+LOADER_UNSAFE = frozenset({
+    "GCONV_PATH", "GETCONF_DIR", "HOSTALIASES", "LOCALDOMAIN", "LOCPATH", "MALLOC_TRACE",
+    "NIS_PATH", "NLSPATH", "RESOLV_HOST_CONF", "RES_OPTIONS", "TZDIR",
+})
+
+
+def unsafe(name: str) -> bool:
+    """Tell a variable that would load or read files in a program started with it."""
+    return name.startswith(("LD_", "GLIBC_TUNABLES")) or name in LOADER_UNSAFE
+
+
 KEEP = frozenset({
     "PATH", "LANG", "LANGUAGE", "TZ", "TERM", "PYTHONPATH", "PYTHONHASHSEED", "PYTHONIOENCODING",
     "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "PYTHONWARNINGS", "MPLBACKEND",
@@ -41,8 +55,9 @@ def box_environ(env: dict[str, str], spec_env: dict[str, str]) -> dict[str, str]
     """Return the variables of `env` a boxed kernel gets, its HOME and TMPDIR set to /tmp."""
     asked = {name for name in env.get(ENV_PASS, "").split(",") if name}
     inner = {name: value for name, value in env.items()
-             if name not in INTERNAL and (name in KEEP or name.startswith(KEEP_PREFIXES)
-                                          or name in spec_env or name in asked)}
+             if name not in INTERNAL and not unsafe(name)
+             and (name in KEEP or name.startswith(KEEP_PREFIXES) or name in spec_env
+                  or name in asked)}
     inner.update(HOME="/tmp", TMPDIR="/tmp")
     return inner
 

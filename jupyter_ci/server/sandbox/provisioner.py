@@ -26,6 +26,7 @@ from jupyter_client.provisioning.local_provisioner import LocalProvisioner
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.models.broker import ENV_SOCKET, ENV_URL
 from jupyter_ci.server.sandbox.box import SOCKET_DIR, Box, Limits, command, problem, python_paths
+from jupyter_ci.server.sandbox.egress import INSIDE, egress
 from jupyter_ci.server.sandbox.environ import (
     ENV_BROKER_SOCKET,
     box_environ,
@@ -69,15 +70,15 @@ class SandboxProvisioner(LocalProvisioner):
         if asked and os.path.isdir(asked):
             cwd = Path(os.path.realpath(asked))
         ci = JupyterCI(parent=self)
-        box, inner_env = self._box(ci, env, cwd, private, kwargs["cmd"][0])
-        kwargs["cmd"] = command(box, kwargs["cmd"])
+        box, inner_env, forwarder = self._box(ci, env, cwd, private, kwargs["cmd"][0])
+        kwargs["cmd"] = command(box, [*forwarder, *kwargs["cmd"]])
         kwargs["env"] = inner_env
         kwargs["cwd"] = str(cwd)
         return kwargs
 
     def _box(self, ci: JupyterCI, env: dict[str, str], cwd: Path, private: Path,
-             executable: str) -> tuple[Box, dict[str, str]]:
-        """Describe the box of this kernel, and the environment it starts with."""
+             executable: str) -> tuple[Box, dict[str, str], list[str]]:
+        """Describe the box of this kernel, its environment, and what runs before it."""
         spec_env = dict(getattr(self.kernel_spec, "env", None) or {})
         inner = box_environ(env, spec_env)
         files: list[tuple[Path, str]] = []
@@ -91,12 +92,20 @@ class SandboxProvisioner(LocalProvisioner):
         if secret is not None:
             files.append((secret, str(secret)))
             inner["JUPYTER_DATA_DIR"] = str(secret.parent.parent)
+        readonly = python_paths(executable, env)
+        forwarder: list[str] = []
+        if isinstance(ci.sandbox_network, list):
+            # An allowlist: the box reaches the host's proxy through a loopback forwarder.
+            way = egress(ci.sandbox_network, env, private_base(), self.log)
+            files.append((way.socket, INSIDE))
+            inner.update(way.env)
+            readonly, forwarder = (*readonly, *way.readonly), way.argv
         limits = Limits(ci.sandbox_memory_bytes, ci.sandbox_processes, ci.sandbox_tmp_bytes,
                         ci.sandbox_file_bytes, ci.sandbox_open_files, ci.sandbox_cpu_seconds)
         box = Box(workdir=cwd, private=private, limits=limits,
-                  readonly=python_paths(executable, env), hidden=hidden_paths(env),
+                  readonly=tuple(dict.fromkeys(readonly)), hidden=hidden_paths(env),
                   files=tuple(files), host_network=ci.sandbox_network == "host")
-        return box, inner
+        return box, inner, forwarder
 
     async def launch_kernel(self, cmd: list[str], **kwargs: Any) -> Any:
         """Launch the box; its kernel's process id is looked up when first needed."""
