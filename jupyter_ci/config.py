@@ -13,7 +13,7 @@ class JupyterCI(Configurable):
 
     model = Unicode(
         "",
-        help="Default model as provider:model (e.g. openai:gpt-4.1). Empty: the environment "
+        help="Default model as provider:model (e.g. openai:gpt-5.5). Empty: the environment "
         "variable JUPYTER_CI_MODEL, else a default for whichever provider key is present.",
     ).tag(config=True)
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from traitlets.config import Config
 
-from jupyter_ci.client import AsyncClient, Client, CodeInterpreterError
+from jupyter_ci.client import AsyncClient, Client, CodeInterpreterError, TokenRejected
 from jupyter_ci.client.formats import raise_for, tool_result
 from tests.fakellm import FakeLLM, Turn
 from tests.nbrun import TEST_KEY, session_server_config
@@ -149,3 +149,26 @@ async def test_an_ask_through_the_async_client_yields_events_as_they_come(
         kinds = [kind async for kind, _ in py.ask("run a step")]
         assert kinds[0] in ("text", "step_start") and kinds[-1] == "result"
         assert "step_end" in kinds
+
+
+async def test_a_missing_or_wrong_token_raises_a_clear_error(
+    server: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, token = server
+    monkeypatch.delenv("JUPYTER_TOKEN", raising=False)
+
+    def start(with_token: str | None) -> None:
+        with Client(url, with_token) as client:
+            client.session()
+
+    for wrong in (None, "not-the-token"):
+        with pytest.raises(TokenRejected) as raised:
+            await asyncio.to_thread(start, wrong)
+        assert raised.value.status == 403 and "missing or invalid token" in str(raised.value)
+        assert "_xsrf" not in str(raised.value)
+    async with AsyncClient(url, "not-the-token") as client:
+        with pytest.raises(TokenRejected):
+            await client.session()
+    # Without a token given, the client takes the server's from JUPYTER_TOKEN.
+    monkeypatch.setenv("JUPYTER_TOKEN", token)
+    assert await asyncio.to_thread(lambda: Client(url).sessions()) == []

@@ -292,3 +292,28 @@ def test_two_hundred_variables_and_a_million_rows_under_50_ms(
         collect_context(shell, 3_000, cwd=str(tmp_path))
         timings.append(time.perf_counter() - start)
     assert min(timings) < 0.050, f"best of 5: {min(timings) * 1000:.1f} ms"
+
+
+def test_paths_are_relative_to_the_notebook_not_absolute(
+    shell: InteractiveShell, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jupyter_ci.kernel import previews
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "sales.csv").write_text("region,revenue\nN,1\n")
+    (tmp_path / "locked.csv").write_text("a\n1\n")
+    real_csv = previews._READERS["CSV"]
+
+    def refuse(path: Path) -> str:
+        if path.name == "locked.csv":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_csv(path)
+
+    monkeypatch.setitem(previews._READERS, "CSV", refuse)
+    sent = collect_context(shell, 3_000, cwd=str(tmp_path),
+                           prompt="compare sales.csv with locked.csv")
+    assert str(tmp_path) not in sent, sent
+    assert "## Files in the working directory (the notebook's folder)\n" in sent
+    assert "data/ (1 entries)" in sent and "sales.csv (CSV, " in sent
+    assert "locked.csv (CSV, 4 B): could not preview: PermissionError: [Errno 13] Permission " \
+           "denied: 'locked.csv'" in sent

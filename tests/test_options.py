@@ -122,7 +122,7 @@ def test_the_broker_replaces_keys_under_jupyter_server() -> None:
     env = {"JUPYTER_CI_BROKER_URL": "http://127.0.0.1:8888/jupyter-ci/broker",
            "JUPYTER_CI_BROKER_TOKEN": "tok", "JUPYTER_CI_BROKER_PROVIDERS": "anthropic",
            "JUPYTER_CI_BROKER_HOSTS": "openai=api.openai.com,anthropic=api.anthropic.com"}
-    assert default_model_id(ModelSettings(), env) == "anthropic:claude-sonnet-4-5"
+    assert default_model_id(ModelSettings(), env) == "anthropic:claude-sonnet-5-5"
     ep = endpoint_for(providers.PROVIDERS["anthropic"], ModelSettings(), env)
     assert ep.api_key == "tok" and str(ep.base_url).endswith("/broker/anthropic")
     assert ep.upstream_host == "api.anthropic.com"

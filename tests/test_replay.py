@@ -147,8 +147,8 @@ def test_the_fallback_model_is_used_only_when_no_model_is_configured(tmp_path: P
                 "JUPYTER_CI_BROKER_PROVIDERS": ""}
     assert resolve_model(None, settings, brokered).id == "replay:recordings"
     assert default_model_id(settings, {**brokered, "JUPYTER_CI_BROKER_PROVIDERS": "anthropic"}
-                            ) == "anthropic:claude-sonnet-4-5"
-    assert resolve_model(None, settings, {"OPENAI_API_KEY": TEST_KEY}).id == "openai:gpt-4.1"
+                            ) == "anthropic:claude-sonnet-5-5"
+    assert resolve_model(None, settings, {"OPENAI_API_KEY": TEST_KEY}).id == "openai:gpt-5.5"
     assert default_model_id(ModelSettings("openai:x", fallback="replay:r"), {}) == "openai:x"
     with pytest.raises(ModelConfigError, match="No model is configured"):
         resolve_model(None, ModelSettings(), {})

@@ -157,3 +157,16 @@ async def test_an_asks_plot_reaches_the_model_through_the_broker_and_its_files_a
     data = json.dumps(images[0])
     assert "image/png" in data and "base64" in data
     assert "- out.csv (4 B, text/csv)" in json.dumps(body["messages"])
+
+
+async def test_a_deprecated_model_answers_with_a_warning_event_and_a_log_line(
+    jp_fetch: Fetch, fake: FakeLLM, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake.push(Turn("Hello."))
+    sid = (await new_session(jp_fetch))["id"]
+    events = await ask(jp_fetch, sid, prompt="say hello", model="anthropic:claude-sonnet-4-5")
+    assert events[0][0] == "warning", events
+    message = events[0][1]["message"]
+    assert "deprecated" in message and "anthropic:claude-sonnet-5-5" in message
+    assert events[-1][1]["status"] == "done" and events[-1][1]["answer"] == "Hello."
+    assert message in caplog.text

@@ -25,6 +25,7 @@ from jupyter_ci.client.formats import (
     OnOutput,
     OnText,
     Stream,
+    TokenRejected,
     Tools,
     aevents,
     body_of,
@@ -35,7 +36,13 @@ from jupyter_ci.client.formats import (
 )
 
 __all__ = ["AsyncClient", "AsyncSession", "Client", "CodeInterpreterError", "Execution",
-           "Session"]
+           "Session", "TokenRejected"]
+
+
+def auth_headers(token: str | None) -> dict[str, str]:
+    """Return the header carrying `token`, else $JUPYTER_TOKEN (where servers read theirs)."""
+    token = token or os.environ.get("JUPYTER_TOKEN")
+    return {"Authorization": f"token {token}"} if token else {}
 
 
 class Session(Tools):
@@ -121,11 +128,14 @@ class Session(Tools):
 
 
 class Client:
-    """A jupyter-ci server: `Client(url, token)`; `client.session()` starts a session."""
+    """A jupyter-ci server: `Client(url, token)`; `client.session()` starts a session.
+
+    Without `token`, $JUPYTER_TOKEN is used; a missing or wrong one raises TokenRejected.
+    """
 
     def __init__(self, url: str, token: str | None = None, *, timeout: float = 300.0,
                  transport: httpx.BaseTransport | None = None) -> None:
-        headers = {"Authorization": f"token {token}"} if token else {}
+        headers = auth_headers(token)
         self.http = httpx.Client(base_url=url.rstrip("/") + "/", headers=headers,
                                  timeout=timeout, transport=transport)
 
@@ -221,7 +231,7 @@ class AsyncClient:
 
     def __init__(self, url: str, token: str | None = None, *, timeout: float = 300.0,
                  transport: httpx.AsyncBaseTransport | None = None) -> None:
-        headers = {"Authorization": f"token {token}"} if token else {}
+        headers = auth_headers(token)
         self.http = httpx.AsyncClient(base_url=url.rstrip("/") + "/", headers=headers,
                                       timeout=timeout, transport=transport)
 

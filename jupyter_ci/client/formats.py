@@ -43,6 +43,16 @@ class CodeInterpreterError(Exception):
         self.status, self.reason, self.message = status, reason, message
 
 
+class TokenRejected(CodeInterpreterError):
+    """The server refused the token: none was given, or it is not the server's."""
+
+
+#: Said when a server too old to say it itself refuses the token (tornado's XSRF message).
+NO_TOKEN = ("Forbidden: missing or invalid token. Pass the Jupyter server's token as "
+            "Client(url, token=...) or in $JUPYTER_TOKEN: `jupyter server list` shows it, as "
+            "does the URL the server's log prints.")
+
+
 @dataclass(frozen=True)
 class Execution:
     """The result of one execute: status, nbformat outputs, count, duration and files."""
@@ -146,8 +156,11 @@ def raise_for(response: httpx.Response) -> None:
         body = json.loads(response.read())
     except (ValueError, httpx.ResponseNotRead):
         body = {}
-    raise CodeInterpreterError(response.status_code, str(body.get("reason", "error")),
-                               str(body.get("message", response.reason_phrase)))
+    reason = str(body.get("reason", "error"))
+    message = str(body.get("message", response.reason_phrase))
+    if response.status_code == 403 and (reason == "invalid_token" or "_xsrf" in message):
+        raise TokenRejected(403, "invalid_token", message if "token" in message else NO_TOKEN)
+    raise CodeInterpreterError(response.status_code, reason, message)
 
 
 def body_of(data: bytes | str | os.PathLike[str]) -> bytes:

@@ -52,7 +52,9 @@ def collect_context(shell: InteractiveShell, budget_tokens: int, *, cwd: str | N
         ("Variables", _safely(_variables_section, shell)),
         ("Last error", _safely(_last_error_section, shell)),
         ("Recent inputs, oldest first", _safely(_inputs_section, shell)),
-        (f"Files in {folder}", _safely(_files_section, folder)),
+        # Named relative to the notebook: the model needs no absolute (home) path.
+        ("Files in the working directory (the notebook's folder)",
+         _safely(_files_section, folder)),
         ("Environment", _safely(_environment_section, None)),
     ]
     return fit_sections(sections, budget_tokens)

@@ -56,7 +56,7 @@ def ask_parser() -> argparse.ArgumentParser:
     """Return the parser of the magic's options: the one source of its usage and help."""
     parser = _Parser(prog="%%ask", add_help=False, formatter_class=_Formatter)
     parser.add_argument("-m", "--model", metavar="MODEL",
-                        help="provider:model, e.g. openai:gpt-4.1 or anthropic:claude-sonnet-4-5, "
+                        help="provider:model, e.g. openai:gpt-5.5 or anthropic:claude-sonnet-5-5, "
                         "or replay:<recording file or folder> "
                         "(default: c.JupyterCI.model, else JUPYTER_CI_MODEL, else the "
                         "provider whose key is set)")

@@ -124,7 +124,8 @@ def preview(path: Path, label: str) -> str:
     try:
         body = _READERS[kind](path)
     except Exception as exc:
-        message = (str(exc).strip().splitlines() or [""])[0][:200]
+        # An OSError names the absolute path: the model gets the file as the prompt named it.
+        message = (str(exc).replace(str(path), label).strip().splitlines() or [""])[0][:200]
         return redact(f"{head}: could not preview: {type(exc).__name__}: {message}")
     return _cap(redact(f"{head}\n{body}"), PREVIEW_CHARS)
 

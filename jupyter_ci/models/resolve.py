@@ -45,7 +45,7 @@ def parse_model_id(spec: str) -> tuple[ProviderSpec, str]:
     if not sep or not provider or not name:
         raise ModelConfigError(
             f"Model {spec!r} is not of the form provider:model.",
-            "Use e.g. -m openai:gpt-4.1 or -m anthropic:claude-sonnet-4-5.",
+            "Use e.g. -m openai:gpt-5.5 or -m anthropic:claude-sonnet-5-5.",
         )
     found = providers.get(provider)
     if found is None:

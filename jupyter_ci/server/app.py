@@ -95,6 +95,8 @@ class JupyterCIApp(ExtensionApp):
         if culler is not None:
             culler.stop()
         self.broker_socket.stop()
+        for name in (ENV_BROKER_SOCKET, ENV_HIDE):
+            os.environ.pop(name, None)  # a server started later in this process publishes anew
         await self.sessions.close()
         await self.client.aclose()
 

@@ -260,10 +260,13 @@ class KernelExecutor:
         elif kind == "execute_input":
             run.execution_count = content.get("execution_count")
         elif kind in OUTPUT_MSG_TYPES:
-            run.outputs.apply(kind, content)
             if kind == "error":
+                # Plain text for every reader of a REST output (an app's page, a log, a model).
+                content = {**content, "traceback": [strip_ansi(line) for line in
+                                                    content["traceback"]]}
                 run.error = ErrorInfo(content["ename"], content["evalue"], tuple(
-                    strip_ansi("\n".join(content["traceback"])).splitlines()))
+                    "\n".join(content["traceback"]).splitlines()))
+            run.outputs.apply(kind, content)
         return True
 
     async def _reply(self, run: _Run) -> None:

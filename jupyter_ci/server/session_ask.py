@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from jupyter_ci.agent.outputs import OutputEvent
 from jupyter_ci.agent.secrets import Redactor
 from jupyter_ci.agent.types import CodeResult, ModelReply, ModelRequest, OnText
 from jupyter_ci.config import JupyterCI
+from jupyter_ci.models import retiring
 from jupyter_ci.models.base import ChatModel
 from jupyter_ci.models.broker import ENV_TOKEN
 from jupyter_ci.models.resolve import vision_enabled
@@ -58,6 +59,10 @@ class AskRequest:
                       timeout=self.timeout or ci.timeout,
                       max_output_chars=ci.max_output_chars, max_tokens=ci.max_ask_tokens,
                       max_reply_tokens=ci.max_reply_tokens, vision=vision)
+
+
+#: The fields an ask's body may hold.
+FIELDS = tuple(f.name for f in fields(AskRequest))
 
 
 class ThreadedModel:
@@ -137,7 +142,7 @@ def parse(body: dict[str, Any]) -> AskRequest:
         raise SessionError("'prompt' (a non-empty string) is required.")
     model = body.get("model")
     if model is not None and not isinstance(model, str):
-        raise SessionError("'model' must be a string such as 'openai:gpt-4.1'.")
+        raise SessionError("'model' must be a string such as 'openai:gpt-5.5'.")
     numbers: dict[str, Any] = {}
     for name, kind in (("timeout", float), ("max_steps", int), ("max_fixes", int)):
         value = body.get(name)
@@ -220,6 +225,10 @@ async def ask(manager: SessionManager, session: Session, request: AskRequest,
                    install=InstallPolicy.of(manager.ci.install, manager.ci.install_allow,
                                             can_ask=False))
     session.history.append(markdown_cell(f"**Ask:** {request.prompt}"))
+    warning = retiring.note(chat.id)
+    if warning:  # a retiring model still answers: said, not refused
+        manager.log.warning("jupyter-ci: session %s: %s", session.id, warning)
+        emit("warning", {"message": warning})
     try:
         answer = await drive_async(loop, ThreadedModel(chat), SessionSteps(
             manager, session, view), view)

@@ -10,7 +10,7 @@ import asyncio
 import json
 import math
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,14 @@ _MAX_TIMEOUT_S = 24 * 3600.0
 #: Seconds of silence after which a stream sends an SSE comment, so that proxies and clients'
 #: read timeouts (httpx, nginx: 60 s) do not cut a long quiet run, which would interrupt it.
 KEEPALIVE_S = 15.0
+#: What a request without the server's token, or with a wrong one, is told (not tornado's
+#: "'_xsrf' argument missing from POST", which sends people looking for cookies).
+NO_TOKEN = ("Forbidden: missing or invalid token. Send the Jupyter server's token as the header "
+            "`Authorization: token <token>`: it is $JUPYTER_TOKEN where the server started, "
+            "else `jupyter server list` shows it, as does the URL the server's log prints.")
+#: The fields each body may hold: any other (a typo such as `tiemout`) is a 400.
+NEW_SESSION_FIELDS = ("kernel_name", "cwd_name", "env")
+EXECUTE_FIELDS = ("code", "timeout")
 
 
 class Refused(SessionError):
@@ -64,8 +72,18 @@ class SessionAPIHandler(APIHandler):
         error = kwargs.get("exc_info", (None, None, None))[1]
         message = error.log_message if isinstance(error, web.HTTPError) and \
             error.log_message else self._reason
+        reason = self._reason
+        if status_code == 403 and not self._signed_in():
+            message, reason = NO_TOKEN, "invalid_token"
         self.set_header("Content-Type", "application/json")
-        self.finish(json.dumps({"message": message, "reason": self._reason}))
+        self.finish(json.dumps({"message": message, "reason": reason}))
+
+    def _signed_in(self) -> bool:
+        """Tell whether the request came with a valid token or login (a cookie)."""
+        try:
+            return self.current_user is not None
+        except RuntimeError:  # refused before Jupyter authenticated it
+            return False
 
     def body(self) -> dict[str, Any]:
         """Return the request's JSON object (an empty body is an empty object)."""
@@ -79,6 +97,15 @@ class SessionAPIHandler(APIHandler):
         if not isinstance(value, dict):
             raise Refused(400, "bad_json", "The body must be a JSON object.")
         return value
+
+    def fields(self, known: Iterable[str]) -> dict[str, Any]:
+        """Return the body, refusing fields this route does not know (a typo must not pass)."""
+        body = self.body()
+        unknown = sorted(set(body) - set(known))
+        if unknown:
+            raise Refused(400, "unknown_field", f"Unknown field(s): {', '.join(unknown)}; "
+                          f"known: {', '.join(sorted(known))}.")
+        return body
 
 
 def _optional_str(body: dict[str, Any], name: str) -> str | None:
@@ -140,7 +167,7 @@ class SessionsHandler(SessionAPIHandler):
     async def post(self) -> None:
         """Create a session: {"kernel_name"?, "cwd_name"?, "env"?}."""
         try:
-            body = self.body()
+            body = self.fields(NEW_SESSION_FIELDS)
             session = await self.manager.create(
                 _optional_str(body, "kernel_name"), validate_env(body.get("env")),
                 validate_cwd_name(body.get("cwd_name")))
@@ -285,7 +312,7 @@ class ExecuteHandler(StreamingHandler):
     async def post(self, sid: str) -> None:
         """Run {"code", "timeout"?} in the session."""
         try:
-            body = self.body()
+            body = self.fields(EXECUTE_FIELDS)
             code = body.get("code")
             if not isinstance(code, str):
                 raise Refused(400, "bad_field", "'code' (a string) is required.")
@@ -321,7 +348,7 @@ class AskHandler(StreamingHandler):
     async def post(self, sid: str) -> None:
         """Ask {"prompt", "model"?, "timeout"?, "max_steps"?, "max_fixes"?} in the session."""
         try:
-            request = session_ask.parse(self.body())
+            request = session_ask.parse(self.fields(session_ask.FIELDS))
             session = self.manager.get(sid)
             chat, redactor = await session_ask.resolve(self.manager, session, request.model)
         except SessionError as error:

@@ -33,6 +33,7 @@ from jupyter_ci.server.session_sandbox import CannotBox, Choice, choose, session
 
 _READY_S = 60.0  # a kernel that is not ready by then is not going to be
 _SETTLE_S = 3 * POLL_S  # how long a delete waits for a run in flight to see its kernel gone
+_STOPPING_S = 10.0  # how long a stopping server lets a pool kernel's start finish
 
 
 class SessionError(Exception):
@@ -146,6 +147,7 @@ class SessionManager:
         #: Kernels (of a gateway) that could not enter their session directory.
         self._elsewhere: set[str] = set()
         self._filling: asyncio.Task[None] | None = None
+        self._closing = False
         self._starting = 0  # sessions being created, counted against max_sessions
 
     # -- lifecycle --------------------------------------------------------------------
@@ -279,7 +281,12 @@ class SessionManager:
 
     async def close(self) -> None:
         """Shut down every session and pooled kernel (the server is stopping)."""
+        self._closing = True
         if self._filling is not None:
+            # Not cancelled at once: a kernel start cut halfway is one the kernel manager can
+            # neither finish nor shut down, and the server's own cleanup then stops short.
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(self._filling), _STOPPING_S)
             self._filling.cancel()
         for sid in list(self.sessions):
             await self.delete(sid)
@@ -291,15 +298,18 @@ class SessionManager:
 
     def fill_pool(self) -> None:
         """Start pooled kernels in the background up to c.JupyterCI.session_pool."""
-        if self._filling is None or self._filling.done():
+        if not self._closing and (self._filling is None or self._filling.done()):
             self._filling = asyncio.ensure_future(self._fill())
 
     async def _fill(self) -> None:
-        while len(self._pool) < self.ci.session_pool:
+        while len(self._pool) < self.ci.session_pool and not self._closing:
             try:
                 pooled = await self._start(await self._choose(None), None)
             except Exception as exc:  # logged; sessions then start cold
                 self.log.warning("jupyter-ci: could not pre-start a session kernel (%s)", exc)
+                return
+            if self._closing:  # the server stopped while it started: it needs no pool
+                await self._dispose(None, pooled.kernel_id, pooled.directory)
                 return
             try:
                 # Connecting costs a few hundred ms of kernel_info polling: do it now too.
