@@ -59,6 +59,8 @@ class ProviderSpec:
     error_format: ErrorFormat = "openai"
     #: Requests the broker forwards with the real key (method + path allowlist).
     routes: tuple[Route, ...] = ()
+    #: Headers its SDK sends besides the key that listing models needs (a pasted key's check).
+    check_headers: tuple[tuple[str, str], ...] = ()
     #: A base URL without a key is usable (local OpenAI-compatible servers take any key).
     keyless_with_url: bool = False
     #: The model lives in this process (test doubles, replays): no key, no URL, no broker.
@@ -121,7 +123,7 @@ def setup_hint() -> str:
 
 register(ProviderSpec(
     name="openai", label="OpenAI", adapter="jupyter_ci.models.openai:OpenAIChatModel",
-    key_var="OPENAI_API_KEY", url_var="OPENAI_BASE_URL", default_model="gpt-4.1",
+    key_var="OPENAI_API_KEY", url_var="OPENAI_BASE_URL", default_model="gpt-5.5",
     default_url="https://api.openai.com/v1", auth="bearer", error_format="openai",
     routes=OPENAI_ROUTES, keyless_with_url=True,
     # gpt-4o, 4.1, 4.5, 5, o1, o3, o4-mini see images; these do not.
@@ -131,8 +133,9 @@ register(ProviderSpec(
 register(ProviderSpec(
     name="anthropic", label="Anthropic", adapter="jupyter_ci.models.anthropic:AnthropicChatModel",
     key_var="ANTHROPIC_API_KEY", url_var="ANTHROPIC_BASE_URL",
-    default_model="claude-sonnet-4-5", default_url="https://api.anthropic.com",
+    default_model="claude-sonnet-5-5", default_url="https://api.anthropic.com",
     auth="x-api-key", error_format="anthropic", routes=ANTHROPIC_ROUTES,
+    check_headers=(("anthropic-version", "2023-06-01"),),
     text_only_models=r"claude-(1|2|instant)",  # every Claude 3 and later sees images
 ))
 register(ProviderSpec(

@@ -55,6 +55,9 @@ from tests.fakellm_wire import (
     turn_to_json,
 )
 
+#: Where both APIs list their models.
+MODELS_PATH = "/v1/models"
+
 __all__ = ["ANTHROPIC_PATH", "OPENAI_PATH", "Answer", "Fail", "FakeLLM", "Hang", "Recorded",
            "RemoteFakeLLM", "ScriptedCall", "Step", "Turn", "turn_from_json", "turn_to_json"]
 
@@ -72,6 +75,10 @@ class FakeLLM:
         self.strict = strict  # reject requests the real APIs would reject, with their 400
         #: Reject requests with image content with a 400, as a text-only model on vLLM does.
         self.text_only = False
+        #: When set, requests with another key (bearer or x-api-key) get the providers' 401.
+        self.api_key: str | None = None
+        #: How many times the model list was asked for (`GET /v1/models`, not in `requests`).
+        self.listings = 0
         self._host = host
         self._server = _Server((host, port), _Handler)
         self._server.fake = self
@@ -127,10 +134,18 @@ class FakeLLM:
                 self._queue.append([step, getattr(step, "times", 1)])
 
     def reset(self) -> None:
-        """Forget the remaining script and the recorded requests."""
+        """Forget the remaining script, the recorded requests and any key required."""
         with self._lock:
             self._queue.clear()
             self._requests.clear()
+            self.api_key = None
+            self.listings = 0
+
+    def refuses(self, headers: dict[str, str]) -> bool:
+        """Tell whether a request's key (headers in lower case) is not the one required."""
+        bearer = headers.get("authorization", "").removeprefix("Bearer ").strip()
+        return self.api_key is not None and self.api_key not in (
+            bearer, headers.get("x-api-key", "").strip())
 
     @property
     def requests(self) -> list[Recorded]:
@@ -272,6 +287,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_json(200, {"ok": True})
         elif path in (OPENAI_PATH, ANTHROPIC_PATH):
             headers = {k.lower(): v for k, v in self.headers.items()}
+            if fake.refuses(headers):
+                provider = "openai" if path == OPENAI_PATH else "anthropic"
+                self.send_json(401, error_body(provider, 401, "fakellm: invalid API key", ""))
+                return
             fake._answer(self, Recorded("POST", path, headers, body))
         else:
             self.send_json(404, {"error": {"message": f"fakellm: no route POST {path}"}})
@@ -282,6 +301,16 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_json(200, [asdict(r) for r in fake.requests])
         elif self.path == "/_health":
             self.send_json(200, {"ok": True, "remaining": fake.remaining})
+        elif self.path.split("?", 1)[0] == MODELS_PATH:
+            # Both APIs list models here (OpenAI's base URL ends in /v1, Anthropic's does not).
+            with fake._lock:
+                fake.listings += 1
+            if fake.refuses({k.lower(): v for k, v in self.headers.items()}):
+                self.send_json(401, error_body("openai", 401, "fakellm: invalid API key", ""))
+                return
+            model = {"id": "gpt-test", "object": "model", "created": 0, "owned_by": "fakellm",
+                     "type": "model", "display_name": "gpt-test"}
+            self.send_json(200, {"object": "list", "data": [model], "has_more": False})
         else:
             self.send_json(404, {"error": {"message": f"fakellm: no route GET {self.path}"}})
 

@@ -657,7 +657,7 @@ async def test_a_key_pasted_in_the_panel_serves_a_kernel_started_before_it(
         status, reply = await post_key(jp_fetch, {
             "provider": "openai", "key": PASTED, "base_url": f"{upstream.url}/v1"})
         assert status == 200 and reply["problem"] is None
-        assert reply["default_model"] == "openai:gpt-4.1" and reply["saved"] == ""
+        assert reply["default_model"] == "openai:gpt-5.5" and reply["saved"] == ""
         config = await jp_fetch("jupyter-ci", "config")
         assert PASTED not in config.body.decode()
         # The kernel started without the provider: it asks the broker, then asks the model.
@@ -723,20 +723,22 @@ async def test_the_keys_route_needs_jupyter_auth(live_server: Any, jp_base_url: 
 
 @pytest.mark.parametrize("server_env", [NOTHING], indirect=True)
 async def test_remember_saves_the_key_to_a_private_file_the_next_start_reads(
-    jp_fetch: Any, jp_data_dir: Path
+    jp_fetch: Any, jp_data_dir: Path, upstream: Upstream
 ) -> None:
     from jupyter_ci.server.keys import default_key_file, key_file_to_read, stored_keys
 
     # No key file configured: the default one, in the user's Jupyter data directory.
     path = default_key_file()
     assert path.is_relative_to(jp_data_dir) and key_file_to_read("") == ""
+    # A base URL of the fake provider: the key is checked with it, never on the internet.
     status, reply = await post_key(jp_fetch, {"provider": "anthropic", "key": PASTED,
-                                              "remember": True})
+                                              "base_url": upstream.url, "remember": True})
     assert status == 200 and reply["saved"] == f"saved to {path}"
     assert path.stat().st_mode & 0o777 == 0o600
-    assert json.loads(path.read_text()) == {"ANTHROPIC_API_KEY": PASTED}
+    kept = {"ANTHROPIC_API_KEY": PASTED, "ANTHROPIC_BASE_URL": upstream.url}
+    assert json.loads(path.read_text()) == kept
     assert key_file_to_read("") == str(path)
-    assert stored_keys(str(path), {}, logging.getLogger("test")) == {"ANTHROPIC_API_KEY": PASTED}
+    assert stored_keys(str(path), {}, logging.getLogger("test")) == kept
 
 
 async def test_broker_info_answers_only_a_kernel_token(live_server: Any, token: str) -> None:

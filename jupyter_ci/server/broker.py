@@ -133,7 +133,16 @@ class Broker:
         return cls(found)
 
     def set_credentials(self, name: str, key: str, base_url: str) -> Provider:
-        """Replace a provider's key and URL with ones given at run time (the panel).
+        """Replace a provider's key and URL with ones given at run time (the panel)."""
+        return self.hold(self.candidate(name, key, base_url))
+
+    def hold(self, provider: Provider) -> Provider:
+        """Serve `provider` (a candidate) from now on, in place of its earlier key and URL."""
+        self.providers[provider.name] = provider
+        return provider
+
+    def candidate(self, name: str, key: str, base_url: str) -> Provider:
+        """Return the provider a key and URL given at run time make, without holding it.
 
         Both at once, never one kept from before: a new URL with the old key would send
         that key to whoever asked for the URL. Raise BadRequest, naming no value, when
@@ -157,9 +166,7 @@ class Broker:
             raise BadRequest(f"Paste {article} {spec.label} key"
                              + (" (or only a base URL for a local server that needs none)."
                                 if spec.keyless_with_url else "."))
-        provider = Provider(spec, base_url or spec.default_url, key, bool(base_url))
-        self.providers[name] = provider
-        return provider
+        return Provider(spec, base_url or spec.default_url, key, bool(base_url))
 
     def misconfigured(self) -> list[str]:
         """Describe keys and base URLs that cannot work, for the log (never a key)."""

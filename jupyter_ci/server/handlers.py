@@ -6,7 +6,6 @@ import asyncio
 import json
 from collections.abc import Callable
 from logging import Logger
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jupyter_server.auth.decorator import authorized
@@ -21,8 +20,8 @@ from jupyter_ci.server.allowlist import split_provider
 from jupyter_ci.server.broker import BROKER_ROUTE, Admitted, Broker, presented_token
 from jupyter_ci.server.errors import BadRequest, BodyTooLarge, BrokerError
 from jupyter_ci.server.jsonbody import BadJSON, parse_json
-from jupyter_ci.server.keys import KeyFileError, default_key_file, remember_keys
 from jupyter_ci.server.panel import panel_config
+from jupyter_ci.server.pasted_keys import KEYS_BODY, accept_key
 from jupyter_ci.server.relay import relay
 from jupyter_ci.server.session_file_handler import FileHandler
 from jupyter_ci.server.sessions import SessionManager
@@ -61,64 +60,35 @@ class ConfigHandler(APIHandler):
         self.finish(json.dumps(reply.to_json()))
 
 
-_KEYS_BODY = 'Send JSON {"provider": "openai", "key": "…", "base_url": "", "remember": false}.'
-
-
 class KeysHandler(APIHandler):
     """POST a provider key (and base URL) pasted in the panel; the reply never holds it."""
 
     auth_resource = "jupyter_ci"
 
-    def initialize(self, ci: JupyterCI, broker: Broker, log: Logger,
+    def initialize(self, ci: JupyterCI, broker: Broker, client: httpx.AsyncClient, log: Logger,
                    publish: Callable[[], None]) -> None:
-        """Keep the settings, the broker that will hold the key, and the env publisher."""
+        """Keep the settings, the broker that will hold the key, its client, the publisher."""
         self.ci = ci
         self.broker = broker
+        self.client = client
         self.logger = log
         self.publish = publish
 
     @web.authenticated
     @authorized
-    def post(self) -> None:
-        """Hold the key in memory (and the key file, on request); answer the panel config."""
+    async def post(self) -> None:
+        """Check the key with its provider, hold it (pasted_keys.py); answer the panel config."""
         try:
             body = parse_json(self.request.body or b"{}")
+            reply = await accept_key(body, self.ci, self.broker, self.client, self.logger)
         except BadJSON as err:
-            self._refuse(f"The body is {err}. {_KEYS_BODY}")
+            self._refuse(f"The body is {err}. {KEYS_BODY}")
             return
-        if not isinstance(body, dict) or not all(
-                isinstance(body.get(k, ""), str) for k in ("provider", "key", "base_url")):
-            self._refuse(_KEYS_BODY)
-            return
-        name = str(body.get("provider", ""))
-        try:
-            provider = self.broker.set_credentials(name, str(body.get("key", "")),
-                                                   str(body.get("base_url", "")))
         except BadRequest as err:
             self._refuse(str(err))
             return
-        saved = ""
-        if body.get("remember") is True:
-            path = Path(self.ci.key_file).expanduser() if self.ci.key_file else default_key_file()
-            spec = provider.spec
-            values = {spec.key_var: provider.api_key,
-                      spec.url_var: provider.base_url if provider.explicit_url else ""}
-            try:
-                remember_keys(path, values)
-            except (OSError, KeyFileError) as err:
-                # Kept in memory all the same; the message names the file, not the key.
-                problem = err.strerror if isinstance(err, OSError) else str(err)
-                self.logger.error("jupyter-ci: could not save the %s key to %s: %s",
-                                  spec.label, path, problem)
-                saved = f"not saved to {path}: {problem}"
-            else:
-                saved = f"saved to {path}"
         # New kernels learn the provider from their environment; running ones ask the broker.
         self.publish()
-        self.logger.info("jupyter-ci: %s credentials set from the panel (in memory%s)",
-                         provider.spec.label, f"; {saved}" if saved else "")
-        reply = panel_config(self.ci.model, self.ci.models, self.broker.configured()).to_json()
-        reply["saved"] = saved
         self.finish(json.dumps(reply))
 
     def _refuse(self, message: str) -> None:
@@ -328,7 +298,7 @@ def routes(
     return [
         (r"/jupyter-ci/config", ConfigHandler, {"ci": ci, "broker": broker}),
         (r"/jupyter-ci/keys", KeysHandler,
-         {"ci": ci, "broker": broker, "log": log, "publish": publish}),
+         {"ci": ci, "broker": broker, "client": client, "log": log, "publish": publish}),
         *broker_routes(ci, broker, client, log),
         (r"/jupyter-ci/openapi.json", s.OpenAPIHandler, session),
         (base, s.SessionsHandler, session),

@@ -94,10 +94,15 @@ async def relay(
         # Any failure, httpx's or below it (anyio wraps a bad port in an ExceptionGroup),
         # is told by its class: the exception's text may quote the URL or headers.
         what = "lost the connection to" if started else "could not reach"
-        name = type(err).__name__
-        why = _FAILURES.get(name, f"the request failed ({name})")
+        why = why_failed(err)
         raise UpstreamUnreachable(
             f"The jupyter-ci broker {what} {_where(out.url)}: {why}.") from None
+
+
+def why_failed(err: BaseException) -> str:
+    """Say why a request failed, by the exception's class only (its text may hold the URL)."""
+    name = type(err).__name__
+    return _FAILURES.get(name, f"the request failed ({name})")
 
 
 def _where(url: str) -> str:

@@ -28,6 +28,12 @@ export interface IKeyRequest {
   remember: boolean;
 }
 
+/** What listing the provider's models with a saved key said (the server asks, not the page). */
+export interface IKeyCheck {
+  ok: boolean;
+  message: string;
+}
+
 /** An error the panel can show as it is. */
 export class ApiError extends Error {}
 
@@ -85,16 +91,24 @@ export async function fetchConfig(): Promise<IServerConfig> {
 }
 
 /**
- * Give the server a key pasted in the panel. The server keeps it (the reply, the new
- * configuration, never holds it); returns where it was saved ('' when only in memory).
+ * Give the server a key pasted in the panel. The server checks it with the provider and keeps
+ * it (the reply, the new configuration, never holds it); returns where it was saved ('' when
+ * only in memory) and what the check said. A key the provider refuses is an ApiError.
  */
-export async function saveKey(request: IKeyRequest): Promise<{ config: IServerConfig; saved: string }> {
+export async function saveKey(
+  request: IKeyRequest
+): Promise<{ config: IServerConfig; saved: string; check: IKeyCheck }> {
   const body = await requestJSON('jupyter-ci/keys', {
     method: 'POST',
     body: JSON.stringify(request)
   });
-  const saved = (body as { saved?: unknown } | null)?.saved;
-  return { config: asConfig(body), saved: typeof saved === 'string' ? saved : '' };
+  const reply = body as { saved?: unknown; check?: { ok?: unknown; message?: unknown } } | null;
+  const saved = reply?.saved;
+  const check: IKeyCheck = {
+    ok: reply?.check?.ok !== false,
+    message: typeof reply?.check?.message === 'string' ? reply.check.message : ''
+  };
+  return { config: asConfig(body), saved: typeof saved === 'string' ? saved : '', check };
 }
 
 function asConfig(value: unknown): IServerConfig {

@@ -10,6 +10,7 @@ import type { IDisposable } from '@lumino/disposable';
 
 import { AskCells, deleteAskCells, findCell, pinCell } from './cells';
 import type { Conversation } from './conversation';
+import { ensureLoadCell } from './loader';
 import { COMM_TARGET, IAskStart, IAskState, KernelMessage, parseMessage } from './protocol';
 import type { TrustGuard } from './trust';
 
@@ -185,10 +186,11 @@ export class NotebookComm implements IDisposable {
     if (msg.type === 'ask_reused') {
       const model = this._model();
       const cell = model === null ? null : findCell(model, msg.cell_id);
-      if (cell !== null) {
+      if (model !== null && cell !== null) {
         this._conversation.reused(msg);
-        // A notebook answered before pins existed gets one at its next reuse.
+        // A notebook answered before pins (and load cells) existed gets them at its next reuse.
         pinCell(cell, msg.pin);
+        ensureLoadCell(model);
       }
       return;
     }
@@ -228,6 +230,7 @@ export class NotebookComm implements IDisposable {
         cells.writeRecord(msg.record);
         if (msg.status === 'done') {
           cells.writePin(msg.pin);
+          this._ensureLoadCell();
         }
         cells.showAnswer(msg.answer || msg.error || '');
         if (msg.status === 'interrupted') {
@@ -262,6 +265,14 @@ export class NotebookComm implements IDisposable {
       this._counts.set(msg.cell_id, msg.execution_count);
     }
     this._conversation.start(msg);
+  }
+
+  /** Let runners without the labextension load the magics too (loader.ts). */
+  private _ensureLoadCell(): void {
+    const model = this._model();
+    if (model !== null) {
+      ensureLoadCell(model);
+    }
   }
 
   /** Keep the `%%ask` cell of an ask untrusted from now on. */

@@ -14,6 +14,7 @@ import type {
   IUnresolved,
   StepStatus
 } from './protocol';
+import type { IRecordedAsk } from './records';
 
 export type AskViewStatus = 'pending' | 'running' | 'done' | 'failed' | 'interrupted';
 
@@ -46,6 +47,13 @@ export interface IAskView {
   sent?: IContextPart[];
   /** While it runs: what it does now, and since when (ms since the epoch), for a clock. */
   phase?: { what: 'thinking' | 'running' | 'writing'; since: number } | null;
+  /** When its record was written (ISO time), to place asks read from the notebook. */
+  created?: string;
+  /**
+   * Read from the notebook's ask record (records.ts), which this page cannot verify: shown
+   * as plain text only, until the kernel reuses it (it checks the record's signature).
+   */
+  fromNotebook?: boolean;
 }
 
 function newAsk(cellId: string, prompt: string, model: string): IAskView {
@@ -217,6 +225,9 @@ export class Conversation {
     }
     ask.error = msg.error;
     ask.unresolved = msg.unresolved ?? null;
+    if (typeof msg.record?.created === 'string') {
+      ask.created = msg.record.created;
+    }
     for (const step of ask.steps) {
       if (step.status === 'running') {
         step.status = 'interrupted';
@@ -234,14 +245,47 @@ export class Conversation {
     }
   }
 
-  /** Show an ask whose earlier answer a re-run reused (no model call, no new cells). */
+  /**
+   * Show an ask whose earlier answer a re-run reused (no model call, no new cells): its own
+   * entry when the conversation has one (each Run All reuses it again), else a new one.
+   */
   reused(msg: IAskReused): void {
-    const ask = this._entryFor(msg.cell_id, msg.prompt, msg.model);
+    const ask = this._find(msg.ask_id) ?? this._entryFor(msg.cell_id, msg.prompt, msg.model);
     ask.askId = msg.ask_id;
     ask.status = 'done';
+    ask.error = null;
     ask.answer = msg.answer;
     ask.reused = true;
+    // The kernel reuses only a record it signed: its answer is no longer just read here.
+    ask.fromNotebook = false;
     this._changed.emit();
+  }
+
+  /**
+   * Add the asks a notebook's records tell of that this conversation lacks (a browser that
+   * did not see them: another one, or its storage cleared), each placed by when it ended.
+   */
+  addRecorded(asks: readonly IRecordedAsk[]): void {
+    const known = new Set(this._asks.map(a => a.askId));
+    const added = asks.filter(a => !known.has(a.askId));
+    for (const recorded of added) {
+      const ask: IAskView = {
+        ...newAsk(recorded.cellId, recorded.prompt, recorded.model),
+        askId: recorded.askId,
+        status: recorded.status,
+        steps: recorded.steps,
+        answer: recorded.answer,
+        error: recorded.error || null,
+        unresolved: recorded.unresolved,
+        created: recorded.created,
+        fromNotebook: true
+      };
+      const later = this._asks.findIndex(a => !!a.created && !!ask.created && a.created > ask.created);
+      this._asks.splice(later < 0 ? this._asks.length : later, 0, ask);
+    }
+    if (added.length > 0) {
+      this._changed.emit();
+    }
   }
 
   /** End one ask that stopped without an `ask_end`. */

@@ -20,6 +20,7 @@ import { CellDecorator } from './decoration';
 import { FrontendAnnouncer } from './frontend';
 import { askIcon, AskPanel } from './panel';
 import { PanelModel } from './panelmodel';
+import { notebookCells, recordedAsks } from './records';
 import { inertSvgRendererFactory } from './svg';
 import { ITrustPolicy, TrustGuard, vouchDuring } from './trust';
 
@@ -50,9 +51,14 @@ function manageNotebooks(
       }
     };
     const guard = new TrustGuard(context.model, policy);
-    const comm = new NotebookComm(
-      panel.sessionContext, model, conversations.get(context), guard, reveal
-    );
+    const conversation = conversations.get(context);
+    // A browser that did not see the notebook's asks (another one) shows them from its records.
+    void context.ready.then(() => {
+      if (!context.isDisposed) {
+        conversation.addRecorded(recordedAsks(notebookCells(context.model)));
+      }
+    });
+    const comm = new NotebookComm(panel.sessionContext, model, conversation, guard, reveal);
     const announcer = new FrontendAnnouncer(panel.sessionContext, model);
     context.disposed.connect(() => {
       comm.dispose();

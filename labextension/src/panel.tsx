@@ -150,6 +150,15 @@ function Ask(props: { ask: IAskView; rendermime: IRenderMimeRegistry }): JSX.Ele
           {askStatusText(ask)}
         </span>
         <Clock ask={ask} />
+        {ask.fromNotebook ? (
+          <span
+            className="jp-ci-ask-source"
+            data-jupyter-ci="from-notebook"
+            title="Read from the notebook's record, which this browser cannot check: shown as plain text"
+          >
+            from the notebook
+          </span>
+        ) : null}
       </div>
       {ask.steps.length > 0 ? (
         <ol className="jp-ci-steps">
@@ -166,8 +175,14 @@ function Ask(props: { ask: IAskView; rendermime: IRenderMimeRegistry }): JSX.Ele
           ))}
         </ol>
       ) : null}
-      {ask.answer && finished ? (
+      {ask.answer && finished && !ask.fromNotebook ? (
         <Markdown source={ask.answer} rendermime={props.rendermime} />
+      ) : null}
+      {ask.answer && finished && ask.fromNotebook ? (
+        // Read from the notebook, unverifiable here: its Markdown source, as text.
+        <div className="jp-ci-answer-text" data-jupyter-ci="answer-text">
+          {ask.answer}
+        </div>
       ) : null}
       {ask.answer && !finished ? (
         <div className="jp-ci-answer-stream" data-jupyter-ci="answer-stream">
@@ -342,7 +357,8 @@ function KeyForm(props: { model: PanelModel }): JSX.Element | null {
   };
   const status = model.keyStatus;
   return (
-    <details className="jp-ci-keys" data-jupyter-ci="keys" open={model.needsKey || undefined}>
+    // Open while no model is usable, and once a save said something (its check may have failed).
+    <details className="jp-ci-keys" data-jupyter-ci="keys" open={model.needsKey || !!status.text || undefined}>
       <summary>Model keys</summary>
       <ul className="jp-ci-key-list">
         {providers.map(p => (

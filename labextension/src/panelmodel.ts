@@ -65,18 +65,23 @@ export class PanelModel extends VDomModel {
   }
 
   /**
-   * Send a pasted key to the server, which keeps it; return whether it was taken. The key
-   * is not kept here: the form clears its field once this resolves.
+   * Send a pasted key to the server, which checks it with the provider and keeps it; return
+   * whether it was taken. The key is not kept here: the form clears its field at once.
    */
   async saveKey(request: IKeyRequest): Promise<boolean> {
+    const label = (config: IServerConfig | null): string =>
+      config?.providers.find(p => p.name === request.provider)?.label ?? request.provider;
+    this._keyStatus = { text: `Checking with ${label(this._config)}…`, failed: false };
+    this.stateChanged.emit();
     try {
-      const { config, saved } = await saveKey(request);
+      const { config, saved, check } = await saveKey(request);
       this._config = config;
       this._configError = null;
-      const label = config.providers.find(p => p.name === request.provider)?.label ?? request.provider;
+      const what = request.key.trim() ? 'key' : 'base URL';
+      const where = saved ? `held by the server; ${saved}` : 'held by the server until it stops';
       this._keyStatus = {
-        text: `${label} is configured (kept by the server${saved ? `; ${saved}` : ', until it stops'}).`,
-        failed: false
+        text: `${label(config)} ${what} saved (${where}).${check.message ? ` ${check.message}` : ''}`,
+        failed: !check.ok
       };
       return true;
     } catch (error) {

@@ -6,6 +6,7 @@ import { describe, test } from 'node:test';
 
 import { Conversation, Conversations } from '../src/conversation';
 import type { IAskEnd, IAskReused, IAskStart, IStepEnd, IStepStart } from '../src/protocol';
+import type { IRecordedAsk } from '../src/records';
 
 function askStart(cellId: string, askId: string, prompt = 'plot it'): IAskStart {
   return {
@@ -161,6 +162,63 @@ describe('Conversation', () => {
       [ask.status, ask.answer, ask.reused, ask.askId, ask.steps.length],
       ['done', 'Done before.', true, 'a1', 0]
     );
+  });
+
+  test('each reuse of an ask updates its one entry (Restart & Run All, again and again)', () => {
+    const { conversation } = watched();
+    conversation.start(askStart('c1', 'a1'));
+    conversation.end(askEnd('a1', 'done', 'Made.'));
+    const msg: IAskReused = {
+      type: 'ask_reused',
+      ask_id: 'a1',
+      cell_id: 'c1',
+      prompt: 'plot it',
+      model: 'openai:m',
+      answer: 'Made.',
+      steps: 0
+    };
+    conversation.reused(msg);
+    conversation.reused(msg);
+    assert.equal(conversation.asks.length, 1);
+    assert.deepEqual([conversation.asks[0].status, conversation.asks[0].reused], ['done', true]);
+  });
+
+  test('asks read from the notebook are added once, placed by when they ended, as unverified', () => {
+    const { conversation, changes } = watched();
+    conversation.start(askStart('c2', 'a2', 'later'));
+    conversation.end({ ...askEnd('a2', 'done', 'Two.'), record: { created: '2026-11-02T00:00:00+00:00' } });
+    const recorded: IRecordedAsk = {
+      cellId: 'c1',
+      askId: 'a1',
+      prompt: 'earlier',
+      model: 'openai:m',
+      status: 'done',
+      answer: '**One.**',
+      error: '',
+      created: '2026-11-01T00:00:00+00:00',
+      unresolved: null,
+      steps: []
+    };
+    const before = changes();
+    conversation.addRecorded([recorded, { ...recorded, askId: 'a2', prompt: 'again' }]);
+    conversation.addRecorded([recorded]);
+    assert.equal(changes(), before + 1);
+    assert.deepEqual(conversation.asks.map(a => [a.prompt, a.fromNotebook === true]), [
+      ['earlier', true],
+      ['later', false]
+    ]);
+    // The kernel reuses only a record it signed: from then on it is its own account.
+    conversation.reused({
+      type: 'ask_reused',
+      ask_id: 'a1',
+      cell_id: 'c1',
+      prompt: 'earlier',
+      model: 'openai:m',
+      answer: '**One.**',
+      steps: 0
+    });
+    assert.equal(conversation.asks.length, 2);
+    assert.equal(conversation.asks[0].fromNotebook, false);
   });
 
   test('settlePending fails only the pending entry of that cell', () => {

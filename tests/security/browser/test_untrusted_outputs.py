@@ -15,6 +15,9 @@ from playwright.sync_api import expect
 from tests.fakellm import FakeLLM, Turn
 from tests.ui.lab import WAIT_MS, Lab, Notebook
 
+# The cell JupyterLab adds to a notebook when an ask first succeeds in it (tests/ui/test_panel.py).
+LOAD = "%load_ext jupyter_ci"
+
 
 def mark(name: str) -> str:
     """JavaScript that records `name` in window.__xss if it ever runs."""
@@ -61,39 +64,39 @@ def wait_step_outputs(nb: Notebook, index: int) -> None:
 def test_a_steps_html_javascript_and_svg_never_run_not_even_after_reload_or_rerun(
         lab: Lab, fake: FakeLLM) -> None:
     fake.push(code(HOSTILE_STEP), Turn("Shown."))
-    nb = lab.open_notebook("hostile-outputs", ["%%ask\nshow the page"])
-    nb.run(0)
-    expect(nb.cell(0).locator(".jp-OutputArea")).to_contain_text("Shown.", timeout=WAIT_MS)
-    nb.wait_cell_count(2)
-    wait_step_outputs(nb, 1)
+    nb = lab.open_notebook("hostile-outputs", [LOAD, "%%ask\nshow the page"])
+    nb.run(1)
+    expect(nb.cell(1).locator(".jp-OutputArea")).to_contain_text("Shown.", timeout=WAIT_MS)
+    nb.wait_cell_count(3)
+    wait_step_outputs(nb, 2)
     assert xss(nb) is None
-    assert not trusted(nb, 1) and not trusted(nb, 0)
+    assert not trusted(nb, 2) and not trusted(nb, 1)
     # The HTML is there, sanitized: the images without their handlers, no script element.
-    outputs = nb.cell(1).locator(".jp-OutputArea-output")
+    outputs = nb.cell(2).locator(".jp-OutputArea-output")
     expect(outputs.locator("img:not([src^='data:'])")).to_have_count(2)
     expect(outputs.locator("script")).to_have_count(0)
     handlers = "n => [...n.querySelectorAll('*')].filter(e => e.hasAttribute('onerror')).length"
-    assert nb.cell(1).evaluate(handlers) == 0
+    assert nb.cell(2).evaluate(handlers) == 0
     nb.screenshot("hostile-step-outputs")
     nb.save()
 
     # Reopened: the notebook is not signed, so its outputs come back untrusted.
     nb = lab.reload(nb)
-    expect(nb.cells).to_have_count(2, timeout=WAIT_MS)
-    wait_step_outputs(nb, 1)
+    expect(nb.cells).to_have_count(3, timeout=WAIT_MS)
+    wait_step_outputs(nb, 2)
     assert xss(nb) is None
-    assert not trusted(nb, 1)
+    assert not trusted(nb, 2)
 
     # Restart & Run All runs the generated cell again: running it does not trust it.
     nb.wait_kernel_idle()
     nb.page.evaluate("() => { window.jupyterapp.commands.execute('notebook:restart-run-all'); }")
     nb.page.locator(".jp-Dialog .jp-mod-accept").click(timeout=WAIT_MS)
-    expect(nb.cell(0).locator(".jp-OutputArea")).to_contain_text(
+    expect(nb.cell(1).locator(".jp-OutputArea")).to_contain_text(
         "Reusing the earlier answer", timeout=WAIT_MS)
-    nb.wait_cell_done(1)
-    wait_step_outputs(nb, 1)
+    nb.wait_cell_done(2)
+    wait_step_outputs(nb, 2)
     assert xss(nb) is None
-    assert not trusted(nb, 1) and not trusted(nb, 0)
+    assert not trusted(nb, 2) and not trusted(nb, 1)
     assert fake.calls() == 2
 
 
@@ -104,36 +107,36 @@ def test_what_a_step_publishes_into_the_ask_cell_runs_no_script(lab: Lab, fake: 
             f"threading.Timer(0.5, lambda: display(HTML('<b>late</b><img src=x onerror="
             f"\"{mark('ask-cell')}\">'))).start()\nprint('timer set')")
     fake.push(code(late), Turn("Done waiting.", first_delay=2.5))
-    nb = lab.open_notebook("hostile-ask-cell", ["%%ask\nwait a little"])
-    nb.run(0)
-    expect(nb.cell(0).locator(".jp-OutputArea")).to_contain_text("Done waiting.",
+    nb = lab.open_notebook("hostile-ask-cell", [LOAD, "%%ask\nwait a little"])
+    nb.run(1)
+    expect(nb.cell(1).locator(".jp-OutputArea")).to_contain_text("Done waiting.",
                                                                  timeout=WAIT_MS)
-    expect(nb.cell(0).locator(".jp-OutputArea b", has_text="late")).to_be_visible()
+    expect(nb.cell(1).locator(".jp-OutputArea b", has_text="late")).to_be_visible()
     assert xss(nb) is None
-    assert not trusted(nb, 0)
+    assert not trusted(nb, 1)
 
 
 def test_trust_notebook_is_the_users_explicit_choice(lab: Lab, fake: FakeLLM) -> None:
     # The way to see a widget or a JS chart: trust the notebook. Then its cells stay trusted
     # when they run again (the guard only withdraws trust that running gave).
     fake.push(code(HOSTILE_STEP), Turn("Shown."))
-    nb = lab.open_notebook("trusted-by-choice", ["%%ask\nshow the page"])
-    nb.run(0)
-    nb.wait_cell_count(2)
-    wait_step_outputs(nb, 1)
+    nb = lab.open_notebook("trusted-by-choice", [LOAD, "%%ask\nshow the page"])
+    nb.run(1)
+    nb.wait_cell_count(3)
+    wait_step_outputs(nb, 2)
     assert xss(nb) is None
     nb.activate()
     nb.page.evaluate("() => { window.jupyterapp.commands.execute('notebook:trust'); }")
     nb.page.locator(".jp-Dialog .jp-mod-accept").click(timeout=WAIT_MS)
     nb.page.wait_for_function("() => Array.isArray(window.__xss)", timeout=WAIT_MS)
-    assert trusted(nb, 1)
+    assert trusted(nb, 2)
     ran = nb.page.evaluate("window.__xss")
     assert "html-onerror" in ran
-    nb.run(1)
-    nb.wait_cell_done(1)
-    expect(nb.cell(1).locator(".jp-OutputArea")).to_contain_text("hostile step done",
+    nb.run(2)
+    nb.wait_cell_done(2)
+    expect(nb.cell(2).locator(".jp-OutputArea")).to_contain_text("hostile step done",
                                                                  timeout=WAIT_MS)
-    assert trusted(nb, 1)
+    assert trusted(nb, 2)
 
 
 def test_the_trust_setting_documents_its_risk_and_trusts_generated_outputs(
@@ -145,12 +148,12 @@ def test_the_trust_setting_documents_its_risk_and_trusts_generated_outputs(
     lab.server.api("PUT", plugin, {"raw": '{"trustGeneratedOutputs": true}'})
     try:
         fake.push(code(HOSTILE_STEP), Turn("Shown."))
-        nb = lab.open_notebook("trusted-by-setting", ["%%ask\nshow the page"])
-        nb.run(0)
-        nb.wait_cell_count(2)
-        expect(nb.cell(1).locator(".jp-OutputArea")).to_contain_text("hostile step done",
+        nb = lab.open_notebook("trusted-by-setting", [LOAD, "%%ask\nshow the page"])
+        nb.run(1)
+        nb.wait_cell_count(3)
+        expect(nb.cell(2).locator(".jp-OutputArea")).to_contain_text("hostile step done",
                                                                      timeout=WAIT_MS)
         nb.page.wait_for_function("() => Array.isArray(window.__xss)", timeout=WAIT_MS)
-        assert trusted(nb, 1)
+        assert trusted(nb, 2)
     finally:
         lab.server.api("PUT", plugin, {"raw": "{}"})

@@ -1,0 +1,132 @@
+"""Keys pasted in the panel: checked with their provider, then held, and remembered on request.
+
+The check lists the provider's models with the key, from the server, as the SDKs do (`GET
+{base_url}/models`): a key the provider refuses is not kept; a URL nothing answers at is kept
+(a local server may not have started yet) with a message naming that URL. Messages are our
+own words: never the key, nor the provider's error text (which may quote part of it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from logging import Logger
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from jupyter_ci.config import JupyterCI
+from jupyter_ci.server.broker import Broker, Provider
+from jupyter_ci.server.errors import BadRequest
+from jupyter_ci.server.keys import KeyFileError, default_key_file, remember_keys
+from jupyter_ci.server.panel import panel_config
+from jupyter_ci.server.relay import why_failed
+
+if TYPE_CHECKING:
+    import httpx
+
+#: Seconds the check may take: the Save button waits for it.
+CHECK_TIMEOUT = 10.0
+KEYS_BODY = 'Send JSON {"provider": "openai", "key": "…", "base_url": "", "remember": false}.'
+
+
+class KeyRefused(BadRequest):
+    """The provider answered that the key is wrong (HTTP 401 or 403): it is not kept."""
+
+
+@dataclass(frozen=True)
+class KeyCheck:
+    """What listing the provider's models with a pasted key said."""
+
+    ok: bool
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the JSON-ready dict."""
+        return asdict(self)
+
+
+def _models_path(provider: Provider) -> str | None:
+    """Return the provider's model-list route (below its base URL), if it has one."""
+    routes = provider.spec.routes
+    return next((r.path for r in routes if r.method == "GET" and r.path.endswith("models")), None)
+
+
+def _counted(response: httpx.Response) -> str:
+    """Say how many models a model list holds, when it reads as one."""
+    try:
+        data = response.json().get("data")
+    except (ValueError, AttributeError):
+        return ""
+    if not isinstance(data, list):
+        return ""
+    return f" ({len(data)} model{'' if len(data) == 1 else 's'})"
+
+
+async def check_key(client: httpx.AsyncClient, provider: Provider,
+                    timeout: float = CHECK_TIMEOUT) -> KeyCheck:
+    """List the provider's models with its key; raise KeyRefused when it refuses the key."""
+    import httpx
+
+    path = _models_path(provider)
+    if path is None:
+        return KeyCheck(True, "")
+    shown, label = provider.base_url, provider.spec.label
+    headers = {**dict(provider.spec.check_headers), **provider.auth_headers()}
+    try:
+        response = await client.get(provider.url_for(path, ""), headers=headers, timeout=timeout)
+    except httpx.TimeoutException:
+        return KeyCheck(False, f"The server could not reach {shown}: it did not answer within "
+                               f"{timeout:g} s. Asks will fail until it does.")
+    except Exception as err:  # any transport failure, told by its class only
+        return KeyCheck(False, f"The server could not reach {shown}: {why_failed(err)}. Asks "
+                               "will fail until it answers: check the URL, or start the server.")
+    status = response.status_code
+    if status in (401, 403) and provider.api_key:
+        raise KeyRefused(f"{label} refused this key at {shown} (HTTP {status}): it was not saved. "
+                         "Check the key and paste it again.")
+    if status in (401, 403):
+        raise KeyRefused(f"{shown} wants a key (HTTP {status}): nothing was saved. Paste the "
+                         "key it expects.")
+    if 200 <= status < 300:
+        return KeyCheck(True, f"Checked: {shown} answered{_counted(response)}.")
+    if status == 404:
+        return KeyCheck(False, f"{shown} has no model list (HTTP 404): is the base URL right? "
+                               "OpenAI-compatible servers usually end in /v1.")
+    return KeyCheck(False, f"{shown} answered HTTP {status} to a model list: asks may fail.")
+
+
+def _remember(ci: JupyterCI, provider: Provider, log: Logger) -> str:
+    """Write the provider's key and URL to the key file; say where, or why not."""
+    path = Path(ci.key_file).expanduser() if ci.key_file else default_key_file()
+    spec = provider.spec
+    values = {spec.key_var: provider.api_key,
+              spec.url_var: provider.base_url if provider.explicit_url else ""}
+    try:
+        remember_keys(path, values)
+    except (OSError, KeyFileError) as err:
+        # Kept in memory all the same; the message names the file, not the key.
+        problem = err.strerror if isinstance(err, OSError) else str(err)
+        log.error("jupyter-ci: could not save the %s key to %s: %s", spec.label, path, problem)
+        return f"not saved to {path}: {problem}"
+    return f"saved to {path}"
+
+
+async def accept_key(body: Any, ci: JupyterCI, broker: Broker, client: httpx.AsyncClient,
+                     log: Logger) -> dict[str, Any]:
+    """Check a pasted key, hold it (and remember it on request); return the panel's reply.
+
+    Raise BadRequest (a 400 whose message names no value) when it cannot work.
+    """
+    if not isinstance(body, dict) or not all(
+            isinstance(body.get(k, ""), str) for k in ("provider", "key", "base_url")):
+        raise BadRequest(KEYS_BODY)
+    provider = broker.candidate(str(body.get("provider", "")), str(body.get("key", "")),
+                                str(body.get("base_url", "")))
+    check = await check_key(client, provider)
+    broker.hold(provider)
+    saved = _remember(ci, provider, log) if body.get("remember") is True else ""
+    log.info("jupyter-ci: %s credentials set from the panel (in memory%s)",
+             provider.spec.label, f"; {saved}" if saved else "")
+    reply = panel_config(ci.model, ci.models, broker.configured()).to_json()
+    reply["saved"] = saved
+    reply["check"] = check.to_json()
+    return reply
