@@ -17,6 +17,7 @@ import nbformat
 import pytest
 
 from jupyter_ci.kernel.record import pin_of, prompt_hash
+from jupyter_ci.kernel.signing import sign
 from tests.fakellm import FakeLLM, Turn
 from tests.nbrun import openai_env, run_cells, text_of
 
@@ -129,12 +130,13 @@ def test_an_ask_answered_headless_is_replayed_by_the_next_headless_run(
     fake.push(Turn("", tool_calls=[("run_python", {"code": STEP})]), Turn("Logged."))
     first = run_cells(cells, openai_env(fake), folder(tmp_path / "one"))
     assert fake.calls() == 2 and text_of(first.cells[2]).strip() == "1"
-    # Another run, another folder and kernel: the steps run once more, the model is not asked.
-    second = run_cells(cells, openai_env(fake), folder(tmp_path / "two"))
+    # Another run of the notebook, another kernel: the step runs once more, the model is not
+    # asked (the step's outputs are those the answer was written from).
+    second = run_cells(cells, openai_env(fake), folder(tmp_path / "one"))
     assert fake.calls() == 2
-    assert "Reusing the answer of an earlier headless run" in text_of(second.cells[1])
+    assert "Reusing an earlier headless run of this cell" in text_of(second.cells[1])
     assert "Logged." in text_of(second.cells[1])
-    assert text_of(second.cells[2]).strip() == "1"
+    assert text_of(second.cells[2]).strip() == "2"
     # --refresh asks again.
     fake.push(Turn("Asked again."))
     third = run_cells(["%%ask --refresh\nkeep a log line"], openai_env(fake),
@@ -162,3 +164,53 @@ def test_refreshing_a_pinned_ask_headless_warns_that_the_old_cells_still_run(
     nb = run_cells([f"%%ask --refresh --pin {pin}\n{PROMPT}"], openai_env(fake), tmp_path)
     assert fake.calls() == 1
     assert "its generated cells below still run after this cell" in text_of(nb.cells[1])
+
+
+ANSWER = "The log has one more line."
+
+
+def answered_in_jupyterlab(folder: Path) -> Path:
+    """The pinned notebook with the ask record JupyterLab saves, signed by this user's kernel."""
+    path = made_in_jupyterlab(folder)
+    nb = nbformat.read(path, as_version=4)
+    nb.cells[1].metadata["jupyter_ci"] = sign({
+        "version": 1, "ask_id": "a1b2c3", "prompt_hash": prompt_hash(PROMPT, None),
+        "model": "openai:gpt-test", "status": "done", "answer": ANSWER, "steps": 1,
+        "tokens": 10, "created": "2026-11-01T00:00:00+00:00"}, PROMPT)
+    nbformat.write(nb, path)
+    return path
+
+
+def ask_cell(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    return next(c for c in nb.cells if c.source.startswith("%%ask"))
+
+
+@pytest.mark.parametrize("how", ["plain", "--cwd", "--inject-paths"])
+def test_papermill_from_another_folder_shows_the_recorded_answer(
+    fake: FakeLLM, tmp_path: Path, how: str
+) -> None:
+    path = answered_in_jupyterlab(tmp_path / "made")
+    start = folder(tmp_path / "start")
+    output = folder(tmp_path / "runs") / "out.ipynb"  # not where the kernel looks
+    args = [sys.executable, "-m", "papermill", os.path.relpath(path, start),
+            os.path.relpath(output, start), "--kernel", "python3", "--log-level", "WARNING"]
+    args += {"plain": [], "--cwd": ["--cwd", str(path.parent)],
+             "--inject-paths": ["--inject-paths"]}[how]
+    env = {**runner_env(fake), "PWD": str(start)}  # as the shell that runs papermill sets it
+    subprocess.run(args, cwd=start, env=env, check=True, timeout=180, capture_output=True)
+    shown = text_of(ask_cell(nbformat.read(output, as_version=4)))
+    assert fake.calls() == 0
+    assert "Reusing the earlier answer" in shown and ANSWER in shown, shown
+    assert log_lines(path.parent if how == "--cwd" else start) == ["step ran"]
+
+
+def test_papermills_injected_input_path_names_the_notebook(
+    fake: FakeLLM, tmp_path: Path
+) -> None:
+    # What `papermill --inject-paths` (or parameters={"PAPERMILL_INPUT_PATH": ...}) injects.
+    path = answered_in_jupyterlab(tmp_path / "made")
+    nb = nbformat.read(path, as_version=4)
+    cells = [f"PAPERMILL_INPUT_PATH = {str(path)!r}", *(c.source for c in nb.cells)]
+    ran = run_cells(cells, runner_env(fake), folder(tmp_path / "elsewhere"))
+    shown = text_of(ask_cell(ran))
+    assert fake.calls() == 0 and ANSWER in shown, shown

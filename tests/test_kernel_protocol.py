@@ -329,18 +329,23 @@ def test_names_only_the_kernel_has_are_told_and_a_step_using_them_is_flagged(
 ) -> None:
     # `orders` was made by a cell that is gone (a replaced ask's step); `pd` by a cell above.
     assert kernel.execute("orders = [3, 4]\nimport json as pd").reply["content"]["status"] == "ok"
-    fake.push(code("print(sum(orders), pd.dumps(1))"), Turn("Seven."))
+    fake.push(code("print(sum(orders), pd.dumps(1))"), Turn("Seven."),
+              code("orders = [3, 4]\nprint(sum(orders), pd.dumps(1))"), Turn("Seven."))
     meta = {**FRONTEND, "jupyter_ci_frontend": {**FRONTEND["jupyter_ci_frontend"],
                                                 "above": ["import json as pd"]}}
     run = kernel.execute("%%ask\ntotal the orders", meta)
-    context = " ".join(json.dumps(fake.requests[-1].messages).split())
+    context = " ".join(json.dumps(fake.requests[0].messages).split())
     assert "Only in this kernel, defined by no cell above this ask (cells that made them " \
            "were replaced or deleted, so a restart loses them): orders." in context
+    # The step that used it anyway is sent back before the ask is done, and made to stand.
+    told = fake.requests[2].messages[-1]["content"]
+    assert told.startswith("[Restart check, nothing was run] Step 1 reads `orders`")
     shown = json.dumps([m["content"] for m in run.of_type("display_data",
                                                           "update_display_data")],
                        ensure_ascii=False)
-    assert "After a restart, step 1 would fail: `orders` is defined by no cell above it." \
-        in shown
+    assert "Step 1: after a restart it would fail: it reads `orders`, which no cell above " \
+        "it nor an earlier step defines. Asking for a self-contained step." in shown
+    assert run.comm_data()[-1]["unresolved"] is None
     # A step that defines what it uses passes the check.
     fake.push(code("orders = [1]\nprint(sum(orders), pd.dumps(1))"), Turn("One."))
     run = kernel.execute("%%ask\nreload and total", meta)

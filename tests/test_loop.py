@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 import pytest
 
 from jupyter_ci.agent.errors import AskInterrupted, KernelDied, LimitReached
 from jupyter_ci.agent.loop import AskLoop, CallModel, Fail, Finish, Limits, RunCode
+from jupyter_ci.agent.restart import RestartProblem
 from jupyter_ci.agent.types import CodeResult, ErrorInfo, ModelReply, ToolCall
 
 
@@ -155,3 +157,72 @@ def test_history_comes_before_this_ask() -> None:
     request = AskLoop("now", history=history).start()
     assert isinstance(request, CallModel)
     assert [m.content for m in request.request.messages[:2]] == ["earlier", "did it"]
+
+
+def uses_o_unbound(steps: Sequence[tuple[int, str]], failed: Sequence[str]
+                   ) -> list[RestartProblem]:
+    """A stand-in restart check: a kept step that reads `o` without binding it fails."""
+    made_by_failure = ("o",) if any("o = " in code for code in failed) else ()
+    return [RestartProblem(step, ("o",), made_by_failure) for step, code in steps
+            if "o" in code.replace("print", "") and "o = " not in code]
+
+
+def lean_on_a_failure(loop: AskLoop) -> None:
+    """Attempt 1 sets `o` and fails; the fix reads `o` without defining it, and succeeds."""
+    loop.start()
+    loop.on_reply(call("o = {'a': 1}\nprint(o['b'])"))
+    loop.on_result(failed("KeyError", "'b'"))
+    fix = loop.on_reply(call("print(o.get('b', 0))", "c2"))
+    assert isinstance(fix, RunCode) and (fix.step, fix.attempt) == (1, 2)
+    assert isinstance(loop.on_result(ok("0")), CallModel)
+
+
+def test_a_step_leaning_on_its_failed_attempt_is_asked_for_again_self_contained() -> None:
+    loop = AskLoop("count the b", check=uses_o_unbound)
+    lean_on_a_failure(loop)
+    told = loop.on_reply(ModelReply(text="There are 0."))
+    assert isinstance(told, CallModel) and told.restart == RestartProblem(1, ("o",), ("o",))
+    said = told.request.messages[-1]
+    assert said.role == "user"
+    for words in ("`o`", "step 1", "failed attempt", "after a restart", "run_python"):
+        assert words in said.content, words
+    redo = loop.on_reply(call("o = {'a': 1}\nprint(o.get('b', 0))", "c3"))
+    assert redo == RunCode("o = {'a': 1}\nprint(o.get('b', 0))", 1, 3, "c3")
+    assert isinstance(loop.on_result(ok("0")), CallModel)
+    assert loop.succeeded == [(1, "o = {'a': 1}\nprint(o.get('b', 0))")]
+    assert loop.on_reply(ModelReply(text="There are 0.")) == Finish("There are 0.")
+    assert loop.unresolved is None
+
+
+def test_a_step_still_not_self_contained_when_the_fixes_run_out_ends_unresolved() -> None:
+    loop = AskLoop("count the b", check=uses_o_unbound, limits=Limits(max_fixes=2))
+    lean_on_a_failure(loop)
+    assert isinstance(loop.on_reply(ModelReply(text="There are 0.")), CallModel)
+    end = loop.on_reply(ModelReply(text="There are 0, really."))
+    assert end == Finish("There are 0, really.")
+    assert loop.unresolved is not None and loop.unresolved.step == 1
+    assert loop.unresolved.names == ("o",)
+    assert "`o`" in loop.unresolved.error and "failed attempt" in loop.unresolved.error
+    assert loop.unresolved.to_json()["names"] == ["o"]
+
+
+def test_redoing_an_earlier_step_keeps_the_later_ones_and_their_numbers() -> None:
+    loop = AskLoop("two steps", check=uses_o_unbound)
+    lean_on_a_failure(loop)
+    second = loop.on_reply(call("total = 1", "c3"))
+    assert isinstance(second, RunCode) and (second.step, second.attempt) == (2, 1)
+    loop.on_result(ok())
+    assert isinstance(loop.on_reply(ModelReply(text="Done.")), CallModel)
+    redo = loop.on_reply(call("o = {}\nprint(o.get('b', 0))", "c4"))
+    assert isinstance(redo, RunCode) and (redo.step, redo.attempt) == (1, 3)
+    loop.on_result(ok("0"))
+    assert loop.succeeded == [(1, "o = {}\nprint(o.get('b', 0))"), (2, "total = 1")]
+    third = loop.on_reply(call("print(total)", "c5"))
+    assert isinstance(third, RunCode) and (third.step, third.attempt) == (3, 1)
+
+
+def test_the_system_prompt_asks_for_fixes_that_stand_on_their_own() -> None:
+    from jupyter_ci.agent.prompts import SYSTEM_PROMPT
+
+    assert "Do not repeat code that already succeeded" not in SYSTEM_PROMPT
+    assert "on its own" in SYSTEM_PROMPT

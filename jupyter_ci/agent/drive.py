@@ -79,6 +79,9 @@ class _Turns:
 
     def request(self, action: CallModel) -> ModelRequest:
         """The request of a model call; a view that previews code gets it as it streams."""
+        restart_fix = getattr(self.view, "restart_fix", None)
+        if action.restart is not None and restart_fix is not None:
+            restart_fix(action.restart)  # the model is sent back: say so, and which step
         preview = getattr(self.view, "code_preview", None)
         if preview is None:
             return action.request

@@ -37,3 +37,7 @@ class KernelDied(AskError):
 
 class AskInterrupted(AskError):
     """The user interrupted the ask."""
+
+
+class RecordWouldFail(AskError):
+    """A recorded answer's cells would fail now: they read what a restart lost."""

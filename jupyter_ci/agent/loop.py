@@ -13,6 +13,7 @@ from jupyter_ci.agent.errors import AskError, AskInterrupted, KernelDied, LimitR
 from jupyter_ci.agent.feedback import Redact, format_error, invalid_call, not_run, tool_result
 from jupyter_ci.agent.images import ImagePicker, Vision
 from jupyter_ci.agent.prompts import RUN_PYTHON, SYSTEM_PROMPT, TOOL_NAME, user_message
+from jupyter_ci.agent.restart import RestartCheck, RestartProblem, restart_message
 from jupyter_ci.agent.types import (
     CodeResult,
     Message,
@@ -42,6 +43,8 @@ class CallModel:
     """Call the model with this request and feed the reply to `on_reply`."""
 
     request: ModelRequest
+    #: Set when the model is sent back because a kept step would fail after a restart.
+    restart: RestartProblem | None = None
 
 
 #: The model's code; `%pip install` of a package it lacked; its code again after the install.
@@ -103,14 +106,19 @@ class Unresolved:
 
     step: int
     error: str
+    #: The names the step would miss after a restart, when that is what is unresolved.
+    names: tuple[str, ...] = ()
 
     def describe(self) -> str:
         """Say so in the words the cell, the panel and the REST result use."""
         return f"done with an unresolved error in step {self.step}: {self.error}"
 
-    def to_json(self) -> dict[str, int | str]:
-        """Return the step and error for records and events."""
-        return {"step": self.step, "error": self.error}
+    def to_json(self) -> dict[str, int | str | list[str]]:
+        """Return the step and error (and missing names) for records and events."""
+        found: dict[str, int | str | list[str]] = {"step": self.step, "error": self.error}
+        if self.names:
+            found["names"] = list(self.names)
+        return found
 
 
 class AskLoop:
@@ -126,6 +134,7 @@ class AskLoop:
         system: str = SYSTEM_PROMPT,
         redact: Redact | None = None,
         install: packages.InstallPolicy | None = None,
+        check: RestartCheck | None = None,
     ) -> None:
         self.limits = limits or Limits()
         self.install = install or packages.InstallPolicy()
@@ -146,6 +155,16 @@ class AskLoop:
         self.unresolved: Unresolved | None = None
         #: (step, code) of each successful run, in order: what the notebook keeps.
         self.succeeded: list[tuple[int, str]] = []
+        #: Code of the attempts that failed: what the notebook does not keep.
+        self.failed_code: list[str] = []
+        #: Says which kept steps would fail after a restart; run before the ask is done.
+        self.check = check
+        #: The code each step's cell holds now: its last attempt's.
+        self.cells: dict[int, str] = {}
+        self._attempts: dict[int, int] = {}
+        #: The step being made self-contained, and how often the check sent the model back.
+        self._redo: int | None = None
+        self._restart_asks = 0
         #: Chooses each run's images for the model, within the ask's cap.
         self.images = ImagePicker(self.limits.vision)
         self._pending: deque[ToolCall] = deque()
@@ -163,10 +182,7 @@ class AskLoop:
         self.tokens_used += reply.input_tokens + reply.output_tokens
         self.messages.append(Message("assistant", reply.text, tool_calls=reply.tool_calls))
         if not reply.tool_calls:
-            self.answer = reply.text.strip() or "(The model finished without an answer.)"
-            if self.failures_in_a_row and self.step:
-                self.unresolved = Unresolved(self.step, self.last_error)
-            return Finish(self.answer)
+            return self._answered(reply.text)
         if self.tokens_used > self.limits.max_tokens:
             return self._fail(LimitReached(
                 f"The ask used {self.tokens_used:,} tokens, over its limit of "
@@ -175,6 +191,28 @@ class AskLoop:
             ))
         self._pending.extend(reply.tool_calls)
         return self._next_call()
+
+    def _answered(self, text: str) -> Action:
+        """Finish, unless a kept step would fail after a restart and fixes are left."""
+        answer = text.strip() or "(The model finished without an answer.)"
+        if self.failures_in_a_row and self.step:
+            self.unresolved = Unresolved(self._redo or self.step, self.last_error)
+        elif (problem := self._restart_problem()) is not None:
+            # Like a failed run, within the fix budget: the last one ends the ask unresolved.
+            if self._restart_asks + 1 < self.limits.max_fixes:
+                self._restart_asks += 1
+                self._redo = problem.step
+                self.messages.append(Message("user", restart_message(problem)))
+                return replace(self._call_model(), restart=problem)
+            self.unresolved = Unresolved(problem.step, problem.reason(), problem.names)
+        self.answer = answer
+        return Finish(answer)
+
+    def _restart_problem(self) -> RestartProblem | None:
+        if self.check is None or not self.succeeded:
+            return None
+        problems = self.check(tuple(self.succeeded), tuple(self.failed_code))
+        return problems[0] if problems else None
 
     def on_result(self, result: CodeResult) -> Action:
         """Take the outcome of the code run asked for by the last `RunCode`."""
@@ -209,8 +247,9 @@ class AskLoop:
     def _missing_package(self, running: RunCode, result: CodeResult) -> Action | str:
         """Start installing a missing package, or return the note for the model (maybe "")."""
         module = packages.missing_module(result.error)
-        verdict = None if module is None else packages.decide(module, self.install,
-                                                                 self._tried)
+        # An install would take the place of the step being made self-contained: not then.
+        verdict = None if module is None or self._redo is not None else packages.decide(
+            module, self.install, self._tried)
         if verdict is None:
             return ""
         if isinstance(verdict, packages.Refuse):
@@ -222,9 +261,9 @@ class AskLoop:
 
     def _install_step(self, missing: _Missing) -> RunCode:
         """Run `%pip install` as the next attempt of the failed step: its cell becomes it."""
-        self.attempt += 1
+        code = packages.install_code(missing.install.package)
         self._running = RunCode(
-            packages.install_code(missing.install.package), self.step, self.attempt,
+            code, missing.run.step, self._number(missing.run.step, code),
             missing.run.call_id, max(self.limits.timeout, packages.INSTALL_TIMEOUT),
             kind="install", package=missing.install.package)
         return self._running
@@ -237,8 +276,9 @@ class AskLoop:
         if result.ok:
             self._tried[key] = "installed, yet the import still failed"
             self.succeeded.append((run.step, run.code))
-            self.step, self.attempt = self.step + 1, 1
-            self._running = replace(missing.run, step=self.step, attempt=1,
+            self.step += 1
+            self._running = replace(missing.run, step=self.step,
+                                    attempt=self._number(self.step, missing.run.code),
                                     kind="retry", package=run.package)
             return self._running
         self._missing = None
@@ -269,13 +309,31 @@ class AskLoop:
             ))
         if result.ok:
             self.failures_in_a_row = 0
-            self.succeeded.append((running.step, running.code))
+            self._keep(running)
             return self._next_call()
+        self.failed_code.append(running.code)
         if result.status == "timeout":
             self.last_error = f"timed out after {self.limits.timeout:g} s"
         elif result.error is not None:
             self.last_error = format_error(result.error).splitlines()[0]
         return self._count_failure() or self._next_call()
+
+    def _keep(self, run: RunCode) -> None:
+        """Keep a successful run's code as its step's; a redone step keeps its place."""
+        if run.step == self._redo:
+            self._redo = None
+            self.succeeded = [(step, run.code if step == run.step else code)
+                              for step, code in self.succeeded]
+            if any(step == run.step for step, _ in self.succeeded):
+                return
+        self.succeeded.append((run.step, run.code))
+
+    def _number(self, step: int, code: str) -> int:
+        """Count an attempt of `step` whose code is `code`; return its number."""
+        self.attempt = self._attempts.get(step, 0) + 1
+        self._attempts[step] = self.attempt
+        self.cells[step] = code
+        return self.attempt
 
     def transcript(self) -> list[Message]:
         """Return this ask's messages (user prompt, model turns, tool results)."""
@@ -309,12 +367,13 @@ class AskLoop:
                 if failed:
                     return failed
                 continue
-            # A run after a failure fixes the same step; a run after success is a new step.
-            if self.failures_in_a_row == 0 or self.step == 0:
-                self.step, self.attempt = self.step + 1, 1
-            else:
-                self.attempt += 1
-            self._running = RunCode(code, self.step, self.attempt, call.id,
+            # A run after a failure fixes the same step, as does one the restart check asked
+            # for; a run after success is a new step.
+            step = self._redo
+            if step is None and (self.failures_in_a_row == 0 or self.step == 0):
+                self.step += 1
+            step = step or self.step
+            self._running = RunCode(code, step, self._number(step, code), call.id,
                                     self.limits.timeout)
             return self._running
         return self._call_model()

@@ -36,8 +36,10 @@ How to work:
 - Leave results in well-named variables the user can reuse.
 - Plots: matplotlib (or what the user already uses); call plt.show() so the figure is shown.
 - Tables: end the code with the DataFrame expression to show it; do not print huge data.
-- When code fails, read the error and fix the cause in the next call. Do not repeat code \
-that already succeeded: its variables still exist.
+- When code fails, read the error and fix the cause in the next call. The fix replaces the \
+failed cell, and a failed attempt's code is not kept: make the fix run on its own, defining \
+again whatever the failed attempt set that it uses. Earlier steps that succeeded stay as \
+cells: build on their variables rather than running them again.
 - input() and interactive prompts are unavailable; never call sys.exit() or exit().
 - Top-level `await` does not work here (the kernel's event loop is busy running you); use \
 synchronous APIs, or `asyncio.run` in a separate thread if you must.

@@ -13,6 +13,7 @@ from jupyter_ci.agent.disclosure import Part
 from jupyter_ci.agent.errors import AskError
 from jupyter_ci.agent.loop import RunCode
 from jupyter_ci.agent.outputs import OutputEvent
+from jupyter_ci.agent.restart import RestartProblem
 from jupyter_ci.agent.types import CodeResult
 from jupyter_ci.kernel.record import AskInfo, pin_of
 from jupyter_ci.kernel.views import (
@@ -76,6 +77,9 @@ class FrontendView:
     _control: list[dict[str, Any]] = field(default_factory=list)
     _outputs: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     _clear_on_next: set[int] = field(default_factory=set)
+    # Steps the restart check sent back; the log line of the next attempt follows its notice.
+    _redone: set[int] = field(default_factory=set)
+    _notice_last: bool = False
 
     def start(self) -> None:
         """Open the comm with ask_start; the browser finds the %%ask cell by id."""
@@ -139,7 +143,9 @@ class FrontendView:
         title = self._titles.setdefault(run.step, step_title(run, narration))
         if run.attempt > 1:
             title = step_title(run, narration)  # "(fix, attempt 2)", an install's own words
-        self._progress(f"{title}: running…", replace=run.attempt > 1)
+        # A fix takes the place of its step's line, unless a notice came between them.
+        self._progress(f"{title}: running…", replace=run.attempt > 1 and not self._notice_last)
+        self._notice_last = False
         self._broadcast_state()
 
     def output(self, event: OutputEvent) -> None:
@@ -181,6 +187,8 @@ class FrontendView:
             # The log keeps what went wrong before the fix: "failed (NameError) → fixed".
             done = f"installed {run.package}" if run.kind == "install" else (
                 "fixed" if first else "done")
+            if run.step in self._redone:  # its notice, just above, said what went wrong
+                first, done = None, "made self-contained"
             line = f"{name}: {first + ' → ' if first else ''}{done} " \
                 f"({result.duration_s:.1f} s)"
         elif result.status in ("interrupted", "died"):
@@ -190,6 +198,18 @@ class FrontendView:
         self._progress(line, replace=True)
         self._broadcast_state()
         self._think()
+
+    def restart_fix(self, problem: RestartProblem) -> None:
+        """Log that the model must redo a step; the code it writes goes to that step's cell."""
+        attempts = [m["attempt"] for m in self._control
+                    if m["type"] == "step_start" and m["step"] == problem.step]
+        self._last_run = (problem.step, max(attempts, default=1), True)
+        self._turn_text = ""  # the answer sent back is no narration: a new one comes
+        self._redone.add(problem.step)
+        if self._answer is not None:
+            self._answer.set("\n\n".join(self._narration))
+        self._progress(f"⚠ {problem.notice()}")
+        self._notice_last = True
 
     def waiting_for_user(self) -> None:
         """A question waits on stdin: stop counting the model's thinking time."""

@@ -2,11 +2,15 @@
 
 A headless run (nbconvert, papermill, nbclient) shows an ask's steps inline and cannot write
 into the notebook's source or metadata, and the next run sends the kernel only the source.
-So the kernel keeps the answer and each step's final code itself, in this user's Jupyter data
-directory, keyed by a hash of the cell's whole source (prompt and options). The next headless
-run of that source replays the steps (each runs once, the model is not asked) and shows the
-answer. Entries are signed with the user's record secret (see signing.py): one written or
-edited by anyone else is ignored.
+So the kernel keeps each step's final code itself, in this user's Jupyter data directory,
+keyed by a hash of the cell's whole source (prompt and options). The next headless run of
+that source runs the steps again (the model is not asked for code).
+
+An answer is true only of the outputs it was written from, so each kept answer carries a
+digest of the notebook it was written in and of each step's outputs (text as the model saw
+them); it is shown again only where both still match (rerun.py). A few answers are kept per
+cell (a parameterised notebook's runs each have their own). Entries are signed with the
+user's record secret (see signing.py): one written or edited by anyone else is ignored.
 """
 
 from __future__ import annotations
@@ -16,12 +20,51 @@ import hashlib
 import json
 import os
 import tempfile
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from jupyter_ci.kernel.signing import mac, mac_ok
 
-VERSION = 1
+VERSION = 2
+#: Answers kept per cell source, newest last (one per notebook and outputs).
+MAX_ANSWERS = 8
+
+
+@dataclass(frozen=True)
+class KeptAnswer:
+    """An answer, and digests of what it was written from."""
+
+    answer: str
+    model: str
+    #: Digest of the notebook's identity (rerun.notebook_identity).
+    notebook: str
+    #: Digest of each step's outputs; "" is not compared (an install's pip log varies).
+    outputs: tuple[str, ...]
+    created: str = ""
+
+    def describes(self, notebook: str, outputs: tuple[str, ...]) -> bool:
+        """Tell whether this answer was written in this notebook from these outputs."""
+        return (self.notebook == notebook and len(self.outputs) == len(outputs)
+                and all(kept in ("", now) for kept, now in zip(self.outputs, outputs, strict=True)))
+
+
+@dataclass(frozen=True)
+class Kept:
+    """What headless runs of one cell left: its steps' code and the answers written for them."""
+
+    steps: tuple[str, ...]
+    answers: tuple[KeptAnswer, ...]
+
+    def answer_for(self, notebook: str, outputs: tuple[str, ...]) -> KeptAnswer | None:
+        """Return the newest answer written in this notebook from these outputs."""
+        return next((a for a in reversed(self.answers) if a.describes(notebook, outputs)),
+                    None)
+
+
+def now() -> str:
+    """Return the time, as entries keep it."""
+    return datetime.datetime.now(datetime.timezone.utc).isoformat()
 
 
 def store_dir() -> Path:
@@ -40,11 +83,14 @@ def _body(entry: dict[str, Any]) -> bytes:
     return json.dumps(entry, sort_keys=True, ensure_ascii=False).encode()
 
 
-def save(source: str, model: str, answer: str, steps: list[str]) -> None:
-    """Keep a finished headless ask for the next run of the same cell (best effort)."""
-    entry = {"version": VERSION, "key": key_of(source), "model": model, "answer": answer,
-             "steps": steps,
-             "created": datetime.datetime.now(datetime.timezone.utc).isoformat()}
+def save(source: str, steps: list[str], answer: KeptAnswer) -> None:
+    """Keep a headless ask's steps and answer for the next run of the same cell (best effort)."""
+    kept = load(source)
+    others = [] if kept is None or list(kept.steps) != steps else [
+        a for a in kept.answers if (a.notebook, a.outputs) != (answer.notebook, answer.outputs)]
+    answers = [*others, answer][-MAX_ANSWERS:]
+    entry = {"version": VERSION, "key": key_of(source), "steps": steps,
+             "answers": [asdict(a) for a in answers]}
     signature = mac(_body(entry))
     if signature is None:
         return  # no private secret: nothing could be verified later either
@@ -59,8 +105,8 @@ def save(source: str, model: str, answer: str, steps: list[str]) -> None:
         return  # a read-only data dir: the next run asks again
 
 
-def load(source: str) -> dict[str, Any] | None:
-    """Return the kept ask of this exact cell source, if this user's kernel wrote it."""
+def load(source: str) -> Kept | None:
+    """Return what was kept of this exact cell source, if this user's kernel wrote it."""
     key = key_of(source)
     try:
         stored = json.loads((store_dir() / f"{key}.json").read_text(encoding="utf-8"))
@@ -73,4 +119,19 @@ def load(source: str) -> dict[str, Any] | None:
     if entry.get("key") != key or not isinstance(steps, list) or \
             not all(isinstance(step, str) for step in steps):
         return None
-    return entry
+    return Kept(tuple(steps), tuple(_answers(entry)))
+
+
+def _answers(entry: dict[str, Any]) -> list[KeptAnswer]:
+    """Read the kept answers; version 1 kept one, with nothing to tell what it describes."""
+    if entry.get("version") == 1:
+        return [KeptAnswer(str(entry.get("answer", "")), str(entry.get("model", "")), "", (),
+                           str(entry.get("created", "")))]
+    found = []
+    for item in entry.get("answers") or []:
+        outputs = item.get("outputs") if isinstance(item, dict) else None
+        if isinstance(outputs, list) and all(isinstance(o, str) for o in outputs):
+            found.append(KeptAnswer(str(item.get("answer", "")), str(item.get("model", "")),
+                                    str(item.get("notebook", "")), tuple(outputs),
+                                    str(item.get("created", ""))))
+    return found

@@ -18,11 +18,11 @@ from jupyter_ci.agent.drive import Model, drive
 from jupyter_ci.agent.errors import AskError, AskInterrupted
 from jupyter_ci.agent.images import Vision
 from jupyter_ci.agent.install import InstallPolicy, yes
-from jupyter_ci.agent.loop import AskLoop, CallModel, Limits, RunCode
+from jupyter_ci.agent.loop import AskLoop, CallModel, Limits
 from jupyter_ci.agent.memory import Memory
 from jupyter_ci.agent.secrets import Redactor
 from jupyter_ci.config import JupyterCI
-from jupyter_ci.kernel import headless_store
+from jupyter_ci.kernel import headless_store, rerun
 from jupyter_ci.kernel.answer_links import link_files
 from jupyter_ci.kernel.options import AskOptions, help_text, parse_options
 from jupyter_ci.kernel.prepare import model_settings, prepare_after_cell
@@ -36,14 +36,20 @@ from jupyter_ci.kernel.record import (
     request_info,
     reusable_from_request,
     reusable_on_disk,
+    would_fail,
 )
 from jupyter_ci.kernel.restart_check import (
+    RanAsk,
+    asks_above,
     defined_above,
     describe,
     kernel_only,
+    restart_check,
     restart_problems,
+    up_to_date,
 )
 from jupyter_ci.kernel.views import AskView, InlineView, show_markdown, show_sent
+from jupyter_ci.models import retiring
 from jupyter_ci.models.base import ChatModel
 from jupyter_ci.models.broker import own_credentials
 from jupyter_ci.models.resolve import resolve_model, vision_enabled
@@ -61,11 +67,6 @@ STALE_PIN_NOTE = ("*The prompt changed since this ask was answered (its `--pin` 
 REFRESH_PINNED_NOTE = ("*Asking again (`--refresh`). This ask was answered before, in "
                        "JupyterLab: its generated cells below still run after this cell unless "
                        "you delete them.*")
-REPLAY_NOTE = ("*Reusing the answer of an earlier headless run of this cell ({model}, "
-               "{created}): its {steps} step(s) run again below, the model is not asked. Run "
-               "with `--refresh` to ask again.*")
-REPLAY_FAILED_NOTE = ("*Step {step} of the earlier answer fails now: asking the model "
-                      "instead.*")
 #: Kernel-only names listed for the model at most.
 MAX_KERNEL_ONLY = 40
 # A re-ask that costs tokens where a reuse was expected should say why.
@@ -88,6 +89,8 @@ class AskMagics(Magics):
         self.memory = Memory(self.settings.memory_tokens)
         #: Asks whose generated cells the browser deleted on a re-ask.
         self.replaced_asks: set[str] = set()
+        #: The last ask this kernel ran from each ask cell (by cell id), and its cells' code.
+        self.ran_asks: dict[str, RanAsk] = {}
 
     @line_cell_magic
     def ask(self, line: str, cell: str | None = None) -> None:
@@ -118,15 +121,20 @@ class AskMagics(Magics):
 
     def _ask(self, opts: AskOptions, ask: AskInfo, model: ChatModel, view: AskView,
              phash: str, info: RequestInfo, headless: str | None = None) -> None:
-        loop, above = self._new_loop(opts, info, model.id)
+        loop, above = self._new_loop(opts, info, model.id, headless is not None)
         sent = Recording(model)
         if ask.replace_ask_id:
             self.replaced_asks.add(ask.replace_ask_id)
         folder = working_folder()  # before a step changes directory
         view.start()
+        warning = retiring.note(model.id)
+        if warning:
+            view.note(warning)  # a retiring model still answers: said, not refused
+        results: dict[str, Any] = {}
         try:
-            answer = self._drive(loop, sent, view, folder)
+            answer = self._drive(loop, sent, view, folder, results)
         except (KeyboardInterrupt, AskError) as exc:
+            self._ran(info, ask, loop)
             self._disclose(view, sent, opts.show_context)
             error = exc if isinstance(exc, AskError) else AskInterrupted(
                 "The ask was interrupted.", "Cells run so far keep their results.")
@@ -136,6 +144,7 @@ class AskMagics(Magics):
             view.fail(error, status, ask_record(ask, phash, status, str(error), loop.step,
                                                 loop.tokens_used))
             raise error from None
+        self._ran(info, ask, loop)
         self.memory.remember(opts.prompt, loop.transcript(), answer)
         if folder is not None:
             # Shown (and recorded) with the files it mentions as links; remembered as written.
@@ -143,7 +152,8 @@ class AskMagics(Magics):
         unresolved = loop.unresolved.to_json() if loop.unresolved else None
         record = ask_record(ask, phash, "done", answer, loop.step, loop.tokens_used, unresolved)
         self._disclose(view, sent, opts.show_context)
-        if above is not None:
+        # The loop checked before it called the ask done; a step left failing skipped that.
+        if above is not None and loop.unresolved is not None and not loop.unresolved.names:
             problems = restart_problems(above, loop.succeeded, self.ipython.transform_cell,
                                         self.ipython.user_ns_hidden)
             if problems:
@@ -151,8 +161,14 @@ class AskMagics(Magics):
         view.finish(answer, record)
         if headless is not None and loop.unresolved is None:
             # The next headless run of this cell replays these steps instead of asking.
-            headless_store.save(headless, model.id, answer,
-                                [code for _, code in loop.succeeded])
+            rerun.keep(headless, model.id, answer, loop.succeeded, results, loop.limits,
+                       loop.redact or str)
+
+    def _ran(self, info: RequestInfo, ask: AskInfo, loop: AskLoop) -> None:
+        """Remember the cells an ask left, for a later ask's stale `above` (Run All)."""
+        if info.has_frontend and info.cell_id:
+            self.ran_asks[info.cell_id] = RanAsk(
+                ask.ask_id, tuple(loop.cells[step] for step in sorted(loop.cells)))
 
     @staticmethod
     def _disclose(view: AskView, sent: Recording, in_cell: bool) -> None:
@@ -166,24 +182,26 @@ class AskMagics(Magics):
         if disclose is not None:
             disclose(request_parts(sent.last))
 
-    def _new_loop(self, opts: AskOptions, info: RequestInfo, model_id: str
-                  ) -> tuple[AskLoop, frozenset[str] | None]:
+    def _new_loop(self, opts: AskOptions, info: RequestInfo, model_id: str,
+                  headless: bool = False) -> tuple[AskLoop, frozenset[str] | None]:
         """Build the ask's loop, its context collected and redacted; also the names above."""
         from jupyter_ci.kernel.context import collect_context
 
         # The same redaction for the context and every tool result; the kernel's own
         # credentials are always among what it replaces.
         redactor = Redactor(own_credentials(os.environ))
-        above = self._defined_above(info)
+        above = self._defined_above(info, headless)
         context = redactor(collect_context(self.ipython, self.settings.context_tokens,
                                            prompt=opts.prompt)
                            + self._kernel_only_note(above))
         install = InstallPolicy.of(self.settings.install, self.settings.install_allow,
                                    can_ask=self._can_ask())
         history = [] if opts.new else self.memory.messages()
+        check = None if above is None else restart_check(
+            above, self.ipython.transform_cell, self.ipython.user_ns_hidden)
         return AskLoop(opts.prompt, context=context, history=history,
                        limits=self._limits(opts, model_id), redact=redactor,
-                       install=install), above
+                       install=install, check=check), above
 
     def _dry_run(self, opts: AskOptions, info: RequestInfo) -> None:
         """Show what the ask would send; call no model, run nothing, remember nothing."""
@@ -197,37 +215,30 @@ class AskMagics(Magics):
 
     def _replay(self, opts: AskOptions, info: RequestInfo, source: str) -> bool:
         """Headless: run the steps an earlier headless run of this cell kept, not the model."""
-        entry = headless_store.load(source)
-        if entry is None:
+        kept = headless_store.load(source)
+        if kept is None:
             return False
-        from jupyter_ci.kernel.executor import ShellExecutor
-
-        steps: list[str] = entry["steps"]
-        show_markdown(REPLAY_NOTE.format(model=entry.get("model", "model"),
-                                         created=str(entry.get("created", ""))[:16],
-                                         steps=len(steps)))
-        view = InlineView(AskInfo("replay", opts.prompt, str(entry.get("model", "")),
-                                  info.cell_id, None, None))
-        executor = ShellExecutor(self.ipython, on_output=view.output,
-                                 passthrough=view.passthrough)
-        timeout = opts.timeout or self.settings.timeout
-        for number, code in enumerate(steps, 1):
-            run = RunCode(code, number, 1, f"replay-{number}", timeout)
-            view.step_start(run)
-            result = executor.run(code, timeout)
-            view.step_end(run, result)
-            if not result.ok:
-                show_markdown(REPLAY_FAILED_NOTE.format(step=number))
-                return False
-        show_markdown(str(entry.get("answer", "")))
-        self.memory.remember_summary(opts.prompt, REUSED_SUMMARY)
+        replay = rerun.Replay(self.ipython, opts.prompt, self._limits(opts, ""),
+                              Redactor(own_credentials(os.environ)), info.cell_id)
+        summary = replay.run(source, kept, lambda: resolve_model(
+            opts.model, model_settings(self.settings)))
+        if summary is None:
+            return False
+        self.memory.remember_summary(opts.prompt, summary)
         return True
 
-    def _defined_above(self, info: RequestInfo) -> frozenset[str] | None:
-        """Return the names the code cells above the ask define, when the frontend sent them."""
-        sources = (info.frontend or {}).get("above") if info.has_frontend else None
+    def _defined_above(self, info: RequestInfo, headless: bool) -> frozenset[str] | None:
+        """Return the names the code above the ask defines, as it is now, when known."""
+        if not info.has_frontend:
+            # Headless runners run the cells above top to bottom in a new kernel: what they
+            # defined is what a restart defines again.
+            return frozenset(self.ipython.user_ns) if headless else None
+        frontend = info.frontend or {}
+        sources = frontend.get("above")
         if not isinstance(sources, list) or not all(isinstance(s, str) for s in sources):
             return None
+        # Run All queued this request before the asks above placed their steps.
+        sources = up_to_date(sources, asks_above(frontend.get("asks_above")), self.ran_asks)
         return defined_above(sources, self.ipython.transform_cell)
 
     def _kernel_only_note(self, above: frozenset[str] | None) -> str:
@@ -246,11 +257,13 @@ class AskMagics(Magics):
                 "that uses one of them must define it again (load or compute it), so the "
                 "notebook still runs top to bottom after a restart.")
 
-    def _drive(self, loop: AskLoop, model: Model, view: AskView, folder: Path | None) -> str:
+    def _drive(self, loop: AskLoop, model: Model, view: AskView, folder: Path | None,
+               results: dict[str, Any]) -> str:
         from jupyter_ci.kernel.executor import ShellExecutor
 
-        executor = ShellExecutor(self.ipython, on_output=view.output,
-                                 passthrough=view.passthrough, workdir=folder)
+        executor = rerun.KeepResults(ShellExecutor(
+            self.ipython, on_output=view.output, passthrough=view.passthrough, workdir=folder),
+            results)
 
         def confirm(question: str) -> bool:
             # The user is asked now, not the model: the log must not count "thinking".
@@ -291,6 +304,9 @@ class AskMagics(Magics):
             if found.unverified:
                 show_markdown(UNVERIFIED_NOTE)
             return False
+        failing = would_fail(record, self.ipython.user_ns)
+        if failing is not None:
+            raise failing  # said, and Run All stops here rather than in the cell below
         steps = record.get("steps", 0)
         cells = "the generated cell below holds" if steps == 1 else (
             f"the {steps} generated cells below hold")
@@ -332,7 +348,9 @@ class AskMagics(Magics):
             max_output_chars=s.max_output_chars,
             max_tokens=s.max_ask_tokens,
             max_reply_tokens=s.max_reply_tokens,
-            vision=Vision(vision_enabled(s.vision, model_id), s.max_images, s.max_image_side),
+            # No model yet (a headless re-run): its outputs are read as text only.
+            vision=Vision(bool(model_id) and vision_enabled(s.vision, model_id), s.max_images,
+                          s.max_image_side),
         )
 
 

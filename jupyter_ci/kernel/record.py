@@ -10,10 +10,12 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
-import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from jupyter_ci.agent.errors import RecordWouldFail
 
 RECORD_VERSION = 1
 #: Cell metadata key of ask records and generated-cell records.
@@ -146,6 +148,22 @@ class Reuse:
     unverified: bool = False
 
 
+def would_fail(record: dict[str, Any], namespace: Mapping[str, Any]) -> RecordWouldFail | None:
+    """Say why a record's cells would fail now: they read names only a lost run defined."""
+    # Set when the ask ended "unresolved" because a step was never made self-contained.
+    unresolved = record.get("unresolved")
+    names = unresolved.get("names") if isinstance(unresolved, dict) else None
+    missing = [n for n in names or [] if isinstance(n, str) and n not in namespace]
+    if not missing or not isinstance(unresolved, dict):
+        return None
+    shown = ", ".join(f"`{n}`" for n in missing)
+    return RecordWouldFail(
+        f"The earlier answer of this ask is not reused: its step {unresolved.get('step')} "
+        f"reads {shown}, which no cell above defines, so its cells would fail here "
+        f"({unresolved.get('error')}).",
+        "Run this cell with --refresh to ask again, or define it in a cell above.")
+
+
 def reusable_from_request(info: RequestInfo, phash: str, prompt: str) -> Reuse:
     """Find the record when this user signed it and the browser shows all its cells."""
     from jupyter_ci.kernel.signing import verify
@@ -161,10 +179,12 @@ def reusable_from_request(info: RequestInfo, phash: str, prompt: str) -> Reuse:
 
 def notebook_candidates(cwd: Path) -> list[Path]:
     """List the notebooks that may be the one being executed, the named one alone if named."""
-    named = [os.environ.get("JUPYTER_CI_NOTEBOOK"), os.environ.get("JPY_SESSION_NAME")]
-    found = [Path(p) if Path(p).is_absolute() else cwd / p for p in named if p]
+    from jupyter_ci.kernel.notebook_path import named_notebooks, runner_notebooks
+
+    found = named_notebooks(cwd)
     if not found:
-        found = sorted(cwd.glob("*.ipynb"))[:MAX_NOTEBOOKS]
+        # The runner's own arguments first: papermill may run a notebook of another folder.
+        found = runner_notebooks() + sorted(cwd.glob("*.ipynb"))[:MAX_NOTEBOOKS]
     unique: list[Path] = []
     for path in found:
         if path.suffix == ".ipynb" and path.is_file() and path not in unique:
@@ -194,8 +214,9 @@ def reusable_on_disk(phash: str, prompt: str, code: str, cwd: Path,
                      cell_id: str | None = None) -> Reuse:
     """Find this ask's signed done record in the notebook being executed (see README).
 
-    The notebook is `$JUPYTER_CI_NOTEBOOK` (or the server's `JPY_SESSION_NAME`) when set,
-    else one in the working directory holding this exact cell (the same source, and the same
+    The notebook is `$JUPYTER_CI_NOTEBOOK` (or the server's `JPY_SESSION_NAME`, or papermill's
+    `PAPERMILL_INPUT_PATH`) when set, else one the runner's command line names or one in the
+    working directory holding this exact cell (the same source, and the same
     cell id when the frontend sent one). The record must be signed by this user, or the
     notebook trusted with `jupyter trust`.
     """

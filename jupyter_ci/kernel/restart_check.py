@@ -6,7 +6,12 @@ the kernel restarts. The labextension sends the code cells above an `%%ask` cell
 
 - `kernel_only`: names in the kernel that no cell above defines (the model is told);
 - `restart_problems`: names a step reads that neither a cell above nor an earlier step
-  (nor the step itself) defines, i.e. what Run All after a restart would raise NameError on.
+  (nor the step itself) defines, i.e. what Run All after a restart would raise NameError on;
+  `restart_check` puts it in the form the ask loop runs before it calls an ask done.
+
+Run All sends every request at once, so the cells above an ask were read before the asks
+above it placed their steps: `up_to_date` adds the steps this kernel has run for those asks
+since (see docs/protocol.md, `asks_above`).
 
 No code is run. The names a piece of code binds are found with `ast` after IPython's own
 transforms (magics, `!cmd`); the look is deliberately coarse: a name bound anywhere in a
@@ -17,8 +22,11 @@ from __future__ import annotations
 
 import ast
 import builtins
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+from jupyter_ci.agent.restart import RestartCheck, RestartProblem
 
 #: Names every IPython namespace has without any cell defining them.
 _IPYTHON_NAMES = frozenset({"get_ipython", "display", "In", "Out", "exit", "quit"})
@@ -151,6 +159,70 @@ def restart_problems(above: frozenset[str], steps: Sequence[tuple[int, str]],
         if missing:
             problems.append((step, missing))
     return problems
+
+
+def restart_check(above: frozenset[str], transform: Callable[[str], str],
+                  hidden: Iterable[str] = ()) -> RestartCheck:
+    """Return the loop's check: which kept steps would fail after a restart, and why."""
+    hidden = frozenset(hidden)
+
+    def check(steps: Sequence[tuple[int, str]], failed: Sequence[str]
+              ) -> list[RestartProblem]:
+        made = set().union(*(found.bound for code in failed
+                             if (found := names_of(code, transform)) is not None))
+        return [RestartProblem(step, tuple(names), tuple(n for n in names if n in made))
+                for step, names in restart_problems(above, steps, transform, hidden)]
+
+    return check
+
+
+@dataclass(frozen=True)
+class AskAbove:
+    """An ask cell above the running ask, as the browser saw it when it sent the request."""
+
+    cell_id: str
+    #: The ask its record named then (None: none yet).
+    ask_id: str | None
+    #: Where its generated cells are in the sources sent as `above`.
+    cells: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class RanAsk:
+    """An ask this kernel ran from an ask cell: its id and the code its cells hold."""
+
+    ask_id: str
+    codes: tuple[str, ...]
+
+
+def asks_above(raw: Any) -> list[AskAbove]:
+    """Read `asks_above` from a request (docs/protocol.md); anything malformed is left out."""
+    found = []
+    for item in raw if isinstance(raw, list) else []:
+        if not isinstance(item, dict) or not isinstance(item.get("cell_id"), str):
+            continue
+        ask_id, cells = item.get("ask_id"), item.get("cells")
+        indices = tuple(i for i in cells if isinstance(i, int) and not isinstance(i, bool)
+                        ) if isinstance(cells, list) else ()
+        found.append(AskAbove(item["cell_id"], ask_id if isinstance(ask_id, str) else None,
+                              indices))
+    return found
+
+
+def up_to_date(above: Sequence[str], asks: Sequence[AskAbove], ran: Mapping[str, RanAsk]
+               ) -> list[str]:
+    """Return the sources above as they are now: with the steps asks above ran since."""
+    # An ask cell whose record names another ask than the kernel's last one from that cell
+    # was (re-)asked after the browser read the notebook: its cells then are gone, its
+    # kernel's steps are there now.
+    stale: set[int] = set()
+    added: list[str] = []
+    for ask in asks:
+        kept = ran.get(ask.cell_id)
+        if kept is not None and kept.ask_id != ask.ask_id:
+            stale.update(ask.cells)
+            added.extend(kept.codes)
+    return [source for i, source in enumerate(above) if i not in stale] + added
 
 
 def describe(problems: Sequence[tuple[int, list[str]]]) -> str:

@@ -17,6 +17,7 @@ from jupyter_ci.agent.errors import AskError
 from jupyter_ci.agent.feedback import strip_ansi
 from jupyter_ci.agent.loop import RunCode
 from jupyter_ci.agent.outputs import OutputEvent
+from jupyter_ci.agent.restart import RestartProblem
 from jupyter_ci.agent.types import CodeResult, Output
 from jupyter_ci.kernel.capture import OWN_DISPLAYS
 from jupyter_ci.kernel.record import AskInfo
@@ -264,6 +265,13 @@ class InlineView:
     def note(self, text: str) -> None:
         """Show a warning line in the cell."""
         show_markdown(f"*⚠ {text}*")
+
+    def restart_fix(self, problem: RestartProblem) -> None:
+        """Say that the model was sent back to make a step self-contained."""
+        if self._last_turn is not None:
+            self._last_turn.set("")  # its answer was sent back: a new one comes
+            self._last_turn = None
+        self.note(problem.notice())
 
     def _show_unfixed(self) -> None:
         """Show the outputs of a failed attempt that no retry replaced."""

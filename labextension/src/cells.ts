@@ -9,6 +9,7 @@ import type { PartialJSONObject } from '@lumino/coreutils';
 import type { TrustGuard } from './trust';
 import {
   asGeneratedRecord,
+  IAskAbove,
   IAttempt,
   IGeneratedRecord,
   IStepEnd,
@@ -119,13 +120,24 @@ export function withPin(source: string, pin: string): string {
   return `${found[1]} --pin ${pin}${options}${rest}`;
 }
 
-/** Write `--pin <pin>` into an ask cell's first line, unless it is there already. */
+/**
+ * Write `--pin <pin>` into an ask cell's first line, unless it is there already.
+ *
+ * The pin is part of the answer, not an edit: a cell that ran as it stands is not marked
+ * "edited since it ran" for it (JupyterLab compares the source with the one that ran).
+ */
 export function pinCell(cell: ICellModel | null, pin: string | undefined): void {
   if (cell !== null && typeof pin === 'string') {
     const source = cell.sharedModel.getSource();
     const pinned = withPin(source, pin);
     if (pinned !== source) {
+      const clean = isCode(cell) && !cell.isDirty;
       cell.sharedModel.setSource(pinned);
+      if (clean) {
+        // CodeCellModel's public setter (ICodeCellModel declares the property read-only):
+        // false takes the pinned source as the one that ran.
+        (cell as { isDirty: boolean }).isDirty = false;
+      }
     }
   }
 }
@@ -162,22 +174,54 @@ export function codeAbove(
   return sources;
 }
 
-/** codeAbove for the cell `cellId` of a notebook; undefined when it is not an ask cell. */
-export function codeAboveAsk(model: INotebookModel, cellId: string): string[] | null | undefined {
-  const cells: { cellType: string; source: string }[] = [];
-  let index = -1;
+/** A cell as plain data, with its type and source. */
+export interface ICellSource extends ICellData {
+  cellType: string;
+  source: string;
+}
+
+/**
+ * The ask cells above index `index`, each with the ask its record names and where its
+ * generated cells are in codeAbove's list: the kernel replaces those with the steps it ran
+ * for that ask after this request was sent (Run All sends every request at once).
+ */
+export function asksAbove(cells: readonly ICellSource[], index: number): IAskAbove[] {
+  const before = cells.slice(0, Math.max(0, index));
+  const position = new Map<string, number>();
+  for (const cell of before) {
+    if (cell.cellType === 'code' && !isAskSource(cell.source)) {
+      position.set(cell.id, position.size);
+    }
+  }
+  const asks: IAskAbove[] = [];
+  before.forEach((cell, i) => {
+    if (cell.cellType !== 'code' || !isAskSource(cell.source)) {
+      return;
+    }
+    const record = recordOf(cell);
+    const places = generatedIds(before, i).map(id => position.get(id) ?? -1);
+    asks.push({
+      cell_id: cell.id,
+      ask_id: record !== null && !('step' in record) ? (record.ask_id as string) : null,
+      cells: places.filter(place => place >= 0)
+    });
+  });
+  return asks;
+}
+
+/** The cells above the ask cell `cellId` of a notebook; undefined when it is not one. */
+export function cellsAboveAsk(model: INotebookModel, cellId: string): ICellSource[] | undefined {
+  const cells: ICellSource[] = [];
   for (let i = 0; i < model.cells.length; i++) {
     const cell = model.cells.get(i);
+    const source = cell.sharedModel.getSource();
     if (cell.id === cellId) {
-      index = i;
-      if (!isAskSource(cell.sharedModel.getSource())) {
-        return undefined;
-      }
-      break;
+      return isAskSource(source) ? cells : undefined;
     }
-    cells.push({ cellType: cell.type, source: cell.sharedModel.getSource() });
+    const metadata = { [METADATA_KEY]: cell.getMetadata(METADATA_KEY) };
+    cells.push({ id: cell.id, metadata, cellType: cell.type, source });
   }
-  return index < 0 ? undefined : codeAbove(cells, index);
+  return undefined;
 }
 
 /** Delete the generated cells of an ask (a re-ask replaces them); keep `keepId`. */

@@ -12,7 +12,7 @@ import type { Kernel } from '@jupyterlab/services';
 import type { JSONObject } from '@lumino/coreutils';
 import type { IDisposable } from '@lumino/disposable';
 
-import { codeAboveAsk, generatedAfter } from './cells';
+import { asksAbove, cellsAboveAsk, codeAbove, generatedAfter } from './cells';
 import { FRONTEND_KEY, PROTOCOL_VERSION } from './protocol';
 
 type RequestExecute = Kernel.IKernelConnection['requestExecute'];
@@ -88,10 +88,15 @@ export function announce(
     // An ask's notebook, for a page reloaded mid-ask whose %%ask cell was never saved.
     frontend.path = path;
   }
-  // For an ask: the code above it, so the kernel can tell what a restart would lose.
-  const above = known ? codeAboveAsk(model, cellId) : undefined;
-  if (above !== undefined) {
+  // For an ask: the code above it, so the kernel can tell what a restart would lose, and
+  // the asks above, whose steps may come after this request was sent (Run All).
+  const cells = known ? cellsAboveAsk(model, cellId) : undefined;
+  if (cells !== undefined) {
+    const above = codeAbove(cells, cells.length);
     frontend.above = above;
+    if (above !== null) {
+      frontend.asks_above = asksAbove(cells, cells.length) as unknown as JSONObject[];
+    }
   }
   return { ...(metadata ?? {}), [FRONTEND_KEY]: frontend };
 }

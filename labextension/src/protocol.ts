@@ -216,6 +216,19 @@ export interface IAttempt {
   code: string;
 }
 
+/**
+ * An ask cell above an ask, sent with it (`jupyter_ci_frontend.asks_above`): Run All sends
+ * every request before the asks above place their steps, so the kernel adds the steps it
+ * ran for them since to the stale `above`.
+ */
+export interface IAskAbove {
+  cell_id: string;
+  /** The ask its record names now; null before it was answered. */
+  ask_id: string | null;
+  /** Where its generated cells are in `above`. */
+  cells: number[];
+}
+
 /** `metadata.jupyter_ci` of a generated cell. */
 export interface IGeneratedRecord {
   ask_id: string;

@@ -9,6 +9,7 @@ import { describe, test } from 'node:test';
 import type { INotebookModel } from '@jupyterlab/notebook';
 
 import {
+  asksAbove,
   codeAbove,
   generatedAfter,
   generatedIds,
@@ -106,6 +107,32 @@ describe('codeAbove', () => {
     assert.ok(isAskSource('  %ask why?'));
     assert.ok(!isAskSource('%%asker\nx'));
     assert.ok(!isAskSource('# %%ask in a comment'));
+  });
+});
+
+describe('asksAbove', () => {
+  const gen = (askId: string, step: number) => ({ jupyter_ci: { ask_id: askId, step } });
+  const cells = [
+    { id: 'c0', cellType: 'code', source: 'import pandas as pd' },
+    { id: 'a1', cellType: 'code', source: '%%ask\nload', metadata: { jupyter_ci: { ask_id: 'k1' } } },
+    { id: 'g1', cellType: 'code', source: 'orders = 1', metadata: gen('k1', 1) },
+    { id: 'm0', cellType: 'markdown', source: 'notes' },
+    { id: 'g2', cellType: 'code', source: 'total = orders', metadata: gen('k1', 2) },
+    { id: 'a2', cellType: 'code', source: '%ask plot it' },
+    { id: 'a3', cellType: 'code', source: '%%ask\nnow what?' }
+  ];
+
+  test('names each ask above, its record and where its cells are in `above`', () => {
+    assert.deepEqual(codeAbove(cells, 6), ['import pandas as pd', 'orders = 1', 'total = orders']);
+    assert.deepEqual(asksAbove(cells, 6), [
+      { cell_id: 'a1', ask_id: 'k1', cells: [1, 2] },
+      { cell_id: 'a2', ask_id: null, cells: [] }
+    ]);
+  });
+
+  test('has none above the first cell, and leaves out the asks below', () => {
+    assert.deepEqual(asksAbove(cells, 0), []);
+    assert.deepEqual(asksAbove(cells, 2), [{ cell_id: 'a1', ask_id: 'k1', cells: [] }]);
   });
 });
 

@@ -18,6 +18,9 @@ from tests.fakellm import FakeLLM, Turn
 from tests.ui.lab import WAIT_MS, Lab, Notebook
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+# Notebooks start with the cell JupyterLab adds when an ask first succeeds in a notebook that
+# lacks it (tests/ui/test_panel.py tests that), so the cells keep their places mid-test.
+LOAD = "%load_ext jupyter_ci"
 
 
 def code(src: str, text: str = "") -> Turn:
@@ -50,28 +53,30 @@ STEPS = [
 def test_three_steps_become_three_cells_below_the_ask(lab: Lab, fake: FakeLLM) -> None:
     fake.push(code(STEPS[0], "Loading the data."), code(STEPS[1]), code(STEPS[2]),
               Turn("**E** has the most revenue."))
-    nb = lab.open_notebook("three", ["%%ask\nplot revenue by region", "print('later', best)"])
-    nb.run(0)
-    wait_answer(nb, 0, "E has the most revenue.")
-    nb.wait_cell_count(5)
+    nb = lab.open_notebook("three", [LOAD, "%%ask\nplot revenue by region",
+                                     "print('later', best)"])
+    nb.run(1)
+    wait_answer(nb, 1, "E has the most revenue.")
+    nb.wait_cell_count(6)
     expect(nb.generated()).to_have_count(3)
-    ask = nb.cell(0)
+    ask = nb.cell(1)
     expect(ask).to_have_class(has_class("jp-ci-ask"))
     ask_id = ask.get_attribute("data-jupyter-ci-ask-id")
-    assert ask_id and ask_ids(nb) == [ask_id] * 4 + [None]
+    assert ask_id and ask_ids(nb) == [None] + [ask_id] * 4 + [None]
     # The answered ask is pinned in its source, for runners that send only the source.
     pin = pin_of(prompt_hash("plot revenue by region", None))
-    assert nb.source(0) == f"%%ask --pin {pin}\nplot revenue by region"
-    for index in (1, 2, 3):
+    assert nb.source(1) == f"%%ask --pin {pin}\nplot revenue by region"
+    for step in (1, 2, 3):
+        index = step + 1
         expect(nb.cell(index)).to_have_class(has_class("jp-ci-generated"))
-        expect(nb.cell(index)).to_have_attribute("data-jupyter-ci-step", str(index))
+        expect(nb.cell(index)).to_have_attribute("data-jupyter-ci-step", str(step))
         nb.wait_cell_done(index)
-        assert nb.source(index) == STEPS[index - 1]
-        assert nb.editor_text(index) == STEPS[index - 1]
-    expect(nb.cell(1).locator(".jp-OutputArea-output table.dataframe")).to_be_visible()
-    expect(nb.cell(2).locator(".jp-OutputArea-output img[src^='data:image/png']")).to_be_visible()
-    expect(nb.cell(3).locator(".jp-OutputArea")).to_have_text(re.compile(r"^\s*best region: E\s*$"))
-    shown = [nb.execution_count(i) for i in range(4)]
+        assert nb.source(index) == STEPS[step - 1]
+        assert nb.editor_text(index) == STEPS[step - 1]
+    expect(nb.cell(2).locator(".jp-OutputArea-output table.dataframe")).to_be_visible()
+    expect(nb.cell(3).locator(".jp-OutputArea-output img[src^='data:image/png']")).to_be_visible()
+    expect(nb.cell(4).locator(".jp-OutputArea")).to_have_text(re.compile(r"^\s*best region: E\s*$"))
+    shown = [nb.execution_count(i) for i in range(1, 5)]
     counts = [c for c in shown if c is not None]
     assert len(counts) == 4, f"cells without an execution count: {shown}"
     assert counts == sorted(set(counts)), f"execution counts not increasing: {counts}"
@@ -82,13 +87,13 @@ def test_three_steps_become_three_cells_below_the_ask(lab: Lab, fake: FakeLLM) -
         expect(ask.locator(".jp-OutputArea")).to_contain_text(f"Step {step}: done")
     expect(ask.locator(".jp-ci-markdown p", has_text="Loading the data.")).to_be_visible()
     expect(ask.locator(".jp-ci-markdown strong", has_text="E")).to_be_visible()
-    assert "best region" not in nb.output_text(0)
+    assert "best region" not in nb.output_text(1)
     expect(nb.root.locator("table.dataframe")).to_have_count(1)
     expect(nb.root.locator(".jp-OutputArea-output img")).to_have_count(1)
     expect(nb.root.locator(".jp-OutputArea-output", has_text="best region")).to_have_count(1)
     nb.screenshot("three-steps")
-    nb.run(4)
-    expect(nb.cell(4).locator(".jp-OutputArea")).to_have_text(re.compile(r"^\s*later E\s*$"),
+    nb.run(5)
+    expect(nb.cell(5).locator(".jp-OutputArea")).to_have_text(re.compile(r"^\s*later E\s*$"),
                                                               timeout=WAIT_MS)
     assert fake.calls() == 4
 
@@ -96,19 +101,19 @@ def test_three_steps_become_three_cells_below_the_ask(lab: Lab, fake: FakeLLM) -
 def test_a_fixed_error_leaves_one_clean_cell(lab: Lab, fake: FakeLLM) -> None:
     fixed = "undefined_thing = 7\nprint('fixed', undefined_thing)"
     fake.push(code("print(undefined_thing)"), code(fixed), Turn("Fixed."))
-    nb = lab.open_notebook("fixed", ["%%ask\nprint the thing"])
-    nb.run(0)
-    wait_answer(nb, 0, "Fixed.")
-    nb.wait_cell_count(2)
-    nb.wait_cell_done(1)
-    expect(nb.cell(1).locator(".jp-OutputArea")).to_have_text(re.compile(r"^\s*fixed 7\s*$"))
+    nb = lab.open_notebook("fixed", [LOAD, "%%ask\nprint the thing"])
+    nb.run(1)
+    wait_answer(nb, 1, "Fixed.")
+    nb.wait_cell_count(3)
+    nb.wait_cell_done(2)
+    expect(nb.cell(2).locator(".jp-OutputArea")).to_have_text(re.compile(r"^\s*fixed 7\s*$"))
     expect(nb.root.locator('[data-mime-type="application/vnd.jupyter.stderr"]')).to_have_count(0)
-    assert nb.editor_text(1) == fixed
-    expect(nb.cell(1)).to_have_attribute("data-jupyter-ci-badge", re.compile("2 attempts"))
+    assert nb.editor_text(2) == fixed
+    expect(nb.cell(2)).to_have_attribute("data-jupyter-ci-badge", re.compile("2 attempts"))
     nb.screenshot("fixed-error")
     saved = nb.read_saved()
-    assert len(saved.cells) == 2
-    generated = saved.cells[1]
+    assert len(saved.cells) == 3
+    generated = saved.cells[2]
     assert generated.source == fixed
     assert [o["output_type"] for o in generated.outputs] == ["stream"]
     meta = generated.metadata["jupyter_ci"]
@@ -117,21 +122,21 @@ def test_a_fixed_error_leaves_one_clean_cell(lab: Lab, fake: FakeLLM) -> None:
     assert [(a["attempt"], a["status"], a["ename"]) for a in attempts] == [
         (1, "error", "NameError"), (2, "ok", None)]
     assert attempts[0]["code"] == "print(undefined_thing)" and attempts[1]["code"] == fixed
-    record = saved.cells[0].metadata["jupyter_ci"]
+    record = saved.cells[1].metadata["jupyter_ci"]
     assert record["status"] == "done" and record["steps"] == 1
     assert meta["ask_id"] == record["ask_id"]
     # Issue 3: the progress log says "step n: ... failed → fixed", not just "done".
-    expect(nb.cell(0).locator(".jp-OutputArea")).to_contain_text(
+    expect(nb.cell(1).locator(".jp-OutputArea")).to_contain_text(
         re.compile(r"Step 1: [^\n]*fixed"))
 
 
 def test_restart_and_run_all_reuses_the_answer(lab: Lab, fake: FakeLLM) -> None:
     fake.push(code("base = 20\nprint('base', base)"), Turn("Base is 20."))
-    nb = lab.open_notebook("rerun", ["%%ask\nset base", "print('double', base * 2)"])
-    nb.run(0)
-    wait_answer(nb, 0, "Base is 20.")
-    nb.wait_cell_count(3)
-    record = nb.model_json()["cells"][0]["metadata"]["jupyter_ci"]
+    nb = lab.open_notebook("rerun", [LOAD, "%%ask\nset base", "print('double', base * 2)"])
+    nb.run(1)
+    wait_answer(nb, 1, "Base is 20.")
+    nb.wait_cell_count(4)
+    record = nb.model_json()["cells"][1]["metadata"]["jupyter_ci"]
     calls = fake.calls()
     assert calls == 2
     nb.activate()
@@ -139,16 +144,16 @@ def test_restart_and_run_all_reuses_the_answer(lab: Lab, fake: FakeLLM) -> None:
     nb.page.evaluate("() => { window.jupyterapp.commands.execute('notebook:restart-run-all'); }")
     nb.page.locator(".jp-Dialog .jp-mod-accept").click(timeout=WAIT_MS)
     # `base` exists in the restarted kernel only if the generated cell ran again.
-    expect(nb.cell(2).locator(".jp-OutputArea")).to_have_text(
+    expect(nb.cell(3).locator(".jp-OutputArea")).to_have_text(
         re.compile(r"^\s*double 40\s*$"), timeout=WAIT_MS)
-    expect(nb.cell(0).locator(".jp-OutputArea")).to_contain_text("Reusing the earlier answer")
-    expect(nb.cell(0).locator(".jp-OutputArea")).to_contain_text("Base is 20.")
-    expect(nb.cell(1).locator(".jp-OutputArea")).to_have_text(re.compile(r"^\s*base 20\s*$"))
-    assert [nb.execution_count(i) for i in range(3)] == [1, 2, 3]
-    nb.wait_cell_count(3)
+    expect(nb.cell(1).locator(".jp-OutputArea")).to_contain_text("Reusing the earlier answer")
+    expect(nb.cell(1).locator(".jp-OutputArea")).to_contain_text("Base is 20.")
+    expect(nb.cell(2).locator(".jp-OutputArea")).to_have_text(re.compile(r"^\s*base 20\s*$"))
+    assert [nb.execution_count(i) for i in range(4)] == [1, 2, 3, 4]
+    nb.wait_cell_count(4)
     expect(nb.generated()).to_have_count(1)
     assert fake.calls() == calls
-    assert nb.model_json()["cells"][0]["metadata"]["jupyter_ci"]["ask_id"] == record["ask_id"]
+    assert nb.model_json()["cells"][1]["metadata"]["jupyter_ci"]["ask_id"] == record["ask_id"]
     nb.screenshot("restart-run-all")
 
 
@@ -156,29 +161,29 @@ def test_refresh_and_an_edited_prompt_ask_again_and_replace_the_cells(
     lab: Lab, fake: FakeLLM
 ) -> None:
     fake.push(code("v = 1\nprint('v is', v)"), Turn("One."))
-    nb = lab.open_notebook("refresh", ["%%ask\nmake v", "print('after', v)"])
-    nb.run(0)
-    wait_answer(nb, 0, "One.")
-    nb.wait_cell_count(3)
-    seen = [nb.cell(1).get_attribute("data-jupyter-ci-ask-id")]
+    nb = lab.open_notebook("refresh", [LOAD, "%%ask\nmake v", "print('after', v)"])
+    nb.run(1)
+    wait_answer(nb, 1, "One.")
+    nb.wait_cell_count(4)
+    seen = [nb.cell(2).get_attribute("data-jupyter-ci-ask-id")]
     for source, value, answer in (("%%ask --refresh\nmake v", 2, "Two."),
                                   ("%%ask\nmake v three", 3, "Three.")):
         calls = fake.calls()
         fake.push(code(f"v = {value}\nprint('v is', v)"), Turn(answer))
-        nb.set_source(0, source)
-        nb.run(0)
-        wait_answer(nb, 0, answer)
+        nb.set_source(1, source)
+        nb.run(1)
+        wait_answer(nb, 1, answer)
         assert fake.calls() == calls + 2
-        expect(nb.cell(1).locator(".jp-OutputArea")).to_contain_text(f"v is {value}")
-        nb.wait_cell_count(3)
+        expect(nb.cell(2).locator(".jp-OutputArea")).to_contain_text(f"v is {value}")
+        nb.wait_cell_count(4)
         expect(nb.generated()).to_have_count(1)
-        new_id = nb.cell(1).get_attribute("data-jupyter-ci-ask-id")
-        assert new_id not in seen and ask_ids(nb) == [new_id, new_id, None]
+        new_id = nb.cell(2).get_attribute("data-jupyter-ci-ask-id")
+        assert new_id not in seen and ask_ids(nb) == [None, new_id, new_id, None]
         seen.append(new_id)
-        assert nb.source(1) == f"v = {value}\nprint('v is', v)"
-        assert nb.source(2) == "print('after', v)"
-    nb.run(2)
-    expect(nb.cell(2).locator(".jp-OutputArea")).to_have_text(re.compile(r"^\s*after 3\s*$"),
+        assert nb.source(2) == f"v = {value}\nprint('v is', v)"
+        assert nb.source(3) == "print('after', v)"
+    nb.run(3)
+    expect(nb.cell(3).locator(".jp-OutputArea")).to_have_text(re.compile(r"^\s*after 3\s*$"),
                                                               timeout=WAIT_MS)
     nb.screenshot("refreshed")
 
@@ -187,23 +192,25 @@ def test_an_edited_prompt_using_a_name_of_the_replaced_cells_is_told_and_warned(
     lab: Lab, fake: FakeLLM
 ) -> None:
     fake.push(code("orders = [3, 4]\nprint('loaded', orders)"), Turn("Loaded."))
-    nb = lab.open_notebook("restart-check", ["import math", "%%ask\nload the orders"])
-    nb.run(0)
-    nb.wait_cell_done(0)
+    nb = lab.open_notebook("restart-check", [LOAD, "import math", "%%ask\nload the orders"])
     nb.run(1)
-    wait_answer(nb, 1, "Loaded.")
-    nb.wait_cell_count(3)
-    # The edited prompt replaces the cell that defined `orders`; the new step only uses it.
-    fake.push(code("print('total', sum(orders))"), Turn("Seven."))
-    nb.set_source(1, "%%ask\ntotal the orders")
-    nb.run(1)
-    wait_answer(nb, 1, "Seven.")
-    expect(nb.cell(1).locator(".jp-OutputArea")).to_contain_text(
-        "After a restart, step 1 would fail: orders is defined by no cell above it.",
-        timeout=WAIT_MS)
-    expect(nb.cell(2).locator(".jp-OutputArea")).to_contain_text("total 7")
-    told = " ".join(json.dumps(fake.requests[-2].messages).split())
+    nb.wait_cell_done(1)
+    nb.run(2)
+    wait_answer(nb, 2, "Loaded.")
+    nb.wait_cell_count(4)
+    # The edited prompt replaces the cell that defined `orders`; the new step only uses it,
+    # and the model, sent back once (--max-fixes 2), answers again without fixing that.
+    fake.push(code("print('total', sum(orders))"), Turn("Seven."), Turn("Seven, still."))
+    nb.set_source(2, "%%ask --max-fixes 2\ntotal the orders")
+    nb.run(2)
+    wait_answer(nb, 2, "Seven, still.")
+    expect(nb.cell(2).locator(".jp-OutputArea")).to_contain_text(
+        "Done with an unresolved error in step 1: after a restart it would fail: it reads "
+        "orders, which no cell above it nor an earlier step defines", timeout=WAIT_MS)
+    expect(nb.cell(3).locator(".jp-OutputArea")).to_contain_text("total 7")
+    told = " ".join(json.dumps(fake.requests[-3].messages).split())
     assert "so a restart loses them): orders." in told
+    assert "Step 1 reads `orders`" in fake.requests[-1].messages[-1]["content"]
     nb.screenshot("restart-check")
 
 
@@ -214,18 +221,18 @@ def test_an_ask_whose_cell_is_deleted_while_it_runs_still_records_its_steps(
     # The model thinks for a few seconds before its step: time to delete the %%ask cell.
     fake.push(Turn("Thinking it over. " * 8, tool_calls=[("run_python", {"code": step})],
                    chunk_delay=0.1), Turn("Set."))
-    nb = lab.open_notebook("deleted-ask", ["print('first')", "%%ask\nset the check"])
-    nb.run(1)
+    nb = lab.open_notebook("deleted-ask", [LOAD, "print('first')", "%%ask\nset the check"])
+    nb.run(2)
     # The log's first line follows ask_start on IOPub: the extension knows the ask by now.
-    expect(nb.cell(1).locator(".jp-OutputArea")).to_contain_text("Asking", timeout=WAIT_MS)
-    nb.js("panel.content.model.sharedModel.deleteCell(1);")
+    expect(nb.cell(2).locator(".jp-OutputArea")).to_contain_text("Asking", timeout=WAIT_MS)
+    nb.js("panel.content.model.sharedModel.deleteCell(2);")
     # The step is not run unseen: the ask cell comes back at the end, its step below it.
-    nb.wait_cell_count(3)
-    expect(nb.cell(2).locator(".jp-OutputArea")).to_contain_text("check 42", timeout=WAIT_MS)
-    assert nb.source(2) == step
-    assert re.fullmatch(r"%%ask( --pin [0-9a-f]{10})?\nset the check", nb.source(1))
-    expect(nb.cell(1).locator(".jp-OutputArea")).to_contain_text("put back", timeout=WAIT_MS)
-    expect(nb.cell(1).locator(".jp-OutputArea")).to_contain_text("Set.")
+    nb.wait_cell_count(4)
+    expect(nb.cell(3).locator(".jp-OutputArea")).to_contain_text("check 42", timeout=WAIT_MS)
+    assert nb.source(3) == step
+    assert re.fullmatch(r"%%ask( --pin [0-9a-f]{10})?\nset the check", nb.source(2))
+    expect(nb.cell(2).locator(".jp-OutputArea")).to_contain_text("put back", timeout=WAIT_MS)
+    expect(nb.cell(2).locator(".jp-OutputArea")).to_contain_text("Set.")
     nb.screenshot("deleted-ask")
 
 
@@ -237,19 +244,19 @@ def test_an_ask_cell_deleted_after_its_first_step_comes_back_above_its_steps(
               Turn("Next one. " * 10, tool_calls=[("run_python", {"code": second})],
                    chunk_delay=0.1),
               Turn("Both set."))
-    nb = lab.open_notebook("deleted-later", ["%%ask\nset both", "print('last')"])
-    nb.run(0)
-    nb.wait_cell_count(3)
-    expect(nb.cell(1).locator(".jp-OutputArea")).to_contain_text("a 1", timeout=WAIT_MS)
-    nb.js("panel.content.model.sharedModel.deleteCell(0);")
-    # Its record is not lost: the %%ask cell comes back right above its steps.
+    nb = lab.open_notebook("deleted-later", [LOAD, "%%ask\nset both", "print('last')"])
+    nb.run(1)
     nb.wait_cell_count(4)
-    expect(nb.cell(0)).to_have_class(has_class("jp-ci-ask"), timeout=WAIT_MS)
-    assert re.fullmatch(r"%%ask --pin [0-9a-f]{10}\nset both", nb.source(0))
-    assert [nb.source(i) for i in (1, 2, 3)] == [first, second, "print('last')"]
-    ask_id = nb.cell(0).get_attribute("data-jupyter-ci-ask-id")
-    assert ask_id and ask_ids(nb) == [ask_id] * 3 + [None]
-    expect(nb.cell(0).locator(".jp-OutputArea")).to_contain_text("Both set.", timeout=WAIT_MS)
+    expect(nb.cell(2).locator(".jp-OutputArea")).to_contain_text("a 1", timeout=WAIT_MS)
+    nb.js("panel.content.model.sharedModel.deleteCell(1);")
+    # Its record is not lost: the %%ask cell comes back right above its steps.
+    nb.wait_cell_count(5)
+    expect(nb.cell(1)).to_have_class(has_class("jp-ci-ask"), timeout=WAIT_MS)
+    assert re.fullmatch(r"%%ask --pin [0-9a-f]{10}\nset both", nb.source(1))
+    assert [nb.source(i) for i in (2, 3, 4)] == [first, second, "print('last')"]
+    ask_id = nb.cell(1).get_attribute("data-jupyter-ci-ask-id")
+    assert ask_id and ask_ids(nb) == [None] + [ask_id] * 3 + [None]
+    expect(nb.cell(1).locator(".jp-OutputArea")).to_contain_text("Both set.", timeout=WAIT_MS)
 
 
 def test_an_ask_survives_a_reload_of_the_page(lab: Lab, fake: FakeLLM) -> None:
@@ -260,28 +267,28 @@ def test_an_ask_survives_a_reload_of_the_page(lab: Lab, fake: FakeLLM) -> None:
               Turn("Doubling it next. " * 12, tool_calls=[("run_python", {"code": second})],
                    chunk_delay=0.1),
               Turn("Set `reload_check` and its double."))
-    nb = lab.open_notebook("reload-ask", ["print('first')"])
-    nb.select(0)
+    nb = lab.open_notebook("reload-ask", [LOAD, "print('first')"])
+    nb.select(1)
     lab.panel.open()
     lab.panel.ask("set the reload check")
-    nb.wait_cell_count(3)
-    expect(nb.cell(2).locator(".jp-OutputArea")).to_contain_text("check 42", timeout=WAIT_MS)
+    nb.wait_cell_count(4)
+    expect(nb.cell(3).locator(".jp-OutputArea")).to_contain_text("check 42", timeout=WAIT_MS)
     # The %%ask cell the panel inserted was never saved: the reloaded notebook lacks it.
     nb = lab.reload(nb)
     # The kernel's account of the ask brings it back, its steps as cells below it.
-    nb.wait_cell_count(4)
-    assert nb.source(0) == "print('first')"
-    assert nb.source(2) == first and nb.source(3) == second
-    expect(nb.cell(2).locator(".jp-OutputArea")).to_contain_text("check 42", timeout=WAIT_MS)
-    expect(nb.cell(3).locator(".jp-OutputArea")).to_contain_text("twice 84", timeout=WAIT_MS)
-    ask = nb.cell(1)
+    nb.wait_cell_count(5)
+    assert nb.source(1) == "print('first')"
+    assert nb.source(3) == first and nb.source(4) == second
+    expect(nb.cell(3).locator(".jp-OutputArea")).to_contain_text("check 42", timeout=WAIT_MS)
+    expect(nb.cell(4).locator(".jp-OutputArea")).to_contain_text("twice 84", timeout=WAIT_MS)
+    ask = nb.cell(2)
     expect(ask.locator(".jp-OutputArea")).to_contain_text("its double", timeout=WAIT_MS)
     expect(ask.locator(".jp-OutputArea")).to_contain_text("put back")
     expect(ask).to_have_class(has_class("jp-ci-ask"), timeout=WAIT_MS)
-    assert re.fullmatch(r"%%ask --pin [0-9a-f]{10}\nset the reload check", nb.source(1))
+    assert re.fullmatch(r"%%ask --pin [0-9a-f]{10}\nset the reload check", nb.source(2))
     ask_id = ask.get_attribute("data-jupyter-ci-ask-id")
-    assert ask_id and ask_ids(nb) == [None] + [ask_id] * 3
-    for index, step in ((2, 1), (3, 2)):
+    assert ask_id and ask_ids(nb) == [None, None] + [ask_id] * 3
+    for index, step in ((3, 1), (4, 2)):
         expect(nb.cell(index)).to_have_attribute("data-jupyter-ci-step", str(step))
     assert fake.calls() == 3
     nb.screenshot("reloaded-ask")
@@ -294,49 +301,49 @@ def test_a_second_tab_follows_an_ask_that_runs_already(lab: Lab, fake: FakeLLM) 
               Turn("Once more. " * 30, tool_calls=[("run_python", {"code": second})],
                    chunk_delay=0.1),
               Turn("Checked in two steps."))
-    nb = lab.open_notebook("second-tab", ["%%ask\ncheck the tab", "print('last')"])
-    nb.run(0)
-    nb.wait_cell_count(3)
+    nb = lab.open_notebook("second-tab", [LOAD, "%%ask\ncheck the tab", "print('last')"])
+    nb.run(1)
+    nb.wait_cell_count(4)
     # Saved mid-ask (the ask goes on changing it): the %%ask cell, its id, and step 1.
     nb.js("return panel.context.save();")
-    assert nbformat.read(nb.path, as_version=4).cells[1].source == first
+    assert nbformat.read(nb.path, as_version=4).cells[2].source == first
     other = Lab(lab.page.context.new_page(), lab.server, f"{lab.workspace}-2")
     other.goto(nb.path.relative_to(lab.server.root).as_posix())
     tab = other.reload_target(nb.path)
-    tab.wait_cell_count(4)
-    assert [tab.source(i) for i in (1, 2, 3)] == [first, second, "print('last')"]
-    expect(tab.cell(1).locator(".jp-OutputArea")).to_contain_text("tab 7", timeout=WAIT_MS)
-    expect(tab.cell(2).locator(".jp-OutputArea")).to_contain_text("tab again 8", timeout=WAIT_MS)
-    expect(tab.cell(0).locator(".jp-OutputArea")).to_contain_text("in two steps",
+    tab.wait_cell_count(5)
+    assert [tab.source(i) for i in (2, 3, 4)] == [first, second, "print('last')"]
+    expect(tab.cell(2).locator(".jp-OutputArea")).to_contain_text("tab 7", timeout=WAIT_MS)
+    expect(tab.cell(3).locator(".jp-OutputArea")).to_contain_text("tab again 8", timeout=WAIT_MS)
+    expect(tab.cell(1).locator(".jp-OutputArea")).to_contain_text("in two steps",
                                                                   timeout=WAIT_MS)
-    expect(tab.cell(0)).to_have_class(has_class("jp-ci-ask"), timeout=WAIT_MS)
+    expect(tab.cell(1)).to_have_class(has_class("jp-ci-ask"), timeout=WAIT_MS)
     # The first tab followed the whole ask as usual, without duplicates.
-    wait_answer(nb, 0, "in two steps")
-    assert [nb.source(i) for i in (1, 2, 3)] == [first, second, "print('last')"]
+    wait_answer(nb, 1, "in two steps")
+    assert [nb.source(i) for i in (2, 3, 4)] == [first, second, "print('last')"]
     tab.screenshot("second-tab")
 
 
 def test_asking_from_the_panel(lab: Lab, fake: FakeLLM) -> None:
     fake.push(code("from_panel = start + 5\nprint('panel made', from_panel)", "On it."),
               Turn("Made `from_panel` from the panel."))
-    nb = lab.open_notebook("panel", ["start = 0", "print('the last cell')"])
-    nb.run(0)
-    nb.wait_cell_done(0)
-    nb.select(0)
+    nb = lab.open_notebook("panel", [LOAD, "start = 0", "print('the last cell')"])
+    nb.run(1)
+    nb.wait_cell_done(1)
+    nb.select(1)
     lab.panel.open()
     expect(lab.panel.part("model")).to_contain_text("openai:gpt-test")
     lab.panel.ask("make from_panel")
-    nb.wait_cell_count(4)
+    nb.wait_cell_count(5)
     expect(lab.panel.part("prompt")).to_have_value("")
-    # Below the active cell (the first), above the notebook's last cell.
+    # Below the active cell (start = 0), above the notebook's last cell.
     # (pinned once the ask is answered, which may be done already)
-    assert re.fullmatch(r"%%ask( --pin [0-9a-f]{10})?\nmake from_panel", nb.source(1))
-    expect(nb.cell(1)).to_have_class(has_class("jp-ci-ask"), timeout=WAIT_MS)
-    expect(nb.cell(2)).to_have_class(has_class("jp-ci-generated"))
-    assert nb.source(3) == "print('the last cell')"
-    expect(nb.cell(2).locator(".jp-OutputArea")).to_contain_text("panel made 5",
+    assert re.fullmatch(r"%%ask( --pin [0-9a-f]{10})?\nmake from_panel", nb.source(2))
+    expect(nb.cell(2)).to_have_class(has_class("jp-ci-ask"), timeout=WAIT_MS)
+    expect(nb.cell(3)).to_have_class(has_class("jp-ci-generated"))
+    assert nb.source(4) == "print('the last cell')"
+    expect(nb.cell(3).locator(".jp-OutputArea")).to_contain_text("panel made 5",
                                                                  timeout=WAIT_MS)
-    wait_answer(nb, 1, "from the panel.")
+    wait_answer(nb, 2, "from the panel.")
     entry = lab.panel.part("ask").last
     expect(entry).to_have_attribute("data-jupyter-ci-status", "done", timeout=WAIT_MS)
     expect(entry).to_contain_text("make from_panel")
@@ -364,8 +371,8 @@ def test_files_attached_in_the_panel_land_beside_the_notebook_for_the_next_ask(
             "extra = pd.read_csv('data/sales (1).csv')\n"
             "print('total', sales.revenue.sum() + extra.revenue.sum())")
     fake.push(code(step), Turn("The total is 10."))
-    nb = lab.open_notebook("work/attach", ["x = 1"])
-    nb.select(0)
+    nb = lab.open_notebook("work/attach", [LOAD, "x = 1"])
+    nb.select(1)
     lab.panel.open()
     # The button's file picker...
     lab.panel.part("attach-input").set_input_files(files=[
@@ -386,11 +393,11 @@ def test_files_attached_in_the_panel_land_beside_the_notebook_for_the_next_ask(
     assert (root / "data" / "sales.csv").read_bytes() == b"region,revenue\nN,4\nS,2\n"
     assert (root / "data" / "sales (1).csv").read_bytes() == b"region,revenue\nE,3\nW,1\n"
     lab.panel.ask("add up the revenue")
-    nb.wait_cell_count(3)
-    assert nb.source(1).startswith("%%ask")
-    assert nb.source(1).endswith("add up the revenue\n\n"
+    nb.wait_cell_count(4)
+    assert nb.source(2).startswith("%%ask")
+    assert nb.source(2).endswith("add up the revenue\n\n"
                                  "Files uploaded for this: `data/sales.csv`, `data/sales (1).csv`")
-    expect(nb.cell(2).locator(".jp-OutputArea")).to_contain_text("total 10", timeout=WAIT_MS)
+    expect(nb.cell(3).locator(".jp-OutputArea")).to_contain_text("total 10", timeout=WAIT_MS)
     expect(lab.panel.part("attached-file")).to_have_count(0)
     told = json.dumps(fake.requests[0].messages)
     assert "data/sales (1).csv" in told
@@ -401,21 +408,21 @@ def test_a_missing_package_is_asked_about_in_the_cell_and_installed(
 ) -> None:
     uses = f"import {PACKAGE}\nprint('value', {PACKAGE}.VALUE)"
     fake.push(code(uses), Turn("The value is 42."))
-    nb = lab.open_notebook("install", ["%%ask\nprint the demo value"])
-    nb.run(0)
+    nb = lab.open_notebook("install", [LOAD, "%%ask\nprint the demo value"])
+    nb.run(1)
     # The kernel asks through stdin, as input() does: the box is in the %%ask cell.
-    box = nb.cell(0).locator(".jp-Stdin-input")
+    box = nb.cell(1).locator(".jp-Stdin-input")
     expect(box).to_be_visible(timeout=WAIT_MS)
-    expect(nb.cell(0).locator(".jp-Stdin-prompt")).to_contain_text(
+    expect(nb.cell(1).locator(".jp-Stdin-prompt")).to_contain_text(
         f"Install {PACKAGE} with pip? [y/N]")
     nb.screenshot("install-prompt")
     box.fill("y")
     box.press("Enter")
-    wait_answer(nb, 0, "The value is 42.")
-    nb.wait_cell_count(3)
-    assert nb.source(1) == f"%pip install {PACKAGE}" and nb.source(2) == uses
-    expect(nb.cell(1).locator(".jp-OutputArea")).to_contain_text("Successfully installed")
-    expect(nb.cell(2).locator(".jp-OutputArea")).to_contain_text("value 42")
+    wait_answer(nb, 1, "The value is 42.")
+    nb.wait_cell_count(4)
+    assert nb.source(2) == f"%pip install {PACKAGE}" and nb.source(3) == uses
+    expect(nb.cell(2).locator(".jp-OutputArea")).to_contain_text("Successfully installed")
+    expect(nb.cell(3).locator(".jp-OutputArea")).to_contain_text("value 42")
     assert (lab.server.root.parent / "site" / PACKAGE / "__init__.py").is_file()
     assert fake.calls() == 2
 
@@ -423,10 +430,10 @@ def test_a_missing_package_is_asked_about_in_the_cell_and_installed(
 def test_a_file_named_in_the_answer_opens_in_jupyterlab(lab: Lab, fake: FakeLLM) -> None:
     fake.push(code("import pandas as pd\npd.DataFrame({'n': [1, 2]}).to_csv('totals.csv')"),
               Turn("Saved the totals to sandbox:/mnt/data/totals.csv for you."))
-    nb = lab.open_notebook("links/answer-link", ["%%ask\nsave the totals"])
-    nb.run(0)
-    wait_answer(nb, 0, "Saved the totals")
-    link = nb.cell(0).locator(".jp-OutputArea a", has_text="totals.csv")
+    nb = lab.open_notebook("links/answer-link", [LOAD, "%%ask\nsave the totals"])
+    nb.run(1)
+    wait_answer(nb, 1, "Saved the totals")
+    link = nb.cell(1).locator(".jp-OutputArea a", has_text="totals.csv")
     expect(link).to_have_count(1, timeout=WAIT_MS)
     # Relative to the notebook: JupyterLab resolves it to the file beside it.
     assert "/files/links/totals.csv" in (link.get_attribute("href") or "")
@@ -445,15 +452,15 @@ def test_the_panel_keeps_its_conversation_across_a_reload(lab: Lab, fake: FakeLL
               "and tell me which cube is closest to five hundred")
     fake.push(code("kept = [(n, n**2, n**3) for n in range(1, 11)]\nprint(len(kept))"),
               Turn("The cube closest to 500 is **512**."))
-    nb = lab.open_notebook("kept", ["x = 1"])
-    nb.select(0)
+    nb = lab.open_notebook("kept", [LOAD, "x = 1"])
+    nb.select(1)
     lab.panel.open()
     # A long model name is shown in full on hover.
     expect(lab.panel.part("model")).to_have_attribute("title", re.compile("openai:gpt-test"))
     lab.panel.ask(prompt)
-    nb.wait_cell_count(3)
+    nb.wait_cell_count(4)
     # The inserted cell wraps the long prompt over lines a reader can take in.
-    lines = nb.source(1).split("\n")
+    lines = nb.source(2).split("\n")
     assert len(lines) >= 3 and all(len(line) <= 88 for line in lines[1:])
     assert " ".join(lines[1:]) == prompt
     entry = lab.panel.part("ask").last
@@ -476,17 +483,17 @@ def test_progress_is_live_in_the_cell_the_panel_and_the_status_bar(
     fake.push(Turn("", tool_calls=[("run_python", {"code": step})], first_delay=3,
                    chunk_delay=0.12),
               Turn("It took a while."))
-    nb = lab.open_notebook("live", [f"filler_{i} = {i}" for i in range(30)])
-    nb.select(0)
+    nb = lab.open_notebook("live", [LOAD, *(f"filler_{i} = {i}" for i in range(30))])
+    nb.select(1)
     # Every source the cell below the %%ask cell shows, as it changes.
     nb.js("window.__seen = []; window.__poll = setInterval(() => {"
-          " const c = panel.content.model.cells; if (c.length > 31) {"
-          " const src = c.get(2).sharedModel.getSource();"
+          " const c = panel.content.model.cells; if (c.length > 32) {"
+          " const src = c.get(3).sharedModel.getSource();"
           " if (window.__seen[window.__seen.length - 1] !== src) window.__seen.push(src); }"
           "}, 30);")
     lab.panel.open()
     lab.panel.ask("do the slow part")
-    ask = nb.cell(1)
+    ask = nb.cell(2)
     expect(ask.locator(".jp-OutputArea")).to_contain_text("thinking", timeout=WAIT_MS)
     expect(lab.panel.part("clock")).to_contain_text(re.compile(r"thinking · \d+ s"))
     status = lab.page.locator(".jp-StatusBar-Widget", has_text="ipykernel")
@@ -495,21 +502,21 @@ def test_progress_is_live_in_the_cell_the_panel_and_the_status_bar(
     # The user looks elsewhere meanwhile; the step's cell is brought into view, its code
     # appearing as the model writes it, before it runs.
     nb.js("panel.content.scrollToItem(panel.content.widgets.length - 1);")
-    expect(nb.cell(2).locator(".jp-InputArea-editor")).to_contain_text("# Wait for",
+    expect(nb.cell(3).locator(".jp-InputArea-editor")).to_contain_text("# Wait for",
                                                                         timeout=WAIT_MS)
-    expect(nb.cell(2)).to_be_in_viewport(timeout=WAIT_MS)
+    expect(nb.cell(3)).to_be_in_viewport(timeout=WAIT_MS)
     lab.screenshot("live-code-preview")
-    expect(nb.cell(2)).to_have_class(has_class("jp-ci-generated"), timeout=WAIT_MS)
+    expect(nb.cell(3)).to_have_class(has_class("jp-ci-generated"), timeout=WAIT_MS)
     expect(lab.panel.part("clock")).to_contain_text("running a step", timeout=WAIT_MS)
     expect(ask.locator(".jp-OutputArea")).to_contain_text("Step 1 · Wait for the slow part")
     expect(status).to_contain_text("Busy")
     lab.screenshot("live-step")
-    wait_answer(nb, 1, "It took a while.")
+    wait_answer(nb, 2, "It took a while.")
     expect(lab.panel.part("clock")).to_have_count(0)
     seen = nb.js("clearInterval(window.__poll); return window.__seen;")
     partial = [src for src in seen if src != step]
     assert len(partial) >= 3 and all(step.startswith(src) for src in seen), seen
-    assert nb.cells.count() == 32  # the preview cell became the step's cell: no extra one
+    assert nb.cells.count() == 33  # the preview cell became the step's cell: no extra one
 
 
 def test_stop_interrupts_a_long_step_and_keeps_its_cell(lab: Lab, fake: FakeLLM) -> None:
@@ -554,31 +561,31 @@ def test_the_panel_says_when_no_notebook_is_open(lab: Lab) -> None:
 
 
 def test_each_ask_goes_to_its_own_notebook(lab: Lab, fake: FakeLLM) -> None:
-    first = lab.open_notebook("two-a", ["%%ask\nonly in a", "a = 1"])
-    second = lab.open_notebook("two-b", ["%%ask\nonly in b"])
+    first = lab.open_notebook("two-a", [LOAD, "%%ask\nonly in a", "a = 1"])
+    second = lab.open_notebook("two-b", [LOAD, "%%ask\nonly in b"])
     # A's ask is still running when B becomes the current notebook.
     fake.push(code("import time\nprint('a step 1', flush=True)\ntime.sleep(1.5)"),
               code("in_a = 2\nprint('a step 2')"), Turn("A done."))
-    first.run(0)
-    expect(first.cell(1).locator(".jp-OutputArea")).to_contain_text("a step 1",
+    first.run(1)
+    expect(first.cell(2).locator(".jp-OutputArea")).to_contain_text("a step 1",
                                                                     timeout=WAIT_MS)
     second.activate()
     lab.panel.open()
-    wait_answer(first, 0, "A done.")
-    first.wait_cell_count(4)
+    wait_answer(first, 1, "A done.")
+    first.wait_cell_count(5)
     expect(first.generated()).to_have_count(2)
-    assert [first.source(i) for i in (2, 3)] == ["in_a = 2\nprint('a step 2')", "a = 1"]
-    second.wait_cell_count(1)
+    assert [first.source(i) for i in (3, 4)] == ["in_a = 2\nprint('a step 2')", "a = 1"]
+    second.wait_cell_count(2)
     expect(second.generated()).to_have_count(0)
     expect(lab.panel.part("ask")).to_have_count(0)
     # And the other way round.
     fake.push(code("in_b = 1\nprint('b step')"), Turn("B done."))
-    second.run(0)
-    wait_answer(second, 0, "B done.")
-    second.wait_cell_count(2)
-    expect(second.cell(1).locator(".jp-OutputArea")).to_contain_text("b step")
+    second.run(1)
+    wait_answer(second, 1, "B done.")
+    second.wait_cell_count(3)
+    expect(second.cell(2).locator(".jp-OutputArea")).to_contain_text("b step")
     expect(lab.panel.part("ask")).to_have_count(1)
-    first.wait_cell_count(4)
+    first.wait_cell_count(5)
     expect(first.generated()).to_have_count(2)
     assert "b step" not in json.dumps(first.model_json())
     second.screenshot("two-notebooks")
@@ -593,9 +600,9 @@ XSS = ('Done. <img src=x onerror="window.__xss=1"> <script>window.__xss=2</scrip
 def test_html_in_an_answer_never_runs_in_the_cell_or_the_panel(lab: Lab, fake: FakeLLM) -> None:
     # Prompt injection makes the model answer with HTML: it must stay text, in both places.
     fake.push(code("xss_step = 1", XSS), Turn(XSS), Turn(XSS))
-    nb = lab.open_notebook("xss", ["%%ask\nsummarise the page"])
-    nb.run(0)
-    wait_answer(nb, 0, "safe bold")
+    nb = lab.open_notebook("xss", [LOAD, "%%ask\nsummarise the page"])
+    nb.run(1)
+    wait_answer(nb, 1, "safe bold")
     lab.panel.open()
     lab.panel.ask("summarise it again")
     entry = lab.panel.part("ask").last
@@ -606,7 +613,7 @@ def test_html_in_an_answer_never_runs_in_the_cell_or_the_panel(lab: Lab, fake: F
         link.first.click()  # a javascript: link that survived would run now
     nb.page.wait_for_timeout(500)
     assert nb.page.evaluate("window.__xss") is None
-    ask = nb.cell(0).locator(".jp-OutputArea")
+    ask = nb.cell(1).locator(".jp-OutputArea")
     expect(ask).to_contain_text('<img src=x onerror="window.__xss=1">')
     # Inside the outputs themselves (JupyterLab's own icons sit around them).
     expect(ask.locator(".jp-OutputArea-output :is(script, svg, iframe)")).to_have_count(0)
@@ -617,11 +624,11 @@ def test_html_in_an_answer_never_runs_in_the_cell_or_the_panel(lab: Lab, fake: F
     expect(answer.locator(":is(script, svg, iframe)")).to_have_count(0)
     remote = "n => [...n.querySelectorAll('img')].filter(i => /evil/.test(i.src)).length"
     assert answer.evaluate(remote) == 0
-    assert nb.cell(0).locator(".jp-OutputArea").evaluate(remote) == 0
+    assert nb.cell(1).locator(".jp-OutputArea").evaluate(remote) == 0
     handlers = "n => [...n.querySelectorAll('*')].flatMap(e => [...e.attributes])" \
         ".filter(a => a.name.startsWith('on') || a.value.startsWith('javascript:')).length"
     assert answer.evaluate(handlers) == 0
-    assert nb.cell(0).locator(".jp-OutputArea").evaluate(handlers) == 0
+    assert nb.cell(1).locator(".jp-OutputArea").evaluate(handlers) == 0
     nb.screenshot("xss")
 
 
@@ -640,7 +647,7 @@ def test_a_key_pasted_in_the_panel_lets_asks_run_and_is_seen_nowhere(
 
     lab.page.on("response", keep)
     fake.push(code("print('through the pasted key')"), Turn("Asked with the pasted key."))
-    nb = lab.open_notebook("pasted", ["%%ask\nsay hello"])
+    nb = lab.open_notebook("pasted", [LOAD, "%%ask\nsay hello"])
     lab.panel.open()
     # No model: the message says so and the key form is open below it.
     expect(lab.panel.message("no-model")).to_contain_text("Paste a key", timeout=WAIT_MS)
@@ -650,14 +657,14 @@ def test_a_key_pasted_in_the_panel_lets_asks_run_and_is_seen_nowhere(
     lab.panel.part("key-input").fill(PASTED)
     lab.panel.part("key-url").fill(fake.openai_base_url)
     lab.panel.part("key-save").click()
-    expect(lab.panel.part("key-status")).to_contain_text("OpenAI is configured",
-                                                         timeout=WAIT_MS)
+    expect(lab.panel.part("key-status")).to_contain_text("OpenAI key saved", timeout=WAIT_MS)
+    expect(lab.panel.part("key-status")).to_contain_text(f"{fake.openai_base_url} answered")
     expect(lab.panel.message("no-model")).to_have_count(0)
     expect(lab.panel.part("key-input")).to_have_value("")
     # The kernel, started before the key was given, asks through the broker.
-    nb.run(0)
-    wait_answer(nb, 0, "Asked with the pasted key.")
-    expect(nb.cell(1).locator(".jp-OutputArea")).to_contain_text("through the pasted key",
+    nb.run(1)
+    wait_answer(nb, 1, "Asked with the pasted key.")
+    expect(nb.cell(2).locator(".jp-OutputArea")).to_contain_text("through the pasted key",
                                                                  timeout=WAIT_MS)
     assert fake.requests[0].headers["authorization"] == f"Bearer {PASTED}"
     nb.js("return panel.context.save();")
@@ -670,11 +677,11 @@ def test_a_key_pasted_in_the_panel_lets_asks_run_and_is_seen_nowhere(
     assert not [v for v in values if PASTED in v]
     assert responses and not [r for r in responses if PASTED in r]
     assert PASTED not in nb.path.read_text()
-    nb.set_source(0, "import os\nprint('in env:', any("
+    nb.set_source(1, "import os\nprint('in env:', any("
                   f"{PASTED!r} in open(f'/proc/{{p}}/environ', errors='ignore').read() "
                   "for p in [os.getpid(), os.getppid()]))")
-    nb.run(0)
-    expect(nb.cell(0).locator(".jp-OutputArea")).to_contain_text("in env: False",
+    nb.run(1)
+    expect(nb.cell(1).locator(".jp-OutputArea")).to_contain_text("in env: False",
                                                                  timeout=WAIT_MS)
     assert PASTED not in lab.server.log.read_text()
 
