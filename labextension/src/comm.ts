@@ -8,7 +8,8 @@ import type { INotebookModel } from '@jupyterlab/notebook';
 import type { Kernel, KernelMessage as KM } from '@jupyterlab/services';
 import type { IDisposable } from '@lumino/disposable';
 
-import { AskCells, deleteAskCells, findCell, pinCell } from './cells';
+import { AskCells } from './askcells';
+import { deleteAskCells, findCell, pinCell } from './cells';
 import type { Conversation } from './conversation';
 import { ensureLoadCell } from './loader';
 import { COMM_TARGET, IAskStart, IAskState, KernelMessage, parseMessage } from './protocol';

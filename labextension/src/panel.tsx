@@ -8,6 +8,7 @@ import { LabIcon, VDomRenderer } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
 import type { IAskView, IStepView } from './conversation';
+import { KeyForm } from './keyform';
 import type { PanelModel } from './panelmodel';
 import { withoutRemoteLoads } from './sanitize';
 
@@ -324,117 +325,6 @@ function Prompt(props: { model: PanelModel }): JSX.Element {
         </button>
       </div>
     </div>
-  );
-}
-
-/**
- * Paste a provider key (and a base URL for an OpenAI-compatible server) where the server was
- * started without one. The key goes to the server, which keeps it; the field is emptied.
- */
-function KeyForm(props: { model: PanelModel }): JSX.Element | null {
-  const { model } = props;
-  const providers = model.config?.providers ?? [];
-  const [provider, setProvider] = React.useState('');
-  const [key, setKey] = React.useState('');
-  const [baseUrl, setBaseUrl] = React.useState('');
-  const [remember, setRemember] = React.useState(false);
-  const [busy, setBusy] = React.useState(false);
-  if (providers.length === 0) {
-    return null;
-  }
-  const chosen = providers.find(p => p.name === provider) ?? providers[0];
-  const canSave = !busy && (key.trim() !== '' || (chosen.keyless_with_url && baseUrl.trim() !== ''));
-  const save = async (): Promise<void> => {
-    setBusy(true);
-    const sent = { provider: chosen.name, key, base_url: baseUrl, remember };
-    setKey(''); // never kept in the page once sent
-    const ok = await model.saveKey(sent);
-    setBusy(false);
-    if (ok) {
-      setBaseUrl('');
-      setRemember(false);
-    }
-  };
-  const status = model.keyStatus;
-  return (
-    // Open while no model is usable, and once a save said something (its check may have failed).
-    <details className="jp-ci-keys" data-jupyter-ci="keys" open={model.needsKey || !!status.text || undefined}>
-      <summary>Model keys</summary>
-      <ul className="jp-ci-key-list">
-        {providers.map(p => (
-          <li key={p.name} data-jupyter-ci="key-provider" data-jupyter-ci-configured={String(p.configured)}>
-            {p.label}: {p.configured ? 'configured' : 'no key'}
-          </li>
-        ))}
-      </ul>
-      <form
-        className="jp-ci-key-form"
-        autoComplete="off"
-        onSubmit={event => {
-          event.preventDefault();
-          if (canSave) {
-            void save();
-          }
-        }}
-      >
-        <select
-          data-jupyter-ci="key-provider-select"
-          value={chosen.name}
-          onChange={event => setProvider(event.target.value)}
-        >
-          {providers.map(p => (
-            <option key={p.name} value={p.name}>
-              {p.label}
-            </option>
-          ))}
-        </select>
-        <input
-          type="password"
-          data-jupyter-ci="key-input"
-          placeholder={`${chosen.label} API key`}
-          autoComplete="off"
-          spellCheck={false}
-          value={key}
-          onChange={event => setKey(event.target.value)}
-        />
-        <input
-          type="url"
-          data-jupyter-ci="key-url"
-          placeholder={
-            chosen.keyless_with_url
-              ? 'Base URL (optional: Ollama, vLLM, any OpenAI-compatible server)'
-              : 'Base URL (optional)'
-          }
-          spellCheck={false}
-          value={baseUrl}
-          onChange={event => setBaseUrl(event.target.value)}
-        />
-        <label title="Save it in a private file (mode 600) on the server, read when it starts again">
-          <input
-            type="checkbox"
-            data-jupyter-ci="key-remember"
-            checked={remember}
-            onChange={event => setRemember(event.target.checked)}
-          />
-          Remember on this server
-        </label>
-        <button type="submit" className="jp-mod-styled jp-mod-accept" data-jupyter-ci="key-save" disabled={!canSave}>
-          Save key
-        </button>
-      </form>
-      {status.text ? (
-        <div
-          className={status.failed ? 'jp-ci-error' : 'jp-ci-key-status'}
-          data-jupyter-ci="key-status"
-          data-jupyter-ci-failed={String(status.failed)}
-        >
-          {status.text}
-        </div>
-      ) : null}
-      <div className="jp-ci-key-note">
-        The server keeps the key; kernels and this page never get it back.
-      </div>
-    </details>
   );
 }
 
