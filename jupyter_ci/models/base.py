@@ -7,7 +7,7 @@ from typing import Protocol, runtime_checkable
 
 from jupyter_ci.agent.types import ModelReply, ModelRequest, OnText
 
-__all__ = ["ChatModel", "Endpoint", "OnText", "Preparable"]
+__all__ = ["AsyncChatModel", "ChatModel", "Endpoint", "OnText", "Preparable", "Usage"]
 
 
 class ChatModel(Protocol):
@@ -23,6 +23,47 @@ class ChatModel(Protocol):
 
         Raises `ModelUnavailable` (unreachable, retries exhausted, provider error) or
         `ModelConfigError` (key rejected, unknown model).
+        """
+        ...
+
+
+@dataclass
+class Usage:
+    """The tokens a provider has reported so far for one turn (kept when a stream is cut)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    #: Whether the provider reported any usage yet (a cut stream may have reported none).
+    reported: bool = False
+
+    def set(self, input_tokens: int | None, output_tokens: int | None) -> None:
+        """Take a cumulative report; a field the provider left out keeps its value."""
+        self.reported = True
+        if input_tokens is not None:
+            self.input_tokens = input_tokens
+        if output_tokens is not None:
+            self.output_tokens = output_tokens
+
+    @property
+    def total(self) -> int:
+        """Return input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+
+class AsyncChatModel(Protocol):
+    """A chat model the server streams from its event loop (the model service)."""
+
+    @property
+    def id(self) -> str:
+        """Return the `provider:model` id."""
+        ...
+
+    async def acomplete(self, request: ModelRequest, on_text: OnText,
+                        usage: Usage | None = None) -> ModelReply:
+        """Stream one turn without blocking the loop; keep reported usage in `usage`.
+
+        Cancelling the awaiting task closes the provider's stream at once. Raises like
+        `ChatModel.complete`.
         """
         ...
 
