@@ -1,4 +1,4 @@
-"""Every fact about a model provider, in one table read by the resolver, broker, panel and errors.
+"""Every fact about a model provider, in one table read by the resolver, service, panel and errors.
 
 Adding a provider is one `ProviderSpec` here (or `register(spec)` at run time) plus, when
 it speaks a new wire format, its adapter. Nothing else names a provider.
@@ -11,31 +11,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 AuthStyle = Literal["bearer", "x-api-key"]
-ErrorFormat = Literal["openai", "anthropic"]
-
-
-@dataclass(frozen=True)
-class Route:
-    """One request the broker forwards: a method and a path below the provider's base URL."""
-
-    method: str
-    #: Relative to the base URL, without a leading slash; `{id}` matches one path segment.
-    path: str
-
-
-# Model calls only: never files, batches, fine-tuning, organisation or admin routes.
-OPENAI_ROUTES = (
-    Route("POST", "chat/completions"),
-    Route("POST", "responses"),
-    Route("GET", "models"),
-    Route("GET", "models/{id}"),
-)
-ANTHROPIC_ROUTES = (
-    Route("POST", "v1/messages"),
-    Route("POST", "v1/messages/count_tokens"),
-    Route("GET", "v1/models"),
-    Route("GET", "v1/models/{id}"),
-)
 
 
 @dataclass(frozen=True)
@@ -55,10 +30,8 @@ class ProviderSpec:
     default_model: str = ""
     default_url: str = ""
     auth: AuthStyle = "bearer"
-    #: The JSON shape of errors, so the broker's own errors read as the provider's.
-    error_format: ErrorFormat = "openai"
-    #: Requests the broker forwards with the real key (method + path allowlist).
-    routes: tuple[Route, ...] = ()
+    #: Below the base URL, the list of models (GET): how a pasted key is checked.
+    models_path: str = ""
     #: Headers its SDK sends besides the key that listing models needs (a pasted key's check).
     check_headers: tuple[tuple[str, str], ...] = ()
     #: A base URL without a key is usable (local OpenAI-compatible servers take any key).
@@ -124,8 +97,8 @@ def setup_hint() -> str:
 register(ProviderSpec(
     name="openai", label="OpenAI", adapter="jupyter_ci.models.openai:OpenAIChatModel",
     key_var="OPENAI_API_KEY", url_var="OPENAI_BASE_URL", default_model="gpt-5.5",
-    default_url="https://api.openai.com/v1", auth="bearer", error_format="openai",
-    routes=OPENAI_ROUTES, keyless_with_url=True,
+    default_url="https://api.openai.com/v1", auth="bearer",
+    models_path="models", keyless_with_url=True,
     # gpt-4o, 4.1, 4.5, 5, o1, o3, o4-mini see images; these do not.
     text_only_models=r"gpt-3\.5|gpt-4(-0314|-0613|-32k.*)?$|o1-mini|o1-preview|o3-mini|"
                      r"davinci|babbage",
@@ -134,7 +107,7 @@ register(ProviderSpec(
     name="anthropic", label="Anthropic", adapter="jupyter_ci.models.anthropic:AnthropicChatModel",
     key_var="ANTHROPIC_API_KEY", url_var="ANTHROPIC_BASE_URL",
     default_model="claude-sonnet-5-5", default_url="https://api.anthropic.com",
-    auth="x-api-key", error_format="anthropic", routes=ANTHROPIC_ROUTES,
+    auth="x-api-key", models_path="v1/models",
     check_headers=(("anthropic-version", "2023-06-01"),),
     text_only_models=r"claude-(1|2|instant)",  # every Claude 3 and later sees images
 ))

@@ -36,7 +36,7 @@ def test_endpoint_behind_a_socket_server_carries_the_socket() -> None:
            ENV_PROVIDERS: "openai", ENV_SOCKET: "/run/jupyter/s.sock"}
     endpoint = endpoint_for(providers.PROVIDERS["openai"], ModelSettings(), env)
     assert endpoint.socket == "/run/jupyter/s.sock"
-    assert endpoint.base_url == "http://localhost/base/jupyter-ci/broker/openai"
+    assert endpoint.base_url == "http://localhost/base/jupyter-ci/broker"
     assert endpoint.api_key == "broker-token"
     del env[ENV_SOCKET]
     assert endpoint_for(providers.PROVIDERS["openai"], ModelSettings(), env).socket is None

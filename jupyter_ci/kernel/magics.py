@@ -25,7 +25,6 @@ from jupyter_ci.config import JupyterCI
 from jupyter_ci.kernel import headless_store, rerun
 from jupyter_ci.kernel.answer_links import link_files
 from jupyter_ci.kernel.options import AskOptions, help_text, parse_options
-from jupyter_ci.kernel.prepare import model_settings, prepare_after_cell
 from jupyter_ci.kernel.record import (
     AskInfo,
     RequestInfo,
@@ -52,7 +51,7 @@ from jupyter_ci.kernel.views import AskView, InlineView, show_markdown, show_sen
 from jupyter_ci.models import retiring
 from jupyter_ci.models.base import ChatModel
 from jupyter_ci.models.broker import own_credentials
-from jupyter_ci.models.resolve import resolve_model, vision_enabled
+from jupyter_ci.models.resolve import model_settings, resolve_model, vision_enabled
 
 #: What memory keeps of an ask whose recorded answer was reused instead of asking the model.
 REUSED_SUMMARY = ("(Not asked this time: the notebook already held a recorded answer, shown to "
@@ -374,7 +373,6 @@ def register(ipython: Any) -> None:
         return
     magics = AskMagics(ipython)
     ipython.register_magics(magics)
-    prepare_after_cell(ipython, magics.settings)
     ipython.input_transformers_cleanup.append(StaleCellSkipper(magics))
     ipython.input_transformers_cleanup.append(question_prompts)
 

@@ -1,4 +1,4 @@
-"""The kernel side of the server's key broker: the environment contract and its endpoint.
+"""The kernel side of the server's model service: the environment contract and its info call.
 
 The server extension (jupyter_ci/server/app.py) publishes these variables into the
 environment kernels inherit; the resolver reads them here. Both sides import the names
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-#: Base URL of the broker route; adapters append `/<provider>`.
+#: Base URL of the kernels' routes: the model service's `turn`, and `_info`.
 ENV_URL = "JUPYTER_CI_BROKER_URL"
 #: The credential kernels present instead of a provider key.
 ENV_TOKEN = "JUPYTER_CI_BROKER_TOKEN"
@@ -18,14 +18,11 @@ ENV_TOKEN = "JUPYTER_CI_BROKER_TOKEN"
 ENV_PROVIDERS = "JUPYTER_CI_BROKER_PROVIDERS"
 #: The server's Unix socket, when it listens on one (--sock) instead of a port.
 ENV_SOCKET = "JUPYTER_CI_BROKER_SOCKET"
-#: `provider=host,...`: the real upstream host behind the broker (request options differ
-#: for api.openai.com, which the kernel cannot see behind the broker's URL).
-ENV_HOSTS = "JUPYTER_CI_BROKER_HOSTS"
 #: The default model, shared by the server's config and kernels.
 ENV_MODEL = "JUPYTER_CI_MODEL"
 
 #: Every variable the server manages in kernels' environments.
-MANAGED = (ENV_URL, ENV_TOKEN, ENV_PROVIDERS, ENV_SOCKET, ENV_HOSTS, ENV_MODEL)
+MANAGED = (ENV_URL, ENV_TOKEN, ENV_PROVIDERS, ENV_SOCKET, ENV_MODEL)
 
 
 def behind_broker(env: Mapping[str, str]) -> bool:
@@ -36,25 +33,6 @@ def behind_broker(env: Mapping[str, str]) -> bool:
 def brokered(env: Mapping[str, str]) -> list[str]:
     """List the providers the server's broker serves, as it published them."""
     return [name for name in env.get(ENV_PROVIDERS, "").split(",") if name]
-
-
-def encode_hosts(hosts: Mapping[str, str]) -> str:
-    """Write `provider=host` pairs for ENV_HOSTS."""
-    return ",".join(f"{name}={host}" for name, host in hosts.items() if host)
-
-
-def upstream_host(env: Mapping[str, str], provider: str) -> str | None:
-    """Return the real host behind the broker for `provider`, if the server said."""
-    for pair in env.get(ENV_HOSTS, "").split(","):
-        name, _, host = pair.partition("=")
-        if name == provider and host:
-            return host
-    return None
-
-
-def provider_url(env: Mapping[str, str], provider: str) -> str:
-    """Return the broker URL the adapter of `provider` uses as its base URL."""
-    return f"{env.get(ENV_URL, '').rstrip('/')}/{provider}"
 
 
 def own_credentials(env: Mapping[str, str]) -> list[str]:
@@ -77,25 +55,13 @@ def current_environ(env: Mapping[str, str], timeout: float = 5.0) -> dict[str, s
     {} when the broker cannot say (the caller keeps what the environment says).
     """
     import http.client
-    import socket
     from urllib.parse import urlsplit
 
+    from jupyter_ci.models.service import connection
+
     url = urlsplit(f"{env.get(ENV_URL, '').rstrip('/')}/{INFO_PATH}")
-    unix_path = env.get(ENV_SOCKET, "")
-
-    class _UnixConnection(http.client.HTTPConnection):
-        def connect(self) -> None:
-            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            self.sock.settimeout(timeout)
-            self.sock.connect(unix_path)
-
-    conn: http.client.HTTPConnection
-    if unix_path:
-        conn = _UnixConnection("localhost", timeout=timeout)
-    elif url.scheme == "https":
-        conn = http.client.HTTPSConnection(url.hostname or "", url.port, timeout=timeout)
-    else:
-        conn = http.client.HTTPConnection(url.hostname or "", url.port, timeout=timeout)
+    conn = connection(url.scheme, url.hostname or "", url.port, env.get(ENV_SOCKET) or None,
+                      timeout)
     try:
         conn.request("GET", url.path, headers={
             "Authorization": f"Bearer {env.get(ENV_TOKEN, '')}"})
@@ -111,5 +77,5 @@ def current_environ(env: Mapping[str, str], timeout: float = 5.0) -> dict[str, s
         return {}
     if not isinstance(data, dict):
         return {}
-    wanted = (ENV_PROVIDERS, ENV_HOSTS, ENV_MODEL)
+    wanted = (ENV_PROVIDERS, ENV_MODEL)
     return {k: v for k, v in data.items() if k in wanted and isinstance(v, str)}

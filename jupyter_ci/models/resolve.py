@@ -11,6 +11,7 @@ from pathlib import Path
 
 from jupyter_ci import providers
 from jupyter_ci.agent.errors import ModelConfigError
+from jupyter_ci.config import JupyterCI
 from jupyter_ci.models import broker
 from jupyter_ci.models.base import ChatModel, Endpoint
 from jupyter_ci.providers import ProviderSpec
@@ -37,6 +38,12 @@ class ModelSettings:
     record_dir: str = ""
     #: The model used when none is configured (a demo's `replay:...`; "" = none).
     fallback: str = ""
+
+
+def model_settings(settings: JupyterCI) -> ModelSettings:
+    """Return what resolving a model needs from the settings."""
+    return ModelSettings(settings.model, settings.request_timeout, settings.retries,
+                         settings.record_dir, settings.fallback_model)
 
 
 def parse_model_id(spec: str) -> tuple[ProviderSpec, str]:
@@ -92,7 +99,7 @@ def default_model_id(settings: ModelSettings, env: Mapping[str, str]) -> str:
 
 def endpoint_for(spec: ProviderSpec, settings: ModelSettings, env: Mapping[str, str]
                  ) -> Endpoint:
-    """Find the URL and credential for a provider, preferring the server's broker."""
+    """Find the URL and credential for a provider, preferring the server's model service."""
     if spec.in_process:
         return Endpoint("", None, settings.timeout, settings.retries)
     if broker.behind_broker(env):
@@ -102,10 +109,10 @@ def endpoint_for(spec: ProviderSpec, settings: ModelSettings, env: Mapping[str, 
                 f"{PANEL_HINT} Or set {spec.key_var} in the environment that starts "
                 "JupyterLab, then restart it.",
             )
-        return Endpoint(env.get(broker.ENV_TOKEN, ""), broker.provider_url(env, spec.name),
+        # The server's model service, not the provider: the kernel's credential is its key.
+        return Endpoint(env.get(broker.ENV_TOKEN, ""), env.get(broker.ENV_URL, ""),
                         settings.timeout, settings.retries,
-                        broker.upstream_host(env, spec.name),
-                        env.get(broker.ENV_SOCKET) or None)
+                        socket=env.get(broker.ENV_SOCKET) or None)
     key = env.get(spec.key_var, "")
     base_url = env.get(spec.url_var) or None
     if not key and spec.keyless_with_url and base_url:
@@ -131,13 +138,16 @@ def resolve_model(
     endpoint = endpoint_for(provider, settings, env)
     if provider.in_process:
         model = adapter_factory(provider)(provider, name, endpoint)
+    elif broker.behind_broker(env):
+        from jupyter_ci.models.service import ServiceModel
+
+        # Under a server no SDK loads here: the server streams the turn for the kernel.
+        model = ServiceModel(provider, name, endpoint)
     else:
         key = (provider, name, endpoint)
         found = _ADAPTERS.get(key)
         if found is None:
-            # setdefault: a background `prepare` may resolve the same model at the same time.
-            found = _ADAPTERS.setdefault(key, adapter_factory(provider)(provider, name,
-                                                                     endpoint))
+            found = _ADAPTERS[key] = adapter_factory(provider)(provider, name, endpoint)
         model = found
     if settings.record_dir and provider.recordable:
         from jupyter_ci.models.recording import RecordingModel

@@ -1,7 +1,8 @@
-"""The Jupyter Server extension: the panel's config route, the key broker, REST sessions."""
+"""The Jupyter Server extension: the panel's routes, the model service, REST sessions."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 
@@ -13,13 +14,15 @@ from jupyter_ci.config import JupyterCI
 from jupyter_ci.models.broker import ENV_SOCKET, ENV_TOKEN, ENV_URL
 from jupyter_ci.server.broker import BROKER_ROUTE, Broker, broker_url
 from jupyter_ci.server.broker_socket import BrokerSocket
-from jupyter_ci.server.handlers import broker_routes, routes
+from jupyter_ci.server.handlers import routes
 from jupyter_ci.server.hardening import make_non_dumpable
 from jupyter_ci.server.kernels import hook_kernel_manager
 from jupyter_ci.server.keys import key_file_to_read, stored_keys
-from jupyter_ci.server.relay import make_client
+from jupyter_ci.server.model_service import ModelService
 from jupyter_ci.server.sandbox.environ import ENV_BROKER_SOCKET, ENV_HIDE
+from jupyter_ci.server.service_handlers import service_routes
 from jupyter_ci.server.sessions import SessionManager
+from jupyter_ci.server.upstream import make_client
 
 #: The kernelspecs the package carries ("Python 3 (sandboxed)").
 KERNELS = Path(__file__).parent / "sandbox" / "kernels"
@@ -42,6 +45,8 @@ class JupyterCIApp(ExtensionApp):
         # Each kernel gets its own token in the env of its start (see server/kernels.py).
         hook_kernel_manager(self._server().kernel_manager, self.broker, self.log)
         self.client = make_client(self.ci.request_timeout)
+        self.service = ModelService(self.broker, self.ci.request_timeout, self.ci.retries,
+                                    self.ci.max_reply_tokens, self.log)
         self._publish_environ()
         # The port is final only once init_httpserver has run (after extensions load,
         # and it resolves --port=0 and port retries); the loop's first callback runs
@@ -49,20 +54,23 @@ class JupyterCIApp(ExtensionApp):
         self._server().io_loop.add_callback(self._publish_environ)
         self.sessions = SessionManager(self._server().kernel_manager,
                                        Path(self._server().root_dir), self.ci, self.log,
-                                       self.broker)
+                                       self.service)
         self._publish_sandbox()
         self._server().io_loop.add_callback(self._start_sessions)
+        self._server().io_loop.add_callback(self._start_warming)
         self.settings.update({"jupyter_ci": self.ci, "jupyter_ci_broker": self.broker,
+                              "jupyter_ci_service": self.service,
                               "jupyter_ci_sessions": self.sessions})
         names = ", ".join(p.name for p in self.broker.configured()) or "none"
-        self.log.info("jupyter-ci: provider keys held by the server broker (%s)", names)
+        self.log.info("jupyter-ci: provider keys held by the server's model service (%s)",
+                      names)
         for problem in self.broker.misconfigured():
             self.log.warning("jupyter-ci: %s", problem)
 
     def initialize_handlers(self) -> None:
         """Register the routes (see handlers.routes)."""
-        self.handlers.extend(routes(self.ci, self.broker, self.client, self.log, self.sessions,
-                                    self._publish_environ))
+        self.handlers.extend(routes(self.ci, self.service, self.client, self.log, self.sessions,
+                                    self._keys_changed))
 
     def _start_sessions(self) -> None:
         """Cull idle sessions once the server runs (the pool fills at the first session)."""
@@ -72,6 +80,10 @@ class JupyterCIApp(ExtensionApp):
             self._culler = PeriodicCallback(self.sessions.cull, min(60.0, idle / 4) * 1000)
             self._culler.start()
 
+    def _start_warming(self) -> None:
+        """Load the SDKs in a worker thread while the server starts, not in the first ask."""
+        self._warming = asyncio.ensure_future(self.service.warm())
+
     def _publish_sandbox(self) -> None:
         """Offer the sandboxed kernelspec; tell its provisioner what to bind and hide."""
         # Installed as data too, but a prefix or user site may not hold it: the package does.
@@ -79,8 +91,7 @@ class JupyterCIApp(ExtensionApp):
         if isinstance(specs, list) and str(KERNELS) not in specs:
             specs.append(str(KERNELS))
         # Boxes have no network: they reach the broker through a socket of its own.
-        self.broker_socket = BrokerSocket(broker_routes(self.ci, self.broker, self.client,
-                                                        self.log))
+        self.broker_socket = BrokerSocket(service_routes(self.ci, self.service, self.log))
         os.environ[ENV_BROKER_SOCKET] = str(self.broker_socket.start())
         # What no box may show even when a mount above it would: the server's files, the
         # other sessions, the key file.
@@ -97,8 +108,16 @@ class JupyterCIApp(ExtensionApp):
         self.broker_socket.stop()
         for name in (ENV_BROKER_SOCKET, ENV_HIDE):
             os.environ.pop(name, None)  # a server started later in this process publishes anew
+        warming = getattr(self, "_warming", None)
+        if warming is not None:
+            warming.cancel()
         await self.sessions.close()
         await self.client.aclose()
+
+    def _keys_changed(self) -> None:
+        """A key was pasted in the panel: tell new kernels, drop adapters of replaced keys."""
+        self.service.forget()
+        self._publish_environ()
 
     def _publish_environ(self) -> None:
         """Put the broker URL and providers into os.environ for new kernels."""

@@ -1,4 +1,8 @@
-"""The key broker: provider keys live only in the server; each kernel holds its own token."""
+"""The key broker: provider keys live only in the server; each kernel holds its own credential.
+
+The model service (model_service.py) is the only user of the keys; the broker holds them,
+issues and revokes kernels' credentials, and keeps the token budget.
+"""
 
 from __future__ import annotations
 
@@ -10,26 +14,10 @@ from dataclasses import dataclass, field
 from urllib.parse import quote, urlsplit
 
 from jupyter_ci import providers
-from jupyter_ci.models.broker import (
-    ENV_HOSTS,
-    ENV_MODEL,
-    ENV_PROVIDERS,
-    ENV_SOCKET,
-    ENV_TOKEN,
-    ENV_URL,
-    encode_hosts,
-)
+from jupyter_ci.models.broker import ENV_MODEL, ENV_PROVIDERS, ENV_SOCKET, ENV_TOKEN, ENV_URL
 from jupyter_ci.providers import ProviderSpec
-from jupyter_ci.server.allowlist import forwarded_headers, match_route
 from jupyter_ci.server.credentials import Budget, Credentials
-from jupyter_ci.server.errors import (
-    BadBrokerToken,
-    BadRequest,
-    NoProviderKey,
-    OverBudget,
-    UnknownProvider,
-)
-from jupyter_ci.server.usage import ask_for_usage
+from jupyter_ci.server.errors import BadBrokerToken, BadRequest, NoProviderKey, UnknownProvider
 
 #: Route of the broker under the server's base_url; kernels append `/<provider>`.
 BROKER_ROUTE = "jupyter-ci/broker"
@@ -81,31 +69,9 @@ class Provider:
         return f"{url}?{query}" if query else url
 
 
-@dataclass(frozen=True)
-class Admitted:
-    """A kernel request that passed every check before its body is read."""
-
-    kernel_id: str
-    provider: Provider
-    method: str
-    #: Below the provider's base URL: decoded, and checked against the provider's routes.
-    path: str
-    headers: dict[str, str] = field(repr=False)
-
-
-@dataclass(frozen=True)
-class Outgoing:
-    """A request ready to send upstream."""
-
-    method: str
-    url: str
-    headers: dict[str, str] = field(repr=False)
-    body: bytes = field(default=b"", repr=False)
-
-
 @dataclass
 class Broker:
-    """Provider credentials held in server memory, and the kernels' tokens and budget."""
+    """Provider keys held in server memory, and the kernels' credentials and token budget."""
 
     providers: dict[str, Provider]
     credentials: Credentials = field(default_factory=Credentials)
@@ -204,7 +170,7 @@ class Broker:
         kernel_id = self.credentials.kernel_for(presented)
         if kernel_id is None:
             raise BadBrokerToken(
-                "This request does not carry the jupyter-ci broker token of a running kernel "
+                "This request does not carry the jupyter-ci credential of a running kernel "
                 f"of this server. Restart the kernel so it gets a current {ENV_TOKEN}."
             )
         return kernel_id
@@ -230,36 +196,11 @@ class Broker:
             )
         return found
 
-    def admit(self, name: str, raw_path: str, method: str, headers: Mapping[str, str]) -> Admitted:
-        """Check token, provider, route, budget and headers of a request, before its body."""
-        kernel_id = self.authenticate(presented_token(headers))
-        provider = self.provider(name)
-        path = match_route(provider.spec.routes, method, raw_path)
-        reason = self.budget.exceeded(kernel_id)
-        if reason is not None:
-            raise OverBudget(reason)
-        return Admitted(kernel_id, provider, method, path, forwarded_headers(headers))
-
-    def outgoing(self, call: Admitted, query: str, body: bytes) -> Outgoing:
-        """Turn an admitted kernel request into the one sent to the provider."""
-        if self.budget.active and call.method == "POST" and call.path == "chat/completions":
-            # Chat Completions streams report usage only when asked; the budget needs it.
-            body = ask_for_usage(body)
-        headers = {**call.headers, **call.provider.auth_headers()}
-        return Outgoing(call.method, call.provider.url_for(call.path, query), headers, body)
-
-    def charge(self, kernel_id: str, tokens: int) -> None:
-        """Count the tokens a reply used against the kernel's and the server's budget."""
-        self.budget.charge(kernel_id, tokens)
-
     def kernel_environ(self, url: str | None, socket: str = "", model: str = "") -> dict[str, str]:
         """Return the variables every kernel gets; its token comes with its own start."""
         env = {ENV_PROVIDERS: ",".join(p.name for p in self.configured())}
         if url:
             env[ENV_URL] = url
-        hosts = {p.name: urlsplit(p.base_url).hostname or "" for p in self.configured()}
-        if hosts:
-            env[ENV_HOSTS] = encode_hosts(hosts)
         if socket:
             env[ENV_SOCKET] = socket
         if model:

@@ -18,7 +18,7 @@ from jupyter_ci.server.broker import Broker, Provider
 from jupyter_ci.server.errors import BadRequest
 from jupyter_ci.server.keys import KeyFileError, default_key_file, remember_keys
 from jupyter_ci.server.panel import panel_config
-from jupyter_ci.server.relay import why_failed
+from jupyter_ci.server.upstream import why_failed
 
 if TYPE_CHECKING:
     import httpx
@@ -46,8 +46,7 @@ class KeyCheck:
 
 def _models_path(provider: Provider) -> str | None:
     """Return the provider's model-list route (below its base URL), if it has one."""
-    routes = provider.spec.routes
-    return next((r.path for r in routes if r.method == "GET" and r.path.endswith("models")), None)
+    return provider.spec.models_path or None
 
 
 def _counted(response: httpx.Response) -> str:

@@ -1,9 +1,10 @@
 """The `ask` of a REST session: the same loop, limits and memory as `%%ask`, driven in the server.
 
 The loop is the sans-IO `AskLoop` driven by `drive_async`; code runs in the session's kernel
-through its `KernelExecutor`; the model is reached through this server's own key broker (a
-token of the session's, so per-kernel budgets apply), with the adapter's synchronous SDK call
-in a worker thread and its streamed text handed back to the event loop.
+through its `KernelExecutor`; each model turn streams through the server's model service in
+this process (the same adapters, budgets and metering as a kernel's %%ask, with the session
+as the budget's holder). A client that hangs up or deletes the session cancels the task,
+and with it the provider's stream.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_ci.agent.drive import drive_async
-from jupyter_ci.agent.errors import AskError, ModelConfigError
+from jupyter_ci.agent.errors import AskError
 from jupyter_ci.agent.images import Vision
 from jupyter_ci.agent.install import InstallPolicy
 from jupyter_ci.agent.loop import AskLoop, Limits, RunCode
@@ -28,7 +29,17 @@ from jupyter_ci.config import JupyterCI
 from jupyter_ci.models import retiring
 from jupyter_ci.models.base import ChatModel
 from jupyter_ci.models.broker import ENV_TOKEN
-from jupyter_ci.models.resolve import vision_enabled
+from jupyter_ci.models.recording import Recording
+from jupyter_ci.models.recording import write as write_recording
+from jupyter_ci.models.resolve import (
+    default_model_id,
+    model_settings,
+    parse_model_id,
+    resolve_model,
+    vision_enabled,
+)
+from jupyter_ci.models.turn_wire import Turn
+from jupyter_ci.server.model_service import ModelService, as_text_sink
 from jupyter_ci.server.session_results import execute_result, markdown_cell
 from jupyter_ci.server.sessions import Session, SessionError, SessionManager
 
@@ -37,7 +48,7 @@ Emit = Callable[[str, dict[str, Any]], None]
 
 
 def ask_token_id(sid: str) -> str:
-    """Name the broker credential of a session's asks (revoked with the session)."""
+    """Name the budget holder of a session's asks (closed with the session)."""
     return f"ask:{sid}"
 
 
@@ -65,20 +76,47 @@ class AskRequest:
 FIELDS = tuple(f.name for f in fields(AskRequest))
 
 
-class ThreadedModel:
-    """An adapter's blocking `complete` in a worker thread, its text back on the event loop."""
+class ServiceTurns:
+    """The driver's model: each turn streams through the model service, in this process."""
 
-    def __init__(self, model: ChatModel) -> None:
-        self.model = model
+    def __init__(self, service: ModelService, holder: str, model_id: str, record_dir: str
+                 ) -> None:
+        self.service, self.holder, self.id = service, holder, model_id
+        self.record_dir = Path(record_dir) if record_dir else None
+        self.turns: list[ModelReply] = []
 
     async def complete(self, request: ModelRequest, on_text: OnText) -> ModelReply:
-        """Call the model without blocking the server's event loop."""
+        """Stream one turn on the event loop (no thread); cancelling stops the provider."""
+        reply = await self.service.turn(self.holder, Turn(self.id, request),
+                                        as_text_sink(on_text))
+        if self.record_dir is not None:  # c.JupyterCI.record_dir, as for %%ask
+            self.turns.append(reply)
+            recording = Recording(request.prompt, self.id, tuple(self.turns))
+            try:
+                await asyncio.to_thread(write_recording, self.record_dir, recording)
+            except OSError as error:
+                self.service.warn(f"could not write the recording in {self.record_dir}: "
+                                  f"{error.strerror or error}")
+        return reply
+
+
+class InProcessTurns:
+    """A model that lives in the server process (a replay, the scripted double)."""
+
+    def __init__(self, model: ChatModel) -> None:
+        self.model, self.id = model, model.id
+
+    async def complete(self, request: ModelRequest, on_text: OnText) -> ModelReply:
+        """Call it in a worker thread (a replay reads files), its text back on the loop."""
         loop = asyncio.get_running_loop()
 
         def from_thread(delta: str) -> None:
             loop.call_soon_threadsafe(on_text, delta)
 
         return await asyncio.to_thread(self.model.complete, request, from_thread)
+
+
+Turns = ServiceTurns | InProcessTurns
 
 
 @dataclass
@@ -155,25 +193,28 @@ def parse(body: dict[str, Any]) -> AskRequest:
 
 
 async def resolve(manager: SessionManager, session: Session, model: str | None
-                  ) -> tuple[ChatModel, Redactor]:
-    """Build the adapter that reaches the model through the broker, and the redaction."""
-    # Redacted: the ask's token and every provider key the server holds.
-    from jupyter_ci.models.resolve import ModelSettings, resolve_model
-
-    ci = manager.ci
-    if manager.broker is None:
-        raise SessionError("This server has no key broker: asks are not available.")
-    model = confine_replay(model, session.directory, ci.record_dir)
-    token = manager.broker.issue(ask_token_id(session.id))
-    env = {**os.environ, ENV_TOKEN: token}
-    settings = ModelSettings(ci.model, ci.request_timeout, ci.retries, ci.record_dir)
+                  ) -> tuple[Turns, Redactor]:
+    """Pick the ask's model in the model service, and what to redact from the kernel's words."""
+    service: ModelService | None = manager.service
+    if service is None:
+        raise SessionError("This server has no model service: asks are not available.")
+    model = confine_replay(model, session.directory, manager.ci.record_dir)
+    holder = ask_token_id(session.id)
+    service.broker.budget.open(holder)
+    settings = model_settings(manager.ci)
+    turns: Turns
     try:
-        # The adapter imports its SDK on first use: not on the event loop.
-        chat = await asyncio.to_thread(resolve_model, model, settings, env)
-    except ModelConfigError as error:
+        model_id = model or default_model_id(settings, os.environ)
+        if parse_model_id(model_id)[0].in_process:
+            turns = InProcessTurns(resolve_model(model_id, settings, os.environ))
+        else:
+            await service.model(model_id)  # unknown model, no key: said now, before the ask
+            turns = ServiceTurns(service, holder, model_id, manager.ci.record_dir)
+    except AskError as error:
         raise SessionError(str(error)) from None
-    keys = [p.api_key for p in manager.broker.providers.values() if p.api_key]
-    return chat, Redactor([token, *keys, *_kernel_token(manager, session)])
+    # Redacted: every provider key the server holds, and the kernel's own credential.
+    keys = [p.api_key for p in service.broker.providers.values() if p.api_key]
+    return turns, Redactor([*keys, *_kernel_token(manager, session)])
 
 
 def confine_replay(model: str | None, directory: Path, record_dir: str) -> str | None:
@@ -211,7 +252,7 @@ def _kernel_token(manager: SessionManager, session: Session) -> list[str]:
 
 
 async def ask(manager: SessionManager, session: Session, request: AskRequest,
-              chat: ChatModel, redactor: Redactor, emit: Emit) -> dict[str, Any]:
+              chat: Turns, redactor: Redactor, emit: Emit) -> dict[str, Any]:
     """Run one ask in the session (its lock held by the caller); return the final event."""
     view = EventView(emit)
     if session.memory is None:
@@ -230,7 +271,7 @@ async def ask(manager: SessionManager, session: Session, request: AskRequest,
         manager.log.warning("jupyter-ci: session %s: %s", session.id, warning)
         emit("warning", {"message": warning})
     try:
-        answer = await drive_async(loop, ThreadedModel(chat), SessionSteps(
+        answer = await drive_async(loop, chat, SessionSteps(
             manager, session, view), view)
     except AskError as error:
         memory.remember(request.prompt, loop.transcript(), f"(The ask failed: {error})")

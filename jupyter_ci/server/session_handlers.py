@@ -256,6 +256,8 @@ class StreamingHandler(SessionAPIHandler):
         queue: asyncio.Queue[bytes | None] = asyncio.Queue()
         self._session = session
         self._task = task = asyncio.ensure_future(self._locked(session, work, queue.put_nowait))
+        session.tasks.add(task)
+        task.add_done_callback(session.tasks.discard)
         task.add_done_callback(lambda _: queue.put_nowait(None))
         while True:
             try:

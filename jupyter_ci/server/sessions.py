@@ -102,6 +102,8 @@ class Session:
     file_count: int = 0
     #: Its kernel runs in a bubblewrap box (c.JupyterCI.session_sandbox).
     sandboxed: bool = False
+    #: Its runs and asks in flight: deleting the session cancels them (and their model calls).
+    tasks: set[asyncio.Future[Any]] = field(default_factory=set)
 
     def to_json(self) -> dict[str, Any]:
         """Describe the session as the API returns it."""
@@ -133,10 +135,10 @@ class SessionManager:
     """Create, find, run in, restart, cull and delete sessions; keep a pool of kernels."""
 
     def __init__(self, kernel_manager: Any, root_dir: Path, ci: JupyterCI, log: Logger,
-                 broker: Any = None) -> None:
+                 service: Any = None) -> None:
         self.km = kernel_manager
-        #: The server's key broker (asks reach the model through it), if any.
-        self.broker = broker
+        #: The server's model service (asks stream their turns through it), if any.
+        self.service = service
         self.root_dir = root_dir.resolve()
         self.root = Path(ci.session_root).resolve() if ci.session_root else (
             self.root_dir / ".jupyter-ci-sessions")
@@ -186,8 +188,10 @@ class SessionManager:
         if session is None:
             raise UnknownSession(f"No session {sid!r}.")
         session.closed = True
-        if self.broker is not None:
-            self.broker.revoke(f"ask:{sid}")  # the credential of its asks (session_ask.py)
+        for task in list(session.tasks):
+            task.cancel()  # an ask's model call stops now, not when its reply would end
+        if self.service is not None:
+            self.service.broker.budget.close(f"ask:{sid}")  # its asks' budget (session_ask.py)
         await self._dispose(session.client, session.kernel_id, session.directory,
                             session.lock)
 
