@@ -1,0 +1,123 @@
+"""A kernel under Jupyter Server asks the server's model service: no SDK in the kernel.
+
+Kernels here are started by a real `jupyter lab` subprocess (as REST sessions, so the test
+can drive them), with both providers pointing at the fake model server.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from jupyter_ci.client import Client, Session
+from tests.fakellm import FakeLLM, Turn
+from tests.nbrun import TEST_KEY
+from tests.ui.lab import LabServer, start_lab
+
+ANTHROPIC_KEY = "sk-ant-test-service-0123456789"
+#: What a kernel has loaded that a provider SDK would bring in.
+SDK_MODULES = ("import sys, json, threading\n"
+               "print(json.dumps([sorted(m for m in ('openai', 'anthropic', 'httpx', 'httpx2', "
+               "'pydantic') if m in sys.modules), sorted(t.name for t in threading.enumerate())]))")
+
+
+@pytest.fixture
+def fake(session_fake: FakeLLM) -> FakeLLM:
+    """The session's fake model server, emptied for this test."""
+    session_fake.reset()
+    return session_fake
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, session_fake: FakeLLM
+           ) -> Iterator[LabServer]:
+    """A Jupyter server holding both keys; its sessions are unboxed (faster to start)."""
+    base = tmp_path_factory.mktemp("service-kernel")
+    config = base / "config"
+    config.mkdir()
+    (config / "jupyter_server_config.json").write_text(json.dumps({"JupyterCI": {
+        "session_pool": 0, "session_sandbox": "never"}}))
+    lab = start_lab(base, {"OPENAI_API_KEY": TEST_KEY,
+                           "OPENAI_BASE_URL": session_fake.openai_base_url,
+                           "ANTHROPIC_API_KEY": ANTHROPIC_KEY,
+                           "ANTHROPIC_BASE_URL": session_fake.anthropic_base_url})
+    yield lab
+    lab.stop()
+
+
+@pytest.fixture
+def session(server: LabServer, fake: FakeLLM) -> Iterator[Session]:
+    """A fresh kernel started by the server, with the extension loaded."""
+    with Client(server.url, server.token) as client, client.session() as made:
+        made.execute("%load_ext jupyter_ci")
+        yield made
+
+
+def ask_cell(model: str, prompt: str) -> str:
+    return f"%%ask -m {model}\n{prompt}"
+
+
+def test_asks_of_both_providers_load_no_sdk_in_the_kernel(session: Session, fake: FakeLLM
+                                                          ) -> None:
+    session.execute("x = 20")
+    fake.push(Turn("", tool_calls=[("run_python", {"code": "y = x + 1\nprint(y)"})]),
+              Turn("It is **21**."), Turn("Claude says hi."))
+    first = session.execute(ask_cell("openai:gpt-test", "add one to x"))
+    assert "21" in first.text and "It is" in first.text, first.text
+    second = session.execute(ask_cell("anthropic:claude-test", "say hi"))
+    assert "Claude says hi." in second.text, second.text
+    modules, threads = json.loads(session.execute(SDK_MODULES).text)
+    # The kernel spoke only our own turn format; the server's SDK clients did the rest.
+    assert modules == []
+    assert not [name for name in threads if "prepare" in name]
+    # The provider saw the server's keys (the kernel never had them).
+    assert [r.path for r in fake.requests] == ["/v1/chat/completions"] * 2 + ["/v1/messages"]
+    assert TEST_KEY in fake.requests[0].headers["authorization"]
+    assert ANTHROPIC_KEY in (fake.requests[2].headers.get("x-api-key", "")
+                             + fake.requests[2].headers.get("authorization", ""))
+    env = session.execute("import os\nprint(sorted(os.environ))").text
+    assert "OPENAI_API_KEY" not in env and "ANTHROPIC_API_KEY" not in env
+
+
+def test_an_interrupted_ask_stops_the_providers_stream_and_keeps_the_kernel(
+        session: Session, fake: FakeLLM) -> None:
+    session.execute("kept = 7")
+    # 200 chunks 50 ms apart: 10 s of streaming unless the hang-up reaches the provider.
+    fake.push(Turn("word " * 200, chunk_chars=5, chunk_delay=0.05))
+    started = time.monotonic()
+    # The REST execute interrupts the kernel when its timeout passes: the kernel's turn is
+    # cut by KeyboardInterrupt, its connection closes, and the server cancels the stream.
+    done = session.execute(ask_cell("openai:gpt-test", "talk a lot"), timeout=2)
+    assert done.status in ("timeout", "error"), done.status
+    deadline = time.monotonic() + 5
+    while not fake.cut_streams and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert fake.cut_streams, "the provider's stream ran on after the kernel was interrupted"
+    assert fake.cut_streams[0] - started < 4.5
+    assert session.execute("print(kept)").text.strip() == "7"
+
+
+def test_a_refused_turn_says_what_to_do_and_loses_nothing(session: Session, tmp_path: Path
+                                                          ) -> None:
+    session.execute("kept = 3")
+    done = session.execute(ask_cell("openai-ish:gpt", "hi"))
+    assert "Unknown model provider 'openai-ish'" in done.text + json.dumps(done.error or {})
+    # A credential that is not this kernel's: the service refuses it, the kernel says so.
+    forged = session.execute(
+        "import os\nos.environ['JUPYTER_CI_BROKER_TOKEN'] = 'forged'\n"
+        "from jupyter_ci.models.service import ServiceModel\n"
+        "from jupyter_ci.models.resolve import ModelSettings, resolve_model\n"
+        "m = resolve_model('openai:gpt-test', ModelSettings())\n"
+        "print(type(m).__name__)\n"
+        "from jupyter_ci.agent.types import Message, ModelRequest\n"
+        "try:\n"
+        "    m.complete(ModelRequest('', (Message('user', 'hi'),), ()), print)\n"
+        "except Exception as e:\n"
+        "    print(type(e).__name__, e)\n")
+    assert "ServiceModel" in forged.text
+    assert "ModelConfigError" in forged.text and "Restart the kernel" in forged.text
+    assert session.execute("print(kept)").text.strip() == "3"
