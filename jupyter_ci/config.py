@@ -27,7 +27,7 @@ class JupyterCI(Configurable):
     fallback_model = Unicode(
         "",
         help="Model used only when none is configured (no -m, no model setting, no provider "
-        "key, nothing behind the server's broker), e.g. `replay:recordings` in a demo "
+        "key, nothing behind the server's model service), e.g. `replay:recordings` in a demo "
         "notebook, so it runs before a key is set. Empty (default): such an ask fails "
         "saying what to set.",
     ).tag(config=True)
@@ -73,10 +73,6 @@ class JupyterCI(Configurable):
                   "timeout), with exponential backoff (default 3).").tag(config=True)
     request_timeout = Float(120.0, help="Seconds to wait for a model response "
                             "(default 120).").tag(config=True)
-    preload_model = Bool(True, help="Load the default model's SDK in a background thread "
-                         "once the cell with `%load_ext jupyter_ci` has ended, so the first "
-                         "ask is as quick as the next; it costs a kernel 1-4 s of CPU and "
-                         "40-70 MB whether or not it asks (default True).").tag(config=True)
 
     install = CaselessStrEnum(
         ["auto", "ask", "always", "never"], default_value="auto",
@@ -95,20 +91,22 @@ class JupyterCI(Configurable):
 
     max_tokens_per_kernel = Int(
         0,
-        help="Model tokens (input plus output, as the provider reports them) one kernel may "
-        "use through the server's key broker, over its restarts, before further requests get "
-        "HTTP 429; checked before each request, so the request that crosses it completes. "
-        "0 (default) = unlimited. With a limit, streamed Chat Completions requests are made "
-        "to report usage (stream_options.include_usage).",
+        help="Model tokens (input plus output, as the provider reports them) one kernel, or "
+        "one REST session's asks, may use through the server's model service, over restarts. "
+        "Each model call reserves its request's size plus its reply limit first and settles "
+        "on the usage reported, so calls running at once pass the limit by one reservation "
+        "at most; a call the client hangs up on costs what the provider reported, else its "
+        "reservation. Calls past it end the ask with LimitReached. 0 (default) = unlimited.",
     ).tag(config=True)
     max_tokens_per_server = Int(
         0,
-        help="Model tokens (input plus output) all kernels together may use through the key "
-        "broker while the server runs, like max_tokens_per_kernel. 0 (default) = unlimited.",
+        help="Model tokens (input plus output) all kernels and sessions together may use "
+        "through the model service while the server runs, like max_tokens_per_kernel. "
+        "0 (default) = unlimited.",
     ).tag(config=True)
     broker_max_body_bytes = Int(
         32 * 1024 * 1024,
-        help="Largest request body, in bytes, a kernel may send through the key broker; "
+        help="Largest model turn, in bytes, a kernel may send the model service; "
         "larger ones get HTTP 413 before they are read (default 33554432, 32 MiB). "
         "ServerApp.max_body_size still caps it.",
     ).tag(config=True)
@@ -134,7 +132,7 @@ class JupyterCI(Configurable):
 
     broker_url = Unicode(
         "",
-        help="The URL kernels use to reach the key broker, e.g. "
+        help="The URL kernels use to reach the model service, e.g. "
         "https://jupyter.example.org/jupyter-ci/broker when kernels run on other machines "
         "(a gateway, --gateway-url). Default: this server's own address on the loopback.",
     ).tag(config=True)
