@@ -79,6 +79,9 @@ class FakeLLM:
         self.api_key: str | None = None
         #: How many times the model list was asked for (`GET /v1/models`, not in `requests`).
         self.listings = 0
+        #: When (time.monotonic()) each stream found its client gone: a write failed, so the
+        #: client closed the connection before the stream's end; nothing more is sent to it.
+        self.cut_streams: list[float] = []
         self._host = host
         self._server = _Server((host, port), _Handler)
         self._server.fake = self
@@ -140,6 +143,7 @@ class FakeLLM:
             self._requests.clear()
             self.api_key = None
             self.listings = 0
+            self.cut_streams.clear()
 
     def refuses(self, headers: dict[str, str]) -> bool:
         """Tell whether a request's key (headers in lower case) is not the one required."""
@@ -247,12 +251,16 @@ class FakeLLM:
             for chunk in openai_chunks(turn.text, calls, model=model, chunk_chars=turn.chunk_chars,
                                        usage=usage if wants_usage and turn.usage else None):
                 handler.send_event(None, chunk)
+                if handler.gone:
+                    break
                 time.sleep(turn.chunk_delay)
             handler.send_raw(b"data: [DONE]\n\n")
         else:
             for name, data in anthropic_events(turn.text, calls, model=model,
                                                chunk_chars=turn.chunk_chars, usage=usage):
                 handler.send_event(name, data)
+                if handler.gone:
+                    break
                 time.sleep(turn.chunk_delay)
 
 
@@ -268,6 +276,7 @@ class _Server(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.0"  # one request per connection; the end of a stream is EOF
+    gone = False  # the client closed the connection while a stream was being sent
 
     def do_POST(self) -> None:
         path = self.path.split("?", 1)[0]
@@ -338,11 +347,16 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_raw(f"{head}data: {json.dumps(data)}\n\n".encode())
 
     def send_raw(self, payload: bytes) -> None:
+        if self.gone:
+            return
         try:
             self.wfile.write(payload)
             self.wfile.flush()
         except OSError:
-            pass
+            self.gone = True
+            fake = self.server.fake
+            with fake._lock:
+                fake.cut_streams.append(time.monotonic())
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # keep test output clean; every request is in `requests`

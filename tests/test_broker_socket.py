@@ -1,16 +1,12 @@
-"""Kernels of a server started with --sock reach the key broker through its Unix socket."""
+"""Kernels of a server started with --sock reach its model service through its Unix socket."""
 
 from __future__ import annotations
 
 import json
 import os
-import socket
-import socketserver
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +15,9 @@ import pytest
 from jupyter_client.blocking.client import BlockingKernelClient
 
 from jupyter_ci import providers
-from jupyter_ci.agent.types import Message, ModelRequest
-from jupyter_ci.models.anthropic import AnthropicChatModel
-from jupyter_ci.models.base import Endpoint
 from jupyter_ci.models.broker import ENV_PROVIDERS, ENV_SOCKET, ENV_TOKEN, ENV_URL, MANAGED
-from jupyter_ci.models.openai import OpenAIChatModel
 from jupyter_ci.models.resolve import ModelSettings, endpoint_for
-from tests.fakellm import ANTHROPIC_PATH, OPENAI_PATH, FakeLLM, Turn
+from tests.fakellm import OPENAI_PATH, FakeLLM, Turn
 
 OPENAI_KEY = "sk-test-OPENAI-socket-secret-4321"
 JUPYTER_TOKEN = "jupyter-socket-secret"
@@ -40,65 +32,6 @@ def test_endpoint_behind_a_socket_server_carries_the_socket() -> None:
     assert endpoint.api_key == "broker-token"
     del env[ENV_SOCKET]
     assert endpoint_for(providers.PROVIDERS["openai"], ModelSettings(), env).socket is None
-
-
-class _Relay(socketserver.BaseRequestHandler):
-    """Pass one Unix socket connection on to the fake's TCP port, both ways."""
-
-    server: _RelayServer
-
-    def handle(self) -> None:
-        with socket.create_connection(("127.0.0.1", self.server.port)) as upstream:
-            back = threading.Thread(target=_pipe, args=(upstream, self.request), daemon=True)
-            back.start()
-            _pipe(self.request, upstream)
-            back.join(5)
-
-
-class _RelayServer(socketserver.ThreadingUnixStreamServer):
-    daemon_threads = True
-    port = 0
-
-
-def _pipe(source: socket.socket, target: socket.socket) -> None:
-    """Copy bytes until `source` ends, then end `target`'s writing side."""
-    try:
-        while data := source.recv(65536):
-            target.sendall(data)
-        target.shutdown(socket.SHUT_WR)
-    except OSError:
-        pass
-
-
-@pytest.fixture
-def relay(tmp_path: Path, fake: FakeLLM) -> Iterator[str]:
-    """A Unix socket that reaches the fake model server; its path."""
-    path = str(tmp_path / "relay.sock")
-    with _RelayServer(path, _Relay) as server:
-        server.port = fake.port
-        thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
-        thread.start()
-        yield path
-        server.shutdown()
-
-
-@pytest.mark.parametrize("provider", ["openai", "anthropic"])
-def test_adapters_connect_through_the_endpoint_socket(
-    relay: str, fake: FakeLLM, provider: str
-) -> None:
-    """Both SDKs send to the socket; the URL's host (nothing listens there) is not dialled."""
-    request = ModelRequest("", (Message("user", "hi"),), ())
-    if provider == "openai":
-        endpoint = Endpoint("k", "http://localhost:9/v1", max_retries=0, socket=relay)
-        model: OpenAIChatModel | AnthropicChatModel = OpenAIChatModel(
-            providers.PROVIDERS["openai"], "gpt-test", endpoint)
-    else:
-        endpoint = Endpoint("k", "http://localhost:9", max_retries=0, socket=relay)
-        model = AnthropicChatModel(providers.PROVIDERS["anthropic"], "claude-test", endpoint)
-    assert model.complete(request, lambda _: None).text == "hi from the socket"
-    assert [r.path for r in fake.requests] == [OPENAI_PATH if provider == "openai"
-                                               else ANTHROPIC_PATH]
-    assert fake.requests[0].headers["host"] == "localhost:9"
 
 
 @pytest.fixture(autouse=True)

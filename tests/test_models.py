@@ -312,12 +312,15 @@ def test_adapters_do_not_import_sdks() -> None:
     assert out.strip() == "[]"
 
 
-def test_openai_behind_the_broker_uses_the_upstream_hosts_token_option() -> None:
+def test_openai_token_limit_option_follows_the_host() -> None:
+    """api.openai.com's reasoning models refuse max_tokens; compatible servers may not know
+    its successor. Planned, not sent: nothing leaves the machine."""
+    import openai
+
     request = ModelRequest("sys", (Message("user", "hi"),), (), max_tokens=99)
-    with FakeLLM([Turn("a"), Turn("b")]) as fake:
-        for host in ("api.openai.com", None):
-            endpoint = Endpoint("k", fake.openai_base_url, upstream_host=host)
-            OpenAIChatModel(OPENAI, "gpt-x", endpoint).complete(request, lambda _: None)
-        official, compatible = (r.body for r in fake.requests)
+    model = OpenAIChatModel(OPENAI, "gpt-x", Endpoint("k"))
+    official = model._plan(openai.OpenAI(api_key="k"), request).options
+    local = model._plan(openai.OpenAI(api_key="k", base_url="http://127.0.0.1:9/v1"),
+                        request).options
     assert official["max_completion_tokens"] == 99 and "max_tokens" not in official
-    assert compatible["max_tokens"] == 99 and "max_completion_tokens" not in compatible
+    assert local["max_tokens"] == 99 and "max_completion_tokens" not in local

@@ -14,6 +14,7 @@ from jupyter_ci.config import JupyterCI
 from jupyter_ci.kernel.magics import AskMagics
 from jupyter_ci.kernel.options import USAGE, ask_parser, help_text, parse_options
 from jupyter_ci.models.resolve import ModelSettings, default_model_id, endpoint_for, resolve_model
+from jupyter_ci.models.service import ServiceModel
 
 
 def test_options_then_prompt_kept_verbatim() -> None:
@@ -120,12 +121,12 @@ def test_missing_key_for_the_chosen_provider() -> None:
 
 def test_the_broker_replaces_keys_under_jupyter_server() -> None:
     env = {"JUPYTER_CI_BROKER_URL": "http://127.0.0.1:8888/jupyter-ci/broker",
-           "JUPYTER_CI_BROKER_TOKEN": "tok", "JUPYTER_CI_BROKER_PROVIDERS": "anthropic",
-           "JUPYTER_CI_BROKER_HOSTS": "openai=api.openai.com,anthropic=api.anthropic.com"}
+           "JUPYTER_CI_BROKER_TOKEN": "tok", "JUPYTER_CI_BROKER_PROVIDERS": "anthropic"}
     assert default_model_id(ModelSettings(), env) == "anthropic:claude-sonnet-5-5"
     ep = endpoint_for(providers.PROVIDERS["anthropic"], ModelSettings(), env)
-    assert ep.api_key == "tok" and str(ep.base_url).endswith("/broker/anthropic")
-    assert ep.upstream_host == "api.anthropic.com"
+    # The kernel's credential and the server's model service, never a provider's URL.
+    assert ep.api_key == "tok" and str(ep.base_url).endswith("/jupyter-ci/broker")
+    assert isinstance(resolve_model("anthropic:claude-x", ModelSettings(), env), ServiceModel)
     with pytest.raises(ModelConfigError, match="no key for openai"):
         endpoint_for(providers.PROVIDERS["openai"], ModelSettings(), env)
 

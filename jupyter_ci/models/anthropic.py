@@ -12,6 +12,13 @@ A `tool_use` block needs an object as `input`: arguments that were not a JSON ob
 Each reply's tool call carries `arguments` = the JSON text of the tool_use input,
 assembled from the streamed `input_json_delta` pieces.
 
+`complete` streams a turn through the SDK's sync client; `acomplete` is its async twin for
+the server's event loop (the model service), through `anthropic.AsyncAnthropic`, with the
+same request, previews and errors, and the usage reported so far kept in a `Usage`
+(message_start reports the input tokens; cancelling the awaiting task closes the
+provider's stream at once). Both send `_kwargs` and fold events with `_Turn`; only the
+loop differs.
+
 The `anthropic` SDK is imported only when the first request is made, or by `prepare`.
 """
 
@@ -22,14 +29,22 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from jupyter_ci.agent.types import Image, Message, ModelReply, ModelRequest, ToolCall
-from jupyter_ci.models.base import Endpoint, OnText
+from jupyter_ci.agent.errors import AskError
+from jupyter_ci.agent.types import (
+    Image,
+    Message,
+    ModelReply,
+    ModelRequest,
+    OnToolInput,
+    ToolCall,
+)
+from jupyter_ci.models.base import Endpoint, OnText, Usage
 from jupyter_ci.models.sdk_errors import ask_error
 from jupyter_ci.models.transport import (
     REHEARSAL_REQUEST,
     REHEARSAL_URL,
-    http_client,
     rehearsal_client,
+    sdk_options,
     sse,
 )
 from jupyter_ci.providers import ProviderSpec
@@ -59,6 +74,7 @@ class AnthropicChatModel:
         self.name = name
         self.endpoint = endpoint
         self._client: anthropic.Anthropic | None = None
+        self._async_client: anthropic.AsyncAnthropic | None = None
 
     @property
     def id(self) -> str:
@@ -71,16 +87,22 @@ class AnthropicChatModel:
             import anthropic
 
             client = anthropic.Anthropic(
-                api_key=self.endpoint.api_key,
-                base_url=self.endpoint.base_url,
-                timeout=self.endpoint.timeout,
-                max_retries=self.endpoint.max_retries,
-                http_client=http_client(self.endpoint, anthropic.DefaultHttpxClient),
+                **sdk_options(self.endpoint),
             )
             # No lock: `prepare`, in another thread, may build one too; either will do.
             if self._client is None:
                 self._client = client
         return self._client
+
+    def async_client(self) -> anthropic.AsyncAnthropic:
+        """Return the async SDK client, created on first use; used from one event loop."""
+        if self._async_client is None:
+            import anthropic
+
+            self._async_client = anthropic.AsyncAnthropic(
+                **sdk_options(self.endpoint),
+            )
+        return self._async_client
 
     def prepare(self) -> None:
         """Import the SDK, build the client and stream one canned turn offline."""
@@ -102,35 +124,62 @@ class AnthropicChatModel:
         try:
             return self._stream(client, request, on_text)
         except anthropic.AnthropicError as err:
-            url = str(client.base_url).rstrip("/")
             # from None: the SDK's own message may quote a response that echoes the key.
-            raise ask_error(err, anthropic, self.spec, url, self.name, self.endpoint) from None
+            raise self._error(err, client) from None
 
-    def _stream(self, client: anthropic.Anthropic, request: ModelRequest, on_text: OnText
-                ) -> ModelReply:
+    async def acomplete(self, request: ModelRequest, on_text: OnText,
+                        usage: Usage | None = None) -> ModelReply:
+        """Stream one turn without blocking the loop, as `complete` does; keep usage in `usage`.
+
+        Cancelling the awaiting task closes the provider's stream at once.
+        """
+        import anthropic
+
+        client = self.async_client()
+        try:
+            return await self._astream(client, request, on_text, usage)
+        except anthropic.AnthropicError as err:
+            raise self._error(err, client) from None
+
+    def _error(self, err: Exception, client: anthropic.Anthropic | anthropic.AsyncAnthropic
+               ) -> AskError:
+        """Return the ask error for an SDK exception of a turn sent through `client`."""
+        import anthropic
+
+        url = str(client.base_url).rstrip("/")
+        return ask_error(err, anthropic, self.spec, url, self.name, self.endpoint)
+
+    def _stream(self, client: anthropic.Anthropic, request: ModelRequest, on_text: OnText,
+                usage: Usage | None = None) -> ModelReply:
         """Stream one turn from `client`; SDK errors are the caller's to translate."""
-        options: dict[str, Any] = {}
-        if request.system:
-            options["system"] = request.system
-        if request.tools:
-            options["tools"] = [_tool(t.name, t.description, t.parameters) for t in request.tools]
-        turn = _Turn()
-        stream = client.messages.create(
-            model=self.name,
-            max_tokens=request.max_tokens,
-            messages=to_wire(request.messages),
-            stream=True,
-            **options,
-        )
+        stream: anthropic.Stream[RawMessageStreamEvent]
+        stream = client.messages.create(stream=True, **self._kwargs(request))
+        turn = _Turn(on_tool_input=request.on_tool_input, usage=usage)
         with stream:
             for event in stream:
                 turn.add(event, on_text)
-                if (request.on_tool_input is not None and event.type == "content_block_delta"
-                        and event.delta.type == "input_json_delta"
-                        and event.index in turn.calls):
-                    _, name, pieces = turn.calls[event.index]
-                    request.on_tool_input(name, "".join(pieces))
         return turn.reply()
+
+    async def _astream(self, client: anthropic.AsyncAnthropic, request: ModelRequest,
+                       on_text: OnText, usage: Usage | None) -> ModelReply:
+        """The async twin of `_stream`; leaving it, even by cancellation, closes the stream."""
+        stream: anthropic.AsyncStream[RawMessageStreamEvent]
+        stream = await client.messages.create(stream=True, **self._kwargs(request))
+        turn = _Turn(on_tool_input=request.on_tool_input, usage=usage)
+        async with stream:
+            async for event in stream:
+                turn.add(event, on_text)
+        return turn.reply()
+
+    def _kwargs(self, request: ModelRequest) -> dict[str, Any]:
+        """Return what `messages.create` is sent for `request`, but `stream=True`."""
+        kwargs: dict[str, Any] = {"model": self.name, "max_tokens": request.max_tokens,
+                                  "messages": to_wire(request.messages)}
+        if request.system:
+            kwargs["system"] = request.system
+        if request.tools:
+            kwargs["tools"] = [_tool(t.name, t.description, t.parameters) for t in request.tools]
+        return kwargs
 
 
 def _block(index: int, block: dict[str, Any], *deltas: dict[str, Any]
@@ -166,15 +215,20 @@ class _Turn:
     calls: dict[int, tuple[str, str, list[str]]] = field(default_factory=dict)
     input_tokens: int = 0
     output_tokens: int = 0
+    #: Called with a tool call's input JSON so far whenever a piece of it arrives.
+    on_tool_input: OnToolInput | None = None
+    #: Where each usage report goes as it arrives (kept when the stream is cut).
+    usage: Usage | None = None
 
     def add(self, event: RawMessageStreamEvent, on_text: OnText) -> None:
-        """Fold one stream event into the turn."""
+        """Fold one stream event into the turn; report usage and tool input as they come."""
         if event.type == "message_start":
             usage = event.message.usage
             # Cached prompt tokens are billed input too; the three counts add up.
             self.input_tokens = (usage.input_tokens + (usage.cache_creation_input_tokens or 0)
                                  + (usage.cache_read_input_tokens or 0))
             self.output_tokens = usage.output_tokens
+            self._report_usage()
         elif event.type == "content_block_start":
             block = event.content_block
             if block.type == "text" and block.text:
@@ -188,7 +242,10 @@ class _Turn:
             if delta.type == "text_delta":
                 self._text(delta.text, on_text)
             elif delta.type == "input_json_delta" and event.index in self.calls:
-                self.calls[event.index][2].append(delta.partial_json)
+                _, name, pieces = self.calls[event.index]
+                pieces.append(delta.partial_json)
+                if self.on_tool_input is not None:
+                    self.on_tool_input(name, "".join(pieces))
         elif event.type == "message_delta":
             # message_delta carries cumulative counts; input only on some API versions.
             self.output_tokens = event.usage.output_tokens
@@ -196,6 +253,11 @@ class _Turn:
                 self.input_tokens = (event.usage.input_tokens
                                      + (event.usage.cache_creation_input_tokens or 0)
                                      + (event.usage.cache_read_input_tokens or 0))
+            self._report_usage()
+
+    def _report_usage(self) -> None:
+        if self.usage is not None:
+            self.usage.set(self.input_tokens, self.output_tokens)
 
     def _text(self, piece: str, on_text: OnText) -> None:
         self.text.append(piece)

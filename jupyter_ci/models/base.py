@@ -85,8 +85,6 @@ class Endpoint:
     base_url: str | None = None
     timeout: float = 120.0
     max_retries: int = 3
-    #: The provider's real host when `base_url` is the server's broker, which hides it.
-    upstream_host: str | None = None
-    #: A Unix socket to connect through instead of base_url's host and port (a server
-    #: started with --sock); base_url still gives the scheme, Host header and path.
+    #: A Unix socket to connect through instead of base_url's host and port (the model
+    #: service of a server started with --sock, or a box's); base_url still gives the path.
     socket: str | None = None

@@ -9,6 +9,12 @@ call is sent back in the history, arguments that are not a JSON object are wrapp
 ``{"_raw_arguments": "<text>"}``, because compatible servers (Ollama) reject the whole
 request otherwise.
 
+`complete` streams a turn through the SDK's sync client; `acomplete` is its async twin for
+the server's event loop (the model service), through `openai.AsyncOpenAI`, with the same
+request, vision fallback, previews and errors, and the usage reported so far kept in a
+`Usage` (cancelling the awaiting task closes the provider's stream at once). Both build
+their request with `_Plan` and fold chunks with `_Turn`; only the loop differs.
+
 The `openai` SDK is imported only when the first request is made, or by `prepare`.
 """
 
@@ -19,14 +25,22 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from jupyter_ci.agent.types import Image, Message, ModelReply, ModelRequest, ToolCall
-from jupyter_ci.models.base import Endpoint, OnText
+from jupyter_ci.agent.errors import AskError
+from jupyter_ci.agent.types import (
+    Image,
+    Message,
+    ModelReply,
+    ModelRequest,
+    OnToolInput,
+    ToolCall,
+)
+from jupyter_ci.models.base import Endpoint, OnText, Usage
 from jupyter_ci.models.sdk_errors import ask_error
 from jupyter_ci.models.transport import (
     REHEARSAL_REQUEST,
     REHEARSAL_URL,
-    http_client,
     rehearsal_client,
+    sdk_options,
     sse,
 )
 from jupyter_ci.providers import ProviderSpec
@@ -50,6 +64,7 @@ class OpenAIChatModel:
         self.name = name
         self.endpoint = endpoint
         self._client: openai.OpenAI | None = None
+        self._async_client: openai.AsyncOpenAI | None = None
 
     @property
     def id(self) -> str:
@@ -62,16 +77,22 @@ class OpenAIChatModel:
             import openai
 
             client = openai.OpenAI(
-                api_key=self.endpoint.api_key,
-                base_url=self.endpoint.base_url,
-                timeout=self.endpoint.timeout,
-                max_retries=self.endpoint.max_retries,
-                http_client=http_client(self.endpoint, openai.DefaultHttpxClient),
+                **sdk_options(self.endpoint),
             )
             # No lock: `prepare`, in another thread, may build one too; either will do.
             if self._client is None:
                 self._client = client
         return self._client
+
+    def async_client(self) -> openai.AsyncOpenAI:
+        """Return the async SDK client, created on first use; used from one event loop."""
+        if self._async_client is None:
+            import openai
+
+            self._async_client = openai.AsyncOpenAI(
+                **sdk_options(self.endpoint),
+            )
+        return self._async_client
 
     def prepare(self) -> None:
         """Import the SDK, build the client and stream one canned turn offline."""
@@ -93,53 +114,113 @@ class OpenAIChatModel:
         try:
             return self._stream(client, request, on_text)
         except openai.OpenAIError as err:
-            url = str(client.base_url).rstrip("/")
             # from None: the SDK's own message may quote a response that echoes the key.
-            raise ask_error(err, openai, self.spec, url, self.name, self.endpoint) from None
+            raise self._error(err, client) from None
 
-    def _stream(self, client: openai.OpenAI, request: ModelRequest, on_text: OnText
-                ) -> ModelReply:
-        """Stream one turn from `client`; SDK errors are the caller's to translate."""
-        # Reasoning models on api.openai.com refuse max_tokens; compatible servers may not
-        # know its successor max_completion_tokens.
-        host = self.endpoint.upstream_host or client.base_url.host
-        limit = "max_completion_tokens" if host == "api.openai.com" else "max_tokens"
-        options: dict[str, Any] = {limit: request.max_tokens}
-        if request.tools:
-            options["tools"] = [_tool(t.name, t.description, t.parameters) for t in request.tools]
-        seen = (host, str(client.base_url), self.name)
-        images = seen not in TEXT_ONLY
-        turn = _Turn()
+    async def acomplete(self, request: ModelRequest, on_text: OnText,
+                        usage: Usage | None = None) -> ModelReply:
+        """Stream one turn without blocking the loop, as `complete` does; keep usage in `usage`.
+
+        Cancelling the awaiting task closes the provider's stream at once.
+        """
         import openai
 
+        client = self.async_client()
         try:
-            stream = self._create(client, request, options, images)
+            return await self._astream(client, request, on_text, usage)
+        except openai.OpenAIError as err:
+            raise self._error(err, client) from None
+
+    def _error(self, err: Exception, client: openai.OpenAI | openai.AsyncOpenAI) -> AskError:
+        """Return the ask error for an SDK exception of a turn sent through `client`."""
+        import openai
+
+        url = str(client.base_url).rstrip("/")
+        return ask_error(err, openai, self.spec, url, self.name, self.endpoint)
+
+    def _stream(self, client: openai.OpenAI, request: ModelRequest, on_text: OnText,
+                usage: Usage | None = None) -> ModelReply:
+        """Stream one turn from `client`; SDK errors are the caller's to translate."""
+        import openai
+
+        plan = self._plan(client, request)
+        create = client.chat.completions.create
+        stream: openai.Stream[ChatCompletionChunk]
+        # The server's refusal (an HTTP error) raises in `create`, before any text.
+        try:
+            stream = create(stream=True, **plan.kwargs(plan.images))
         except (openai.BadRequestError, openai.UnprocessableEntityError):
-            if not (images and has_images(request.messages)):
+            if not plan.may_drop_images():
                 raise
-            # A text-only model behind a compatible server (vLLM, Ollama) refuses image
-            # parts: ask again without them, and never send it images again.
-            stream = self._create(client, request, options, images=False)
-            TEXT_ONLY.add(seen)
+            stream = create(stream=True, **plan.kwargs(images=False))
+            plan.remember_text_only()
+        turn = _Turn(on_tool_input=request.on_tool_input, usage=usage)
         with stream:
             for chunk in stream:
                 turn.add(chunk, on_text)
-                if request.on_tool_input is not None and _has_arguments(chunk) and turn.calls:
-                    call = turn.calls[-1]
-                    request.on_tool_input(call.name, "".join(call.arguments))
         return turn.reply()
 
-    def _create(self, client: openai.OpenAI, request: ModelRequest, options: dict[str, Any],
-                images: bool) -> openai.Stream[ChatCompletionChunk]:
-        """Send the request; the server's refusal (an HTTP error) raises here, before text."""
-        stream: openai.Stream[ChatCompletionChunk] = client.chat.completions.create(
-            model=self.name,
-            messages=to_wire(request.system, request.messages, images),
-            stream=True,
-            stream_options={"include_usage": True},
-            **options,
-        )
-        return stream
+    async def _astream(self, client: openai.AsyncOpenAI, request: ModelRequest,
+                       on_text: OnText, usage: Usage | None) -> ModelReply:
+        """The async twin of `_stream`; leaving it, even by cancellation, closes the stream."""
+        import openai
+
+        plan = self._plan(client, request)
+        create = client.chat.completions.create
+        stream: openai.AsyncStream[ChatCompletionChunk]
+        try:
+            stream = await create(stream=True, **plan.kwargs(plan.images))
+        except (openai.BadRequestError, openai.UnprocessableEntityError):
+            if not plan.may_drop_images():
+                raise
+            stream = await create(stream=True, **plan.kwargs(images=False))
+            plan.remember_text_only()
+        turn = _Turn(on_tool_input=request.on_tool_input, usage=usage)
+        async with stream:
+            async for chunk in stream:
+                turn.add(chunk, on_text)
+        return turn.reply()
+
+    def _plan(self, client: openai.OpenAI | openai.AsyncOpenAI, request: ModelRequest
+              ) -> _Plan:
+        """Work out what `create` is sent for `request` through `client`."""
+        # Reasoning models on api.openai.com refuse max_tokens; compatible servers may not
+        # know its successor max_completion_tokens.
+        host = client.base_url.host
+        limit = "max_completion_tokens" if host == "api.openai.com" else "max_tokens"
+        options: dict[str, Any] = {"model": self.name, "stream_options": {"include_usage": True},
+                                   limit: request.max_tokens}
+        if request.tools:
+            options["tools"] = [_tool(t.name, t.description, t.parameters) for t in request.tools]
+        seen = (host, str(client.base_url), self.name)
+        return _Plan(request, options, seen, images=seen not in TEXT_ONLY)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What one turn sends to `chat.completions.create`, but `stream=True`."""
+
+    request: ModelRequest
+    #: Every argument but the messages.
+    options: dict[str, Any]
+    #: The model's entry in TEXT_ONLY: (host, base URL, model).
+    seen: tuple[str, str, str]
+    #: Whether images are sent (the model has not refused them yet).
+    images: bool
+
+    def kwargs(self, images: bool) -> dict[str, Any]:
+        """Return `create`'s arguments, the tool results' images sent or described."""
+        return {"messages": to_wire(self.request.system, self.request.messages, images),
+                **self.options}
+
+    def may_drop_images(self) -> bool:
+        """Tell whether a refused request is worth sending again without its images."""
+        return self.images and has_images(self.request.messages)
+
+    def remember_text_only(self) -> None:
+        """Send this model no images again (it took the request without them)."""
+        # A text-only model behind a compatible server (vLLM, Ollama) refuses image parts.
+        TEXT_ONLY.add(self.seen)
 
 
 #: (host, base URL, model) of models that refused images: not sent any while this process runs.
@@ -199,12 +280,18 @@ class _Turn:
     slots: dict[int, _Call] = field(default_factory=dict)
     input_tokens: int = 0
     output_tokens: int = 0
+    #: Called with the last call's arguments so far whenever a chunk brings some.
+    on_tool_input: OnToolInput | None = None
+    #: Where each usage report goes as it arrives (kept when the stream is cut).
+    usage: Usage | None = None
 
     def add(self, chunk: ChatCompletionChunk, on_text: OnText) -> None:
-        """Fold one chunk into the turn."""
+        """Fold one chunk into the turn; report usage and arguments as they come."""
         if chunk.usage is not None:
             self.input_tokens = chunk.usage.prompt_tokens or 0
             self.output_tokens = chunk.usage.completion_tokens or 0
+            if self.usage is not None:
+                self.usage.set(self.input_tokens, self.output_tokens)
         for choice in chunk.choices[:1]:
             piece = choice.delta.content or choice.delta.refusal
             if piece:
@@ -217,6 +304,9 @@ class _Turn:
                 call.name = call.name or (fn.name if fn else None) or ""
                 if fn is not None and fn.arguments:
                     call.arguments.append(fn.arguments)
+        if self.on_tool_input is not None and _has_arguments(chunk) and self.calls:
+            call = self.calls[-1]
+            self.on_tool_input(call.name, "".join(call.arguments))
 
     def _slot(self, index: int | None, call_id: str | None) -> _Call:
         """Find the call a delta continues; a new id at a used index starts a new call."""

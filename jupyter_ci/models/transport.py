@@ -1,11 +1,13 @@
-"""The HTTP clients an SDK needs beyond its default one: a Unix socket, and a rehearsal.
+"""What the adapters share about SDK clients: their settings, and an offline rehearsal.
+
+`sdk_options` gives both SDK clients of an adapter (sync for %%ask outside a server, async
+for the server's model service) the same endpoint settings.
 
 Current `openai` and `anthropic` SDKs are built on `httpx2`, older ones on `httpx`; their
 `http_client=` takes a client of that package only (`anthropic` refuses `httpx` objects).
 Each SDK's `DefaultHttpxClient` is a subclass of that client with the SDK's own defaults
-(timeout, connection limits, redirects), so clients are built from it with only the
-transport replaced, taken from the package the class is built on. That package is
-imported only when such a client is made.
+(timeout, connection limits, redirects), so the rehearsal's client is built from it with
+only the transport replaced, taken from the package the class is built on.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import importlib
 import json
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from jupyter_ci.agent.types import Message, ModelRequest, ToolSpec
 from jupyter_ci.models.base import Endpoint
@@ -31,14 +33,10 @@ REHEARSAL_REQUEST = ModelRequest(
 )
 
 
-def http_client(endpoint: Endpoint, client_class: type[httpx2.Client]) -> httpx2.Client | None:
-    """Return the SDK's client class built for `endpoint`, or None when its default fits."""
-    if not endpoint.socket:
-        return None
-    # A server started with --sock: connect through its Unix socket; the base URL still
-    # gives the path and Host header. A given transport also keeps environment proxies out.
-    transport = _http_package(client_class).HTTPTransport(uds=endpoint.socket)
-    return client_class(transport=transport)
+def sdk_options(endpoint: Endpoint) -> dict[str, Any]:
+    """Return the SDK client settings `endpoint` gives, the same for sync and async clients."""
+    return {"api_key": endpoint.api_key, "base_url": endpoint.base_url,
+            "timeout": endpoint.timeout, "max_retries": endpoint.max_retries}
 
 
 def rehearsal_client(client_class: type[httpx2.Client], stream: bytes) -> httpx2.Client:
