@@ -18,7 +18,7 @@ class BrokerError(Exception):
 
 
 class BadRequest(BrokerError):
-    """The request cannot be forwarded as it is."""
+    """The request (a pasted key or URL) cannot be used as it is."""
 
     status = 400
 
@@ -30,7 +30,7 @@ class BadBrokerToken(BrokerError):
 
 
 class UnknownProvider(BrokerError):
-    """The route names a provider the broker does not serve."""
+    """The model names a provider the broker holds nothing for."""
 
     status = 404
 
