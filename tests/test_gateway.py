@@ -37,7 +37,7 @@ names = sorted(k for k in os.environ if 'API_KEY' in k or k.startswith('JUPYTER_
 print(json.dumps({"pid": os.getpid(), "names": names,
                   "url": os.environ.get("JUPYTER_CI_BROKER_URL"),
                   "token": os.environ.get("JUPYTER_CI_BROKER_TOKEN")}))"""
-CHAT = json.dumps({"model": "gpt-test", "messages": [{"role": "user", "content": "hi"}]})
+TURN = json.dumps({"model": "openai:gpt-test", "messages": [{"role": "user", "content": "hi"}]})
 
 
 @dataclass
@@ -161,12 +161,13 @@ def environ_of(pid: int) -> str:
 
 
 def broker_status(url: str, token: str) -> int:
-    """POST a chat request to the broker with a kernel's token; return the HTTP status."""
-    req = urllib.request.Request(f"{url}/openai/chat/completions", data=CHAT.encode(),
+    """POST a turn to the model service with a kernel's credential; return the HTTP status."""
+    req = urllib.request.Request(f"{url}/turn", data=TURN.encode(),
                                  method="POST", headers={"Authorization": f"Bearer {token}",
                                                          "Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(req, timeout=30) as resp:
+            resp.read()  # the whole turn: the fake's answer is taken, not left for the next
             return int(resp.status)
     except urllib.error.HTTPError as err:
         return err.code
@@ -257,14 +258,14 @@ async def _run_in_kernel(server: LabServer, kernel_id: str, code: str) -> str:
         ws.close()
 
 
-def test_an_ask_in_a_notebook_kernel_of_the_gateway_goes_through_the_broker(
+def test_an_ask_in_a_notebook_kernel_of_the_gateway_goes_through_the_model_service(
     server: LabServer, gateway: Gateway, fake_model: FakeLLM
 ) -> None:
     kernel = server.api("POST", "/api/kernels", {"name": "python3"}, timeout=120)
     try:
         assert kernel["id"] in {k["id"] for k in gateway.kernels()}
         report = json.loads(asyncio.run(_run_in_kernel(server, kernel["id"], ENV_REPORT)))
-        # The broker's variables travelled in the start request (a session's own two are
+        # The model service's variables travelled in the start request (a session's own two are
         # for sessions only); no key did.
         assert report["names"] == sorted(set(GATEWAY_ENVS) - {ENV_SESSION, ENV_PASS})
         assert parent_pid(report["pid"]) == gateway.proc.pid
