@@ -8,7 +8,8 @@ baseline measured in the same kernel, interleaved.
 The first ask of a kernel is compared with its third, per provider, against a fake
 OpenAI/Anthropic server (tests/fakellm.py) that the real SDKs talk to: once after a pause
 of --think seconds after `%load_ext` (a user typing the prompt), once straight after it
-(Run All).
+(Run All). These kernels run outside a server, so they load the provider's SDK themselves
+on their first ask; bench_service.py measures kernels under a server (no SDK in them).
 """
 
 from __future__ import annotations
@@ -52,33 +53,26 @@ def execute(kc: Any, code: str) -> float:
     return elapsed
 
 
-#: A user's cell right after `%load_ext`, while the model's SDK loads in the background.
+#: A user's cell right after `%load_ext`.
 NEXT_CELL = "import pandas"
 
 
 def load_ext_times(rounds: int) -> dict[str, float]:
-    """Median seconds of `%load_ext jupyter_ci`, `%load_ext autoreload` and NEXT_CELL after
-    them, in fresh kernels with a default model (nothing is sent to it), and NEXT_CELL with
-    c.JupyterCI.preload_model off."""
-    # A default model, so the SDK is prepared after %load_ext: what a configured user gets.
+    """Median seconds of `%load_ext autoreload`, `%load_ext jupyter_ci` and NEXT_CELL after
+    them, in fresh kernels with a default model (nothing is sent to it)."""
     env = {**os.environ, "OPENAI_API_KEY": "sk-bench-not-used-0000000000",
            "JUPYTER_CI_MODEL": "openai:gpt-4.1"}
     runs: dict[str, list[float]] = {}
     for _ in range(rounds):
-        for preload in (True, False):
-            km, kc = start_new_kernel(kernel_name="python3", env=env, extra_arguments=[
-                f"--JupyterCI.preload_model={preload}"])
-            try:
-                execute(kc, "pass")
-                if preload:
-                    runs.setdefault("autoreload", []).append(
-                        execute(kc, "%load_ext autoreload"))
-                runs.setdefault(f"load_ext {preload}", []).append(
-                    execute(kc, "%load_ext jupyter_ci"))
-                runs.setdefault(f"next {preload}", []).append(execute(kc, NEXT_CELL))
-            finally:
-                kc.stop_channels()
-                km.shutdown_kernel(now=True)
+        km, kc = start_new_kernel(kernel_name="python3", env=env)
+        try:
+            execute(kc, "pass")
+            runs.setdefault("autoreload", []).append(execute(kc, "%load_ext autoreload"))
+            runs.setdefault("load_ext", []).append(execute(kc, "%load_ext jupyter_ci"))
+            runs.setdefault("next", []).append(execute(kc, NEXT_CELL))
+        finally:
+            kc.stop_channels()
+            km.shutdown_kernel(now=True)
     return {name: statistics.median(times) for name, times in runs.items()}
 
 
@@ -128,27 +122,6 @@ def first_and_third(fake: Any, env: dict[str, str], think: float) -> tuple[float
         km.shutdown_kernel(now=True)
 
 
-def preparation_seconds(env: dict[str, str]) -> float:
-    """Seconds from sending `%load_ext` until the background preparation has ended."""
-    km, kc = start_new_kernel(kernel_name="python3", env=env)
-    try:
-        start = time.perf_counter()
-        execute(kc, "%load_ext jupyter_ci")
-        # Polled between cells: the preparation pauses while a cell runs.
-        execute(kc, "import threading")
-        alive = "assert 'jupyter-ci-prepare' not in [t.name for t in threading.enumerate()]"
-        while True:
-            try:
-                execute(kc, alive)
-            except RuntimeError:
-                time.sleep(0.02)
-                continue
-            return time.perf_counter() - start
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
-
-
 def first_ask(kernels: int, think: float) -> None:
     """Print the first ask against the third, per provider, interleaved, in fresh kernels."""
     repo = Path(__file__).resolve().parents[1]
@@ -157,7 +130,6 @@ def first_ask(kernels: int, think: float) -> None:
     from tests.nbrun import anthropic_env, openai_env
 
     results: dict[tuple[str, float], list[tuple[float, float]]] = {}
-    prepared: dict[str, list[float]] = {}
     with FakeLLM() as fake, tempfile.TemporaryDirectory() as data:
         envs = {"openai": openai_env(fake), "anthropic": anthropic_env(fake)}
         for env in envs.values():  # kernels import the code of this checkout
@@ -169,16 +141,12 @@ def first_ask(kernels: int, think: float) -> None:
                 for pause in (think, 0.0):
                     results.setdefault((provider, pause), []).append(
                         first_and_third(fake, env, pause))
-                prepared.setdefault(provider, []).append(preparation_seconds(env))
     for (provider, pause), pairs in results.items():
         first = statistics.median(p[0] for p in pairs)
         third = statistics.median(p[1] for p in pairs)
         when = f"{pause:g} s after %load_ext" if pause else "right after %load_ext"
         print(f"{provider:9} first ask {first * 1e3:7.1f} ms, third {third * 1e3:6.1f} ms   "
               f"ratio {first / third:5.2f}x (goal 1.2x)   {when}")
-    for provider, seconds in prepared.items():
-        print(f"{provider:9} SDK prepared in the background "
-              f"{statistics.median(seconds):.2f} s after %load_ext was sent")
 
 
 def main() -> None:
@@ -202,13 +170,10 @@ def main() -> None:
     print(f"%%ask step (scripted, in-kernel)    {step * 1e3:7.2f} ms   "
           f"ratio {step / plain:5.2f}x a plain cell")
     times = load_ext_times(max(3, args.rounds // 3))
-    ours, base = times["load_ext True"], times["autoreload"]
+    ours, base = times["load_ext"], times["autoreload"]
     print(f"%load_ext jupyter_ci  {ours * 1e3:7.2f} ms   ratio {ours / base:5.2f}x "
-          f"%load_ext autoreload ({base * 1e3:.2f} ms); budget 150 ms -> {ours / 0.150:.2f}; "
-          f"{times['load_ext False'] * 1e3:.2f} ms with preload_model off")
-    busy, idle = times["next True"], times["next False"]
-    print(f"`{NEXT_CELL}` right after it  {busy * 1e3:7.1f} ms while the SDK loads, "
-          f"{idle * 1e3:.1f} ms with preload_model off   ratio {busy / idle:5.2f}x")
+          f"%load_ext autoreload ({base * 1e3:.2f} ms); budget 150 ms -> {ours / 0.150:.2f}")
+    print(f"`{NEXT_CELL}` right after it  {times['next'] * 1e3:7.1f} ms")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable
-from typing import Any
 
 REDACTED = "[redacted]"
 
@@ -216,32 +215,18 @@ def _replace_pair(match: re.Match[str]) -> str:
     return f"{match.group('keep')}{match.group('q2')}{REDACTED}{match.group('q2')}"
 
 
-# The maintained rules: detect-secrets' regex plugins (cloud, chat, payment and registry
-# keys). Its entropy plugins are left out (they flag the hashes and ids data is full of), and
-# so are its keyword plugin (names are judged by is_secret_name, which knows code) and its
-# public-IP plugin (an address is not a credential).
-_SKIPPED_PLUGINS = frozenset({
-    "Base64HighEntropyString", "HexHighEntropyString", "KeywordDetector", "IPPublicDetector",
-})
 _MIN_DETECTED = 8  # shorter matches are parts of words, not keys
-
-
-@functools.cache
-def _detectors() -> tuple[Any, ...]:
-    """Instantiate detect-secrets' regex plugins once (imported on first use: ~20 ms)."""
-    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
-
-    plugins: Iterable[Any] = get_mapping_from_secret_type_to_class().values()
-    return tuple(plugin() for plugin in plugins if plugin.__name__ not in _SKIPPED_PLUGINS)
 
 
 def detected_secrets(text: str) -> set[str]:
     """Return the credentials detect-secrets' regex plugins find in `text`, line by line."""
+    # The maintained rules (cloud, chat, payment and registry keys), cached (secret_rules.py).
+    from jupyter_ci.secret_rules import rules
+
     found: set[str] = set()
     for line in text.splitlines():
-        for detector in _detectors():
-            found.update(s for s in detector.analyze_string(line)
-                         if isinstance(s, str) and len(s) >= _MIN_DETECTED)
+        for rule in rules():
+            found.update(s for s in rule.find(line) if len(s) >= _MIN_DETECTED)
     return found
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import sys
@@ -13,6 +14,7 @@ from IPython.core.error import StdinNotImplementedError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
+from jupyter_ci import secret_rules
 from jupyter_ci.agent.disclosure import Recording, request_parts
 from jupyter_ci.agent.drive import Model, drive
 from jupyter_ci.agent.errors import AskError, AskInterrupted
@@ -22,7 +24,7 @@ from jupyter_ci.agent.loop import AskLoop, CallModel, Limits
 from jupyter_ci.agent.memory import Memory
 from jupyter_ci.agent.secrets import Redactor
 from jupyter_ci.config import JupyterCI
-from jupyter_ci.kernel import headless_store, rerun
+from jupyter_ci.kernel import headless_store, rerun, safe_markdown
 from jupyter_ci.kernel.answer_links import link_files
 from jupyter_ci.kernel.options import AskOptions, help_text, parse_options
 from jupyter_ci.kernel.record import (
@@ -373,8 +375,27 @@ def register(ipython: Any) -> None:
         return
     magics = AskMagics(ipython)
     ipython.register_magics(magics)
+    ready_for_the_first_ask()
     ipython.input_transformers_cleanup.append(StaleCellSkipper(magics))
     ipython.input_transformers_cleanup.append(question_prompts)
+
+
+#: What every ask loads that `%load_ext` does not need: loaded with it (~15 ms), so the first
+#: ask of a Run All costs what the next ones do. No SDK: under a server none loads at all.
+ASK_PATH = ("jupyter_ci.kernel.context", "jupyter_ci.kernel.describe",
+            "jupyter_ci.kernel.executor", "jupyter_ci.kernel.previews", "jupyter_ci.workdir",
+            "jupyter_ci.models.service", "jupyter_core.paths", "nh3")
+
+
+def ready_for_the_first_ask() -> None:
+    """Load the ask's modules, its Markdown renderer and the cached redaction rules."""
+    for name in ASK_PATH:
+        importlib.import_module(name)
+    safe_markdown.renderer()
+    # From the cache only: detect-secrets itself (~80 ms) waits for an ask that needs it.
+    path = secret_rules.cache_path()
+    if path is not None and path.is_file():
+        secret_rules.rules()
 
 
 _LINE_ASK = re.compile(r"^(?P<indent>[ \t]*)%ask[ \t]+(?P<prompt>\S.*?)[ \t]*$")

@@ -48,7 +48,7 @@ def _local_images_only(tag: str, name: str, value: str) -> str | None:
 
 
 @functools.cache
-def _renderer() -> Callable[[str], Any]:
+def renderer() -> Callable[[str], Any]:
     """Build the Markdown renderer once (mistune and nh3 are imported on first use)."""
     import mistune
 
@@ -57,7 +57,7 @@ def _renderer() -> Callable[[str], Any]:
 
 def to_html(markdown: str) -> str:
     """Render Markdown to sanitised HTML in which no raw HTML of the source is live."""
-    return _clean(str(_renderer()(markdown)), _TAGS)
+    return _clean(str(renderer()(markdown)), _TAGS)
 
 
 def _clean(html: str, tags: frozenset[str]) -> str:
@@ -74,7 +74,7 @@ def collapsed(summary: str, markdown: str) -> dict[str, str]:
     # The summary is plain text, escaped; the body is rendered as any Markdown here; the
     # whole is cleaned again with <details> and <summary> as the only extra tags.
     html = (f"<details><summary>{escape(summary)}</summary>"
-            f"{_renderer()(markdown)}</details>")
+            f"{renderer()(markdown)}</details>")
     return {"text/html": f'<div class="jp-ci-markdown">{_clean(html, _FOLDING)}</div>',
             "text/plain": f"{summary}\n\n{markdown}"}
 

@@ -46,7 +46,7 @@ class JupyterCIApp(ExtensionApp):
         hook_kernel_manager(self._server().kernel_manager, self.broker, self.log)
         self.client = make_client(self.ci.request_timeout)
         self.service = ModelService(self.broker, self.ci.request_timeout, self.ci.retries,
-                                    self.ci.max_reply_tokens, self.log)
+                                    self.ci.max_reply_tokens, self.log, self.ci.model)
         self._publish_environ()
         # The port is final only once init_httpserver has run (after extensions load,
         # and it resolves --port=0 and port retries); the loop's first callback runs

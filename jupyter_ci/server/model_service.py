@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from logging import Logger
 from typing import Any, cast
 
+from jupyter_ci import secret_rules
 from jupyter_ci.agent.errors import AskError, LimitReached, ModelConfigError
 from jupyter_ci.agent.prompts import RUN_PYTHON
 from jupyter_ci.agent.types import ModelReply, ModelRequest, OnText, ToolSpec
@@ -50,6 +51,8 @@ class ModelService:
     #: The most tokens one reply may ask for (c.JupyterCI.max_reply_tokens).
     max_reply_tokens: int = 4096
     log: Logger | None = None
+    #: The server's default model (c.JupyterCI.model), prepared first.
+    default_model: str = ""
     _adapters: dict[tuple[str, str, str, str], AsyncChatModel] = field(default_factory=dict)
 
     async def model(self, model_id: str) -> AsyncChatModel:
@@ -65,10 +68,8 @@ class ModelService:
             endpoint = Endpoint(provider.api_key or PLACEHOLDER_KEY, provider.base_url,
                                 self.timeout, self.retries)
             adapter = adapter_factory(spec)(spec, name, endpoint)
-            # The SDK's import and first validators (~0.5 s) happen off the event loop.
-            prepare = getattr(adapter, "prepare", None)
-            if prepare is not None:
-                await asyncio.to_thread(prepare)
+            # The SDK's import, first validators (~0.5 s) and client happen off the loop.
+            await asyncio.to_thread(_ready, adapter)
             found = self._adapters.setdefault(key, cast(AsyncChatModel, adapter))
         return found
 
@@ -81,12 +82,17 @@ class ModelService:
 
     async def warm(self) -> None:
         """Load the SDKs of the configured providers before the first ask needs them."""
-        for provider in self.broker.configured():
-            if provider.spec.default_model_id:
+        # And write the redaction rules' cache, which kernels load at %load_ext.
+        await asyncio.to_thread(secret_rules.rules)
+        models = [p.spec.default_model_id for p in self.broker.configured()]
+        for model_id in dict.fromkeys([self.default_model, *models]):
+            if model_id:
                 try:
-                    await self.model(provider.spec.default_model_id)
+                    await self.model(model_id)
+                except ModelConfigError:
+                    continue  # no key for it yet: the ask that uses it says what to do
                 except (AskError, ImportError) as err:  # the first ask will say it again
-                    self.warn(f"could not prepare {provider.name}: {err}")
+                    self.warn(f"could not prepare {model_id}: {err}")
 
     async def turn(self, holder: str, turn: Turn, emit: Emit) -> ModelReply:
         """Stream one turn for `holder` (a kernel id, or a session's ask holder)."""
@@ -123,6 +129,14 @@ class ModelService:
         held = {(p.base_url, p.api_key) for p in self.broker.providers.values()}
         for key in [k for k in self._adapters if (k[2], k[3]) not in held]:
             del self._adapters[key]
+
+
+def _ready(adapter: object) -> None:
+    """Import the adapter's SDK, rehearse a turn offline and build its async client."""
+    for step in ("prepare", "async_client"):
+        method = getattr(adapter, step, None)
+        if method is not None:
+            method()
 
 
 def reserve_for(request: ModelRequest) -> int:

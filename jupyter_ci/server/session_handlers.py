@@ -268,6 +268,11 @@ class StreamingHandler(SessionAPIHandler):
                 break
             await self._send(chunk)
         if task.cancelled():
+            if session.closed:  # deleted (or culled) while it ran: say so, if anyone listens
+                await self._send(sse("error", {"message": "The session was deleted while "
+                                               "this ran; its kernel is gone.",
+                                               "reason": "unknown_session"}))
+                self.finish()
             return
         try:
             await self._send(sse("result", task.result()))
