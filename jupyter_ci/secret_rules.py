@@ -18,6 +18,7 @@ import importlib.util
 import json
 import os
 import re
+import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -53,19 +54,40 @@ class Rule:
 
 @functools.cache
 def rules() -> tuple[Rule, ...]:
-    """Return the rules, from the cache when it matches the installed detect-secrets."""
-    path = cache_path()
-    if path is not None:
+    """Return the rules, from a cache when one matches the installed detect-secrets."""
+    paths = cache_paths()
+    found: tuple[Rule, ...] = ()
+    for index, path in enumerate(paths):
         with contextlib.suppress(OSError, ValueError, TypeError, KeyError, re.error):
-            return _read(path.read_text(encoding="utf-8"))
-    found = _from_package()
-    if path is not None:
-        _write(path, found)
-    return tuple(Rule(n, tuple(re.compile(p, f) for p, f in pats), j) for n, pats, j in found)
+            found = _read(path.read_text(encoding="utf-8"))
+            if index > 0:  # also where a sandboxed kernel looks, when that can be written
+                _write(paths[0], found)
+            return found
+    found = tuple(Rule(n, tuple(re.compile(p, f) for p, f in pats), j)
+                  for n, pats, j in _from_package())
+    for path in paths:
+        if _write(path, found):
+            break
+    return found
 
 
-def cache_path() -> Path | None:
-    """Return the cache file of the installed detect-secrets, or None when it is not found."""
+def cached() -> bool:
+    """Tell whether a cache of the rules exists (reading it is then cheap)."""
+    return any(path.is_file() for path in cache_paths())
+
+
+def cache_paths() -> list[Path]:
+    """Return where the cache may be, in order: beside the Python environment (a sandboxed
+    kernel sees it, read-only), then the user's cache folder."""
+    name = _cache_name()
+    if name is None:
+        return []
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return [Path(sys.prefix) / "share" / "jupyter-ci" / name, Path(base) / "jupyter-ci" / name]
+
+
+def _cache_name() -> str | None:
+    """Name the cache file of the installed detect-secrets, or None when it is not found."""
     spec = importlib.util.find_spec("detect_secrets")  # finds, does not import
     if spec is None or spec.origin is None:
         return None
@@ -77,8 +99,7 @@ def cache_path() -> Path | None:
     except OSError:
         return None
     key = hashlib.sha256(json.dumps([str(package), stamp, _FORMAT]).encode()).hexdigest()[:16]
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "jupyter-ci" / f"detect-secrets-{key}.json"
+    return f"detect-secrets-{key}.json"
 
 
 def _from_package() -> list[tuple[str, list[tuple[str, int]], bool]]:
@@ -104,16 +125,21 @@ def _read(text: str) -> tuple[Rule, ...]:
                       bool(r["jwt"])) for r in data["rules"])
 
 
-def _write(path: Path, found: list[tuple[str, list[tuple[str, int]], bool]]) -> None:
-    """Write the cache atomically; a cache that cannot be written is only slower."""
-    data = {"format": _FORMAT, "rules": [{"name": n, "patterns": p, "jwt": j}
-                                         for n, p, j in found]}
-    with contextlib.suppress(OSError):
+def _write(path: Path, found: tuple[Rule, ...]) -> bool:
+    """Write the cache atomically; say whether it could be (one that cannot is only slower)."""
+    data = {"format": _FORMAT, "rules": [
+        {"name": r.name, "patterns": [(p.pattern, p.flags) for p in r.patterns], "jwt": r.jwt}
+        for r in found]}
+    try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".rules-")
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             json.dump(data, out)
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide it from a kernel run as another user
         os.replace(tmp, path)
+    except OSError:
+        return False
+    return True
 
 
 def well_formed_jwt(token: str) -> bool:

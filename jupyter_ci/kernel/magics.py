@@ -384,18 +384,18 @@ def register(ipython: Any) -> None:
 #: ask of a Run All costs what the next ones do. No SDK: under a server none loads at all.
 ASK_PATH = ("jupyter_ci.kernel.context", "jupyter_ci.kernel.describe",
             "jupyter_ci.kernel.executor", "jupyter_ci.kernel.previews", "jupyter_ci.workdir",
-            "jupyter_ci.models.service", "jupyter_core.paths", "nh3")
+            "jupyter_ci.kernel.notebook_path", "jupyter_ci.models.service",
+            "jupyter_core.paths", "nh3")
 
 
 def ready_for_the_first_ask() -> None:
     """Load the ask's modules, its Markdown renderer and the cached redaction rules."""
     for name in ASK_PATH:
         importlib.import_module(name)
-    safe_markdown.renderer()
+    safe_markdown.to_html("*ready*")  # mistune's and nh3's first call builds their tables
     # From the cache only: detect-secrets itself (~80 ms) waits for an ask that needs it.
-    path = secret_rules.cache_path()
-    if path is not None and path.is_file():
-        secret_rules.rules()
+    if secret_rules.cached():
+        Redactor()("ready: password=ready")
 
 
 _LINE_ASK = re.compile(r"^(?P<indent>[ \t]*)%ask[ \t]+(?P<prompt>\S.*?)[ \t]*$")
