@@ -39,11 +39,11 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_server(root: str, pool: int, max_sessions: int, looplag: bool = False,
+def start_server(root: str, pool: int, max_sessions: int,
                  extra: Sequence[str] = ()) -> tuple[subprocess.Popen[bytes], str, str]:
-    """Start `jupyter server` with the extension (and bench/looplag.py); return it, URL, token."""
+    """Start `jupyter server` with the extension; return it, its URL and token."""
     port, token = free_port(), secrets.token_hex(16)
-    extensions = "{'jupyter_ci': True, 'looplag': True}" if looplag else "{'jupyter_ci': True}"
+    extensions = "{'jupyter_ci': True}"
     args = [sys.executable, "-m", "jupyter_server", "--no-browser", f"--port={port}",
             f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
             f"--ServerApp.jpserver_extensions={extensions}",

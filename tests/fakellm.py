@@ -267,7 +267,7 @@ class FakeLLM:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False  # a Hang must not keep stop() waiting
-    # Many streams at once (bench_broker.py's 200): socketserver's backlog of 5 drops
+    # Many streams at once (a benchmark's hundreds): socketserver's backlog of 5 drops
     # connections, which the client retries only after seconds.
     request_queue_size = 256
     fake: FakeLLM
