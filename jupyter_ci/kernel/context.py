@@ -55,7 +55,7 @@ def collect_context(shell: InteractiveShell, budget_tokens: int, *, cwd: str | N
         # Named relative to the notebook: the model needs no absolute (home) path.
         ("Files in the working directory (the notebook's folder)",
          _safely(_files_section, folder)),
-        ("Environment", _safely(_environment_section, None)),
+        ("Environment", _safely(environment_section, None)),
     ]
     return fit_sections(sections, budget_tokens)
 
@@ -227,7 +227,7 @@ def _size(entry: os.DirEntry[str]) -> str:
         return "unreadable"
 
 
-def _environment_section(_: object) -> str:
+def environment_section(_: object = None) -> str:
     """Give the Python version, the platform and which data libraries are installed."""
     found, missing = [], []
     for module, dist in LIBRARIES.items():

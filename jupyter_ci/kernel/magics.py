@@ -26,6 +26,7 @@ from jupyter_ci.agent.secrets import Redactor
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.kernel import headless_store, rerun, safe_markdown
 from jupyter_ci.kernel.answer_links import link_files
+from jupyter_ci.kernel.context import environment_section
 from jupyter_ci.kernel.options import AskOptions, help_text, parse_options
 from jupyter_ci.kernel.record import (
     AskInfo,
@@ -382,7 +383,7 @@ def register(ipython: Any) -> None:
 
 #: What every ask loads that `%load_ext` does not need: loaded with it (~15 ms), so the first
 #: ask of a Run All costs what the next ones do. No SDK: under a server none loads at all.
-ASK_PATH = ("jupyter_ci.kernel.context", "jupyter_ci.kernel.describe",
+ASK_PATH = ("jupyter_ci.kernel.describe",
             "jupyter_ci.kernel.executor", "jupyter_ci.kernel.previews", "jupyter_ci.workdir",
             "jupyter_ci.kernel.notebook_path", "jupyter_ci.models.service",
             "jupyter_core.paths", "nh3")
@@ -393,6 +394,7 @@ def ready_for_the_first_ask() -> None:
     for name in ASK_PATH:
         importlib.import_module(name)
     safe_markdown.to_html("*ready*")  # mistune's and nh3's first call builds their tables
+    environment_section()  # reads the data libraries' versions once (a folder scan)
     # From the cache only: detect-secrets itself (~80 ms) waits for an ask that needs it.
     if secret_rules.cached():
         Redactor()("ready: password=ready")
