@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import socket
 from urllib.parse import SplitResult, urlsplit
 
@@ -99,12 +100,38 @@ def _refusal(response: http.client.HTTPResponse) -> Exception:
 
 def connection(scheme: str, host: str, port: int | None, unix_path: str | None,
                 timeout: float) -> http.client.HTTPConnection:
-    """Open a connection to the server: its Unix socket when given, else host and port."""
+    """Open a connection to the server: its Unix socket when given, else host and port,
+    through the proxy the environment names for it (a box whose network is an allowlist
+    reaches a remote server that way)."""
     if unix_path:
         return _UnixConnection(unix_path, timeout)
+    port = port or (443 if scheme == "https" else 80)
+    proxy = _proxy_for(scheme, host)
+    conn: http.client.HTTPConnection
     if scheme == "https":
-        return http.client.HTTPSConnection(host, port, timeout=timeout)
-    return http.client.HTTPConnection(host, port, timeout=timeout)
+        conn = http.client.HTTPSConnection(*(proxy or (host, port)), timeout=timeout)
+    else:
+        conn = http.client.HTTPConnection(*(proxy or (host, port)), timeout=timeout)
+    if proxy is not None:
+        conn.set_tunnel(host, port)  # CONNECT: the proxy sees the host, never the request
+    return conn
+
+
+_PROXY_VARIABLES = frozenset({"http_proxy", "https_proxy", "all_proxy"})
+
+
+def _proxy_for(scheme: str, host: str) -> tuple[str, int] | None:
+    """Return the proxy's host and port for `scheme://host`, as HTTP(S)_PROXY and NO_PROXY say."""
+    if not any(name.lower() in _PROXY_VARIABLES for name in os.environ):
+        return None  # the usual case, without loading urllib.request
+    import urllib.request
+
+    proxies = urllib.request.getproxies()
+    proxy = proxies.get(scheme) or proxies.get("all")
+    if not proxy or urllib.request.proxy_bypass(host):
+        return None
+    parts = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+    return (parts.hostname or "", parts.port or 80) if parts.hostname else None
 
 
 class _UnixConnection(http.client.HTTPConnection):
