@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 
 import pytest
@@ -10,17 +11,17 @@ from jupyter_ci import providers
 from jupyter_ci.agent.errors import ModelConfigError
 from jupyter_ci.agent.types import Message, ModelRequest
 from jupyter_ci.models.resolve import ModelSettings, default_model_id, resolve_model
-from jupyter_ci.providers import OPENAI_ROUTES, ProviderSpec
+from jupyter_ci.providers import ProviderSpec
 from jupyter_ci.server.broker import Broker
 from jupyter_ci.server.errors import NoProviderKey
-from jupyter_ci.server.handlers import error_reply
+from jupyter_ci.server.model_service import ModelService
 from jupyter_ci.server.panel import panel_config
 from tests.fakellm import Fail, FakeLLM, Turn
 
 LOCAL = ProviderSpec(
     name="local", label="Local vLLM", adapter="jupyter_ci.models.openai:OpenAIChatModel",
     key_var="LOCAL_API_KEY", url_var="LOCAL_BASE_URL", default_model="qwen-test",
-    default_url="http://127.0.0.1:9/v1", routes=OPENAI_ROUTES, keyless_with_url=True,
+    default_url="http://127.0.0.1:9/v1", models_path="models", keyless_with_url=True,
 )
 
 
@@ -62,21 +63,19 @@ def test_errors_name_the_new_provider_and_its_variable(local: ProviderSpec) -> N
     assert "k-local-123456" not in str(err.value)
 
 
-def test_broker_and_panel_know_the_new_provider(local: ProviderSpec) -> None:
+def test_the_server_and_panel_know_the_new_provider(local: ProviderSpec) -> None:
     environ = {"LOCAL_API_KEY": "k-local-123456", "LOCAL_BASE_URL": "http://10.0.0.5:8000/v1"}
     broker = Broker.take_from_environ(environ)
     assert environ == {}, "the key and URL leave the environment kernels inherit"
     assert [p.name for p in broker.configured()] == ["local"]
-    headers = {"Authorization": f"Bearer {broker.issue('kernel-1')}"}
-    call = broker.admit("local", "chat/completions", "POST", headers)
-    out = broker.outgoing(call, "", b"{}")
-    assert out.url == "http://10.0.0.5:8000/v1/chat/completions"
-    assert out.headers["Authorization"] == "Bearer k-local-123456"
+    # The model service builds its adapter with the key and URL the server holds.
+    adapter = asyncio.run(ModelService(broker).model("local:qwen-test"))
+    endpoint = adapter.endpoint
+    assert (endpoint.base_url, endpoint.api_key) == ("http://10.0.0.5:8000/v1", "k-local-123456")
     kernel_env = broker.kernel_environ("http://127.0.0.1:8888/jupyter-ci/broker")
     assert kernel_env["JUPYTER_CI_BROKER_PROVIDERS"] == "local"
-    assert "JUPYTER_CI_BROKER_HOSTS" in kernel_env and "local=10.0.0.5" in kernel_env[
-        "JUPYTER_CI_BROKER_HOSTS"]
-    # The kernel side resolves the same provider through the broker.
+    assert "k-local-123456" not in str(kernel_env) and "10.0.0.5" not in str(kernel_env)
+    # The kernel side resolves the same provider, as a client of the model service.
     model = resolve_model(None, ModelSettings(), kernel_env)
     assert model.id == "local:qwen-test"
     config = panel_config("", [], broker.configured())
@@ -87,7 +86,8 @@ def test_panel_and_broker_errors_name_its_variables(local: ProviderSpec) -> None
     config = panel_config("", [], [])
     assert config.problem is not None and "LOCAL_API_KEY" in config.problem
     broker = Broker.take_from_environ({})
-    with pytest.raises(NoProviderKey, match="LOCAL_API_KEY") as err:
+    with pytest.raises(NoProviderKey, match="LOCAL_API_KEY"):
         broker.provider("local")
-    status, body = error_reply("local", err.value)
-    assert status == 401 and body["error"]["type"] == "authentication_error"
+    # A kernel's turn for it is told the same, as a config error (HTTP 400 to the kernel).
+    with pytest.raises(ModelConfigError, match="LOCAL_API_KEY"):
+        asyncio.run(ModelService(broker).model("local:qwen"))

@@ -13,13 +13,14 @@ far, or the reservation when it reported nothing.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from logging import Logger
 from typing import Any, cast
 
 from jupyter_ci import secret_rules
-from jupyter_ci.agent.errors import AskError, LimitReached, ModelConfigError
+from jupyter_ci.agent.errors import AskError, LimitReached, ModelConfigError, ModelUnavailable
 from jupyter_ci.agent.prompts import RUN_PYTHON
 from jupyter_ci.agent.types import ModelReply, ModelRequest, OnText, ToolSpec
 from jupyter_ci.models.base import AsyncChatModel, Endpoint, Usage
@@ -35,8 +36,12 @@ from jupyter_ci.server.errors import BrokerError
 
 #: The tools a turn may offer the model: the one code tool (by name; schemas are ours).
 TOOLS: dict[str, ToolSpec] = {RUN_PYTHON.name: RUN_PYTHON}
-#: Rough bytes of request per input token, for a reservation made before the provider counts.
+#: Rough bytes per token, to guess the usage of a server that reports none.
 BYTES_PER_TOKEN = 4
+#: Tokens one image may cost, at most (both providers scale a large image down first).
+IMAGE_TOKENS = 2000
+#: Tokens of framing a message may add (roles, separators), at most.
+FRAMING_TOKENS = 16
 #: Sends one event of a turn to its caller (a line to a kernel; nothing for a REST ask).
 Emit = Callable[[dict[str, Any]], None]
 
@@ -106,8 +111,8 @@ class ModelService:
                                           lambda text: emit({"text": text}), usage)
             charged = reply.input_tokens + reply.output_tokens
             if not usage.reported and not charged:
-                # A server that reports no usage: count what went each way.
-                charged = reservation.tokens - turn.request.max_tokens + _reply_tokens(reply)
+                # A server that reports no usage: a guess of what went each way.
+                charged = (_size(turn.request) + _reply_size(reply)) // BYTES_PER_TOKEN
             return reply
         except asyncio.CancelledError:
             # Hung up: the provider bills what it streamed; with no report, the reservation.
@@ -116,6 +121,14 @@ class ModelService:
         except AskError:
             charged = usage.total  # a refused request costs nothing; a cut stream what it said
             raise
+        except Exception as err:
+            # Below the SDK (a stream cut mid-event, a reply nested past the parser's depth):
+            # told by its class only, as its text may quote the provider's URL or headers.
+            charged = usage.total
+            self.warn(f"{turn.model!r}: the provider's reply failed ({type(err).__name__})")
+            raise ModelUnavailable(
+                f"{turn.model}'s reply failed while it streamed ({type(err).__name__}).",
+                "Try again; if it keeps failing, try another model.") from None
         finally:
             self.broker.budget.settle(reservation, charged)
 
@@ -140,18 +153,27 @@ def _ready(adapter: object) -> None:
 
 
 def reserve_for(request: ModelRequest) -> int:
-    """Estimate the most a turn may cost: its request's size in tokens, plus its reply limit."""
-    size = len(request.system) + sum(
-        len(m.content) + sum(len(c.arguments) for c in m.tool_calls)
-        + (sum(len(i.data) for i in m.result.images) if m.result else 0)
+    """Bound what a turn may cost: a token per byte of its text (no byte-level tokenizer
+    makes more), a fixed count per image (providers scale images down and bill by pixels),
+    the tools' schemas and some framing per message, plus its reply limit."""
+    tools = sum(len(json.dumps(t.parameters)) + len(t.description) for t in request.tools)
+    images = sum(len(m.result.images) for m in request.messages if m.result is not None)
+    return (_size(request) + tools + FRAMING_TOKENS * (len(request.messages) + 1)
+            + IMAGE_TOKENS * images + request.max_tokens)
+
+
+def _size(request: ModelRequest) -> int:
+    """Count the UTF-8 bytes of a request's text (system, messages, tool calls)."""
+    text = request.system + "".join(
+        m.content + "".join(c.name + c.arguments for c in m.tool_calls)
         for m in request.messages)
-    return size // BYTES_PER_TOKEN + request.max_tokens
+    return len(text.encode("utf-8", "surrogatepass"))
 
 
-def _reply_tokens(reply: ModelReply) -> int:
-    """Estimate the tokens of a reply from its length (for servers that report none)."""
-    size = len(reply.text) + sum(len(c.arguments) for c in reply.tool_calls)
-    return size // BYTES_PER_TOKEN
+def _reply_size(reply: ModelReply) -> int:
+    """Count the UTF-8 bytes of a reply's text and tool calls."""
+    text = reply.text + "".join(c.name + c.arguments for c in reply.tool_calls)
+    return len(text.encode("utf-8", "surrogatepass"))
 
 
 def _streaming(request: ModelRequest, emit: Emit) -> ModelRequest:

@@ -1,6 +1,6 @@
-"""The broker tests' server: the extension and a fake provider, as tests/test_server.py has it."""
+"""The service tests' server: the extension and a fake provider (tests/service_fixtures.py)."""
 
-from tests.test_server import (
+from tests.service_fixtures import (
     capture,
     ci_config,
     jp_server_config,

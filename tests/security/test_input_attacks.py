@@ -30,15 +30,16 @@ from jupyter_ci.server.keys import (
     remember_keys,
     stored_keys,
 )
-from tests.test_server import (
+from tests.service_fixtures import (
     ANTHROPIC_KEY,
-    CHAT,
     OPENAI_KEY,
     PASTED,
     Upstream,
-    bearer,
-    broker_fetch,
+    broker_of,
     post_key,
+    refusal,
+    turn_body,
+    turn_fetch,
 )
 from tests.test_sessions import call, new_session
 
@@ -197,8 +198,11 @@ async def test_the_server_starts_with_a_bad_base_url_and_says_which(
     assert logged and "s3cret" not in started and EVIL not in started
     reply = json.loads((await jp_fetch("jupyter-ci", "config")).body)
     assert {p["name"]: p["configured"] for p in reply["providers"]}["anthropic"] is False
-    response = await broker_fetch("anthropic/v1/messages", {"x-api-key": token}, CHAT)
-    assert response.code == 401 and upstream.requests == []
+    status, lines = await turn_fetch(turn_body("anthropic:claude-test"), token)
+    kind, message = refusal(lines)
+    assert (status, kind) == (400, "ModelConfigError") and "ANTHROPIC_BASE_URL" in message
+    assert "s3cret" not in message and EVIL not in message
+    assert upstream.requests == []
 
 
 # ------------------------------------------------------- point 6: deep JSON, never a 500
@@ -252,34 +256,35 @@ async def test_a_session_body_not_in_utf8_is_a_400(jp_fetch: Any) -> None:
 
 @pytest.mark.parametrize("ci_config", [{"session_pool": 0, "max_tokens_per_kernel": 1000}])
 @pytest.mark.parametrize("shape", list(DEEP))
-async def test_deep_json_to_the_broker_is_a_400_in_the_providers_format(
+async def test_deep_json_to_the_model_service_is_a_400(
     live_server: Any, upstream: Upstream, token: str, shape: str, capture: Any
 ) -> None:
-    response = await broker_fetch("openai/chat/completions", bearer(token), DEEP[shape])
-    assert response.code == 400 and response.headers["x-should-retry"] == "false"
-    error = json.loads(response.body)["error"]
-    assert error["type"] == "invalid_request_error" and "nested" in error["message"]
+    status, lines = await turn_fetch(DEEP[shape], token)
+    kind, message = refusal(lines)
+    assert (status, kind) == (400, "ModelConfigError") and "nested" in message
     assert upstream.requests == []
-    assert (await broker_fetch("openai/chat/completions", bearer(token), CHAT)).code == 200
+    assert (await turn_fetch(turn_body(), token))[0] == 200
 
 
 SSE = {"Content-Type": "text/event-stream"}
 
 
 @pytest.mark.parametrize("ci_config", [{"session_pool": 0, "max_tokens_per_kernel": 1000}])
-@pytest.mark.parametrize("reply", [
-    (200, SSE, [b'data: {"usage": ' + DEEP["arrays"] + b"}\n\n", b"data: [DONE]\n\n"]),
-    (200, {"Content-Type": "application/json"}, [b'{"usage": ' + DEEP["objects"] + b"}"]),
-], ids=["stream", "json"])
-async def test_a_deep_upstream_reply_is_relayed_and_metering_goes_on(
-    live_server: Any, upstream: Upstream, token: str, reply: Any, capture: Any
+async def test_a_deep_provider_reply_ends_the_turn_and_the_service_goes_on(
+    live_server: Any, upstream: Upstream, token: str, capture: Any
 ) -> None:
-    upstream.replies = [reply]
-    response = await broker_fetch("openai/chat/completions", bearer(token), CHAT)
-    assert response.code == 200 and response.body == b"".join(reply[2])
-    assert not [r for r in capture.records if r.exc_info]
-    assert "RecursionError" not in capture.text
-    assert (await broker_fetch("openai/chat/completions", bearer(token), CHAT)).code == 200
+    # The server's SDK parses the provider's events now: one nested 100 000 deep.
+    upstream.replies = [(200, SSE, [b'data: {"usage": ' + DEEP["arrays"] + b"}\n\n",
+                                    b"data: [DONE]\n\n"])]
+    status, lines = await turn_fetch(turn_body(), token)
+    assert not any("reply" in line for line in lines), lines
+    budget = broker_of(live_server).budget
+    assert budget.server_reserved == 0 and not budget.kernel_reserved
+    assert (await turn_fetch(turn_body(), token))[0] == 200
+    # A provider's failure, in our words: a 502 (or an error line), never a server bug's 500.
+    assert status in (200, 502), (status, lines)
+    assert lines[-1]["error"]["type"] == "ModelUnavailable"
+    assert "Uncaught exception" not in capture.text
 
 
 def test_the_json_helper_measures_nesting_outside_strings_only() -> None:

@@ -27,6 +27,7 @@ from jupyter_client.blocking.client import BlockingKernelClient
 
 from jupyter_ci import providers
 from jupyter_ci.models.broker import ENV_TOKEN, ENV_URL
+from tests.fakellm_wire import anthropic_events
 from tests.security.unprivileged import Server, User, find_user, start_server, wait_ready
 
 ANTHROPIC_MODEL = providers.PROVIDERS["anthropic"].default_model_id
@@ -87,11 +88,14 @@ print(json.dumps({"dumpable": ctypes.CDLL(None).prctl(3, 0, 0, 0, 0)}))
 """
 
 BROKER_CALL = f"""
-import os, urllib.request
+import json, os, urllib.request
+turn = {{"model": {ANTHROPIC_MODEL!r}, "messages": [{{"role": "user", "content": "hi"}}]}}
 request = urllib.request.Request(
-    os.environ[{ENV_URL!r}] + "/anthropic/v1/models",
-    headers={{"x-api-key": os.environ[{ENV_TOKEN!r}], "anthropic-version": "2023-06-01"}})
-print(urllib.request.urlopen(request, timeout=30).status)
+    os.environ[{ENV_URL!r}] + "/turn", data=json.dumps(turn).encode(),
+    headers={{"Authorization": "Bearer " + os.environ[{ENV_TOKEN!r}],
+              "Content-Type": "application/json"}})
+with urllib.request.urlopen(request, timeout=30) as reply:
+    print(reply.status if b'"reply"' in reply.read() else "no reply")
 """
 
 
@@ -105,15 +109,30 @@ class Upstream:
 
 @pytest.fixture(scope="module")
 def upstream() -> Iterator[Upstream]:
-    """Serve GET /v1/models, recording each request's x-api-key."""
+    """Serve GET /v1/models and a streamed POST /v1/messages, recording each request's key."""
     seen = Upstream()
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            seen.keys.append(self.headers.get("x-api-key", ""))
-            body = b'{"data": [], "has_more": false}'
+            self._key()
+            self._send("application/json", b'{"data": [], "has_more": false}')
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self._key()
+            stream = "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data
+                             in anthropic_events("hi", [], model="m", chunk_chars=8,
+                                                 usage=(1, 1)))
+            self._send("text/event-stream", stream.encode())
+
+        def _key(self) -> None:
+            # anthropic 2.x sends its key as a bearer token; older SDKs as x-api-key.
+            bearer = self.headers.get("Authorization", "").removeprefix("Bearer ")
+            seen.keys.append(self.headers.get("x-api-key", "") or bearer)
+
+        def _send(self, kind: str, body: bytes) -> None:
             self.send_response(200)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
@@ -265,7 +284,7 @@ def test_kernels_of_a_hardened_server_are_ordinary_processes(runs: dict[str, Run
         assert run.report["own_environ_readable"]
 
 
-def test_key_file_key_reaches_the_broker_and_no_kernel(
+def test_key_file_key_reaches_the_model_service_and_no_kernel(
     runs: dict[str, Run], upstream: Upstream
 ) -> None:
     run = runs["hardened"]

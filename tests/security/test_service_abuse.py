@@ -1,9 +1,9 @@
-"""Finding 6: the broker cannot be made to buffer huge bodies, forge log lines or keep cookies.
+"""Finding 6: the model service cannot be made to buffer huge bodies or forge log lines.
 
-A page in the user's browser (or any local process) can reach the broker without a token:
-a 300 MB POST used to be read into memory before the 403. A `%0A` in a path used to start
-a new line in the server log, and a cookie one provider set rode along on later requests
-of every kernel.
+A page in the user's browser (or any local process) can reach the service without a
+credential: a 300 MB POST used to be read into memory before the 403. A `%0A` in a path
+used to start a new line in the server log. And a provider's cookies or headers must not
+travel on: to the kernel, or to the other provider.
 """
 
 from __future__ import annotations
@@ -18,26 +18,35 @@ from urllib.parse import urlsplit
 import pytest
 
 from jupyter_ci.models.broker import ENV_URL
-from jupyter_ci.server.handlers import BrokerHandler
-from tests.test_server import CHAT, Upstream, bearer, broker_fetch
+from jupyter_ci.models.turn_wire import TURN_PATH
+from jupyter_ci.server.service_handlers import TurnHandler
+from tests.service_fixtures import (
+    Upstream,
+    bearer,
+    broker_of,
+    hang_up_after_first_event,
+    service_fetch,
+    turn_body,
+    turn_fetch,
+)
 
 # Under the test server's own body limit (tornado's default, 100 MB; Jupyter's is 512 MB),
-# so only the broker can refuse it early, and over it.
+# so only the service can refuse it early, and over it.
 HUGE = 90 * 1024 * 1024
 HUGER = 300 * 1024 * 1024
 
 
 @pytest.fixture
 def body_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Record the size of every body chunk the broker handler is given."""
+    """Record the size of every body chunk the turn handler is given."""
     seen: list[int] = []
-    original = BrokerHandler.data_received
+    original = TurnHandler.data_received
 
-    def spy(self: BrokerHandler, chunk: bytes) -> Any:
+    def spy(self: TurnHandler, chunk: bytes) -> Any:
         seen.append(len(chunk))
         return original(self, chunk)
 
-    monkeypatch.setattr(BrokerHandler, "data_received", spy)
+    monkeypatch.setattr(TurnHandler, "data_received", spy)
     return seen
 
 
@@ -56,17 +65,17 @@ async def raw_request(path: str, headers: dict[str, str], body: list[bytes],
             while data := await reader.read(65536):
                 received.extend(data)
         except ConnectionError:
-            pass  # a reset after the answer: the broker hung up on the rest of the body
+            pass  # a reset after the answer: the service hung up on the rest of the body
 
     reading = asyncio.ensure_future(read())
     try:
-        writer.write(f"POST {url.path}{path} HTTP/1.1\r\n{head}\r\n".encode())
+        writer.write(f"POST {url.path}/{path} HTTP/1.1\r\n{head}\r\n".encode())
         for part in body:
             writer.write(part)
             await writer.drain()
     except ConnectionError:
         pass  # answered and closed before taking the whole body: the point of the test
-    await asyncio.wait_for(reading, timeout)  # the broker closes after answering
+    await asyncio.wait_for(reading, timeout)  # the service closes after answering
     writer.close()
     status_line, _, rest = bytes(received).partition(b"\r\n")
     header_block, _, payload = rest.partition(b"\r\n\r\n")
@@ -79,10 +88,10 @@ async def test_unauthenticated_huge_body_is_refused_before_it_is_read(
     live_server: Any, upstream: Upstream, body_reads: list[int], size: int, capture: Any
 ) -> None:
     status, headers, payload, seconds = await raw_request(
-        "/openai/chat/completions",
-        {"Content-Length": str(size), "Content-Type": "application/json"}, [b"x" * 4096])
+        TURN_PATH, {"Content-Length": str(size), "Content-Type": "application/json"},
+        [b"x" * 4096])
     assert status == 403 and headers["Content-Type"] == "application/json"
-    assert "broker token" in json.loads(payload)["error"]["message"]
+    assert "credential of a running kernel" in json.loads(payload)["error"]["message"]
     assert seconds < 2 and body_reads == [] and upstream.requests == []
 
 
@@ -90,10 +99,10 @@ async def test_authenticated_body_over_the_cap_is_refused_before_it_is_read(
     live_server: Any, upstream: Upstream, token: str, body_reads: list[int], capture: Any
 ) -> None:
     status, _, payload, seconds = await raw_request(
-        "/openai/chat/completions", {**bearer(token), "Content-Length": str(HUGE)}, [b"{}"])
+        TURN_PATH, {**bearer(token), "Content-Length": str(HUGE)}, [b"{}"])
     assert status == 413 and seconds < 2 and body_reads == []
-    assert "c.JupyterCI.broker_max_body_bytes = 33554432" in json.loads(payload)["error"][
-        "message"]
+    message = json.loads(payload)["error"]["message"]
+    assert "c.JupyterCI.broker_max_body_bytes = 33554432" in message
     assert upstream.requests == []
 
 
@@ -111,49 +120,61 @@ async def test_chunked_body_stops_at_the_cap(
 ) -> None:
     headers = {**bearer(token), "Transfer-Encoding": "chunked"}
     status, _, payload, _ = await raw_request(
-        "/openai/chat/completions", headers, chunked(b"a" * (4 << 20), 4096))
+        TURN_PATH, headers, chunked(b"a" * (4 << 20), 4096))
     assert status == 413 and "broker_max_body_bytes = 1000" in payload.decode()
     # Tornado hands the body over in pieces of up to 64 KiB; none is taken after the cap.
     assert sum(body_reads) <= 1000 + 65536 and upstream.requests == []
-    # Under the cap, a chunked body is forwarded whole.
-    body = json.dumps({"model": "fake", "messages": [], "pad": "b" * 500}).encode()
-    status, _, _, _ = await raw_request("/openai/chat/completions", headers,
-                                        chunked(body, 100))
-    assert status == 200 and upstream.requests[-1]["body"] == body
+    # Under the cap, a chunked body is taken whole.
+    body = json.dumps(turn_body(content="b" * 300)).encode()
+    status, _, payload, _ = await raw_request(TURN_PATH, headers, chunked(body, 100))
+    assert status == 200 and b'"reply"' in payload
+    assert json.loads(upstream.requests[-1]["body"])["messages"][-1]["content"] == "b" * 300
 
 
 FORGED = "[W 2026-01-01 00:00:00.000 ServerApp] forged-line: admin logged in"
 
 
 @pytest.mark.parametrize("with_token", [False, True])
-@pytest.mark.parametrize("path", ["openai/models/x%0A{}", "openai/files%0D%0A{}",
-                                  "openai%0A{}/models"])
+@pytest.mark.parametrize("path", ["turn%0A{}", "turn%0D%0A{}", "_info%0A{}",
+                                  "openai%0A{}/v1/messages"])
 async def test_a_line_break_in_the_path_forges_no_log_line(
     live_server: Any, token: str, path: str, with_token: bool, capture: Any
 ) -> None:
     headers = bearer(token) if with_token else {}
-    response = await broker_fetch(path.format(FORGED.replace(" ", "%20")), headers,
-                                  method="GET")
-    assert response.code in (400, 403, 404)
+    response = await service_fetch(path.format(FORGED.replace(" ", "%20")), headers,
+                                   method="GET")
+    assert response.code == 404
     assert "forged-line" in capture.text, "the attempt itself is logged"
     for record in capture.records:
         assert "\n" not in record.getMessage() or "forged-line" not in record.getMessage()
     assert not any(line.startswith("[W 2026-01-01") for line in capture.text.splitlines())
 
 
-async def test_cookies_from_a_provider_are_never_sent_back(
+async def test_a_line_break_in_a_model_name_forges_no_log_line(
     live_server: Any, upstream: Upstream, token: str, capture: Any
 ) -> None:
-    upstream.replies = [(200, {"Content-Type": "application/json",
-                               "Set-Cookie": "upstream_session=abc123; Path=/"},
-                         [b'{"object": "list", "data": []}'])]
-    first = await broker_fetch("openai/models", bearer(token), method="GET")
-    assert first.code == 200 and "Set-Cookie" not in first.headers
-    other = live_server.web_app.settings["jupyter_ci_broker"].issue("another-kernel")
-    # Both fake providers live on 127.0.0.1: a stored cookie would match either.
-    await broker_fetch("openai/chat/completions", bearer(other), CHAT)
-    await broker_fetch("anthropic/v1/messages", {"x-api-key": token}, CHAT)
-    assert len(upstream.requests) == 3
-    assert ["Cookie" in r["headers"] for r in upstream.requests] == [False] * 3
-    client = live_server.extension_manager.extension_apps["jupyter_ci"]
-    assert not list(next(iter(client)).client.cookies.jar)
+    # The service logs the model of a turn the kernel hung up on.
+    upstream.gate = asyncio.Event()  # never set: the kernel hangs up mid-stream
+    await hang_up_after_first_event(turn_body(f"openai:gpt-test\n{FORGED}"), token)
+    for _ in range(100):
+        if "hung up" in capture.text:
+            break
+        await asyncio.sleep(0.02)
+    assert "forged-line" in capture.text, "the turn itself is logged"
+    assert not any(line.startswith("[W 2026-01-01") for line in capture.text.splitlines())
+
+
+async def test_a_providers_cookies_and_headers_go_nowhere(
+    live_server: Any, upstream: Upstream, token: str, capture: Any
+) -> None:
+    upstream.stream_headers = {"Set-Cookie": "upstream_session=abc123; Path=/",
+                               "Retry-After": "7", "OpenAI-Organization": "org-of-the-server"}
+    first = await service_fetch(TURN_PATH, bearer(token), json.dumps(turn_body()).encode())
+    assert first.code == 200
+    for name in upstream.stream_headers:
+        assert name not in first.headers
+    assert "org-of-the-server" not in first.body.decode()
+    # Both fake providers live on 127.0.0.1: a cookie kept across providers would match.
+    other = broker_of(live_server).issue("another-kernel")
+    assert (await turn_fetch(turn_body("anthropic:claude-test"), other))[0] == 200
+    assert ["Cookie" in r["headers"] for r in upstream.requests] == [False, False]

@@ -1,7 +1,7 @@
-"""Finding 2: each kernel holds its own broker token, which dies with the kernel.
+"""Finding 2: each kernel holds its own model credential, which dies with the kernel.
 
-Real kernels of a real Jupyter server: the tokens are read the way model-written code
-would read them (from the kernel's own environment), then presented to the broker.
+Real kernels of a real Jupyter server: the credentials are read the way model-written code
+would read them (from the kernel's own environment), then presented with a turn.
 """
 
 from __future__ import annotations
@@ -11,16 +11,20 @@ import os
 import time
 from typing import Any
 
+import httpx
 import pytest
+from tornado.httpclient import HTTPClientError
 
 from jupyter_ci.models.broker import ENV_TOKEN
-from tests.test_server import Upstream, bearer, broker_fetch
+from jupyter_ci.models.turn_wire import TURN_PATH
+from jupyter_ci.server.sandbox.environ import ENV_BROKER_SOCKET
+from tests.service_fixtures import Upstream, bearer, broker_of, turn_body, turn_fetch
 
 READ_TOKEN = f"import os; print(os.environ.get({ENV_TOKEN!r}, 'none'))"
 
 
 async def kernel_token(km: Any, kernel_id: str) -> str:
-    """Return the broker token the kernel's own code sees."""
+    """Return the credential the kernel's own code sees."""
     client = km.get_kernel(kernel_id).client()
     client.start_channels()
     try:
@@ -38,8 +42,8 @@ async def kernel_token(km: Any, kernel_id: str) -> str:
 
 
 async def status_with(token: str) -> int:
-    """Return the broker's status for a model listing with `token`."""
-    return (await broker_fetch("openai/models", bearer(token), method="GET")).code
+    """Return the service's status for a turn sent with `token`."""
+    return (await turn_fetch(turn_body(), token))[0]
 
 
 async def test_each_kernel_has_its_own_token_and_the_server_none(
@@ -52,9 +56,10 @@ async def test_each_kernel_has_its_own_token_and_the_server_none(
         assert "none" not in tokens and tokens[0] != tokens[1]
         assert all(len(t) >= 32 for t in tokens)
         assert [await status_with(t) for t in tokens] == [200, 200]
-        # No process-wide token: nothing the server's other children inherit opens the broker.
+        # No process-wide credential: nothing the server's other children inherit opens
+        # the service.
         assert ENV_TOKEN not in os.environ
-        assert not hasattr(live_server.web_app.settings["jupyter_ci_broker"], "token")
+        assert not hasattr(broker_of(live_server), "token")
     finally:
         await asyncio.gather(km.shutdown_kernel(first, now=True),
                              km.shutdown_kernel(second, now=True))
@@ -123,3 +128,58 @@ async def test_unknown_tokens_are_refused(
 ) -> None:
     assert await status_with(presented) == 403
     assert upstream.requests == []
+
+
+@pytest.mark.parametrize("headers", [
+    {}, {"Authorization": "Bearer wrong"}, {"x-api-key": "wrong"}, "jupyter", "jupyter-bearer",
+    "jupyter-query",
+])
+async def test_the_service_takes_no_other_credential(
+    live_server: Any, jp_auth_header: dict[str, str], upstream: Upstream, headers: Any,
+    capture: Any,
+) -> None:
+    """Jupyter's own token (header, bearer or query) is not a kernel's credential."""
+    path = TURN_PATH
+    jupyter_token = jp_auth_header["Authorization"].split()[-1]
+    if headers == "jupyter":
+        headers = jp_auth_header
+    elif headers == "jupyter-bearer":
+        headers = bearer(jupyter_token)
+    elif headers == "jupyter-query":
+        headers, path = {}, f"{TURN_PATH}?token={jupyter_token}"
+    status, lines = await turn_fetch(turn_body(), None, headers=headers, path=path)
+    assert status == 403
+    assert lines[0]["error"]["type"] == "ModelConfigError"
+    assert "credential of a running kernel" in lines[0]["error"]["message"]
+    assert upstream.requests == []
+
+
+@pytest.mark.parametrize("route", ["api/kernels", "api/sessions", "jupyter-ci/config",
+                                   "jupyter-ci/sessions"])
+@pytest.mark.parametrize("scheme", ["token", "Bearer"])
+async def test_a_kernel_credential_opens_nothing_else(
+    live_server: Any, http_server_client: Any, jp_base_url: str, route: str, scheme: str,
+    token: str,
+) -> None:
+    headers = {"Authorization": f"{scheme} {token}"}
+    with pytest.raises(HTTPClientError) as caught:
+        await http_server_client.fetch(f"{jp_base_url}{route}", headers=headers)
+    assert caught.value.code == 403
+
+
+async def test_the_private_socket_serves_turns_to_a_credential_and_nothing_else(
+    live_server: Any, upstream: Upstream, token: str, capture: Any
+) -> None:
+    """Sandboxed kernels reach the service on a Unix socket of its own: same rules."""
+    path = os.environ[ENV_BROKER_SOCKET]
+    assert os.stat(path).st_mode & 0o777 == 0o600
+    turn = f"/jupyter-ci/broker/{TURN_PATH}"
+    transport = httpx.AsyncHTTPTransport(uds=path)
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+        answer = await client.post(turn, json=turn_body(), headers=bearer(token))
+        assert answer.status_code == 200 and '"reply"' in answer.text
+        assert (await client.post(turn, json=turn_body())).status_code == 403
+        for route in ("/api/kernels", "/api/contents", "/jupyter-ci/config",
+                      "/jupyter-ci/sessions", "/jupyter-ci/broker/openai/v1/files"):
+            assert (await client.get(route, headers=bearer(token))).status_code == 404
+    assert len(upstream.requests) == 1
