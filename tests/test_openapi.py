@@ -33,8 +33,9 @@ async def test_the_server_serves_the_document_and_every_route_is_in_it(
     from jupyter_ci.config import JupyterCI
     from jupyter_ci.server.handlers import routes
 
-    table = routes(JupyterCI(), None, None, None, None, None)  # type: ignore[arg-type]
-    # The broker and the panel's routes (config, keys) are in docs/protocol.md instead.
+    service = jp_serverapp.web_app.settings["jupyter_ci_service"]
+    table = routes(JupyterCI(), service, None, None, None, None)  # type: ignore[arg-type]
+    # The kernels' model service and the panel's routes (config, keys) are not in it.
     panel = ("broker", "config", "keys")
     patterns = [p for p, _, _ in table if not any(word in p for word in panel)]
     documented = {re.sub(r"\{(\w+)\}", "X", path) for path in served["paths"]}

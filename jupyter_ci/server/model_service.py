@@ -23,7 +23,7 @@ from jupyter_ci import secret_rules
 from jupyter_ci.agent.errors import AskError, LimitReached, ModelConfigError, ModelUnavailable
 from jupyter_ci.agent.prompts import RUN_PYTHON
 from jupyter_ci.agent.types import ModelReply, ModelRequest, OnText, ToolSpec
-from jupyter_ci.models.base import AsyncChatModel, Endpoint, Usage
+from jupyter_ci.models.base import AsyncChatModel, Endpoint, Preparable, Usage
 from jupyter_ci.models.resolve import (
     PANEL_HINT,
     PLACEHOLDER_KEY,
@@ -96,8 +96,8 @@ class ModelService:
                     await self.model(model_id)
                 except ModelConfigError:
                     continue  # no key for it yet: the ask that uses it says what to do
-                except (AskError, ImportError) as err:  # the first ask will say it again
-                    self.warn(f"could not prepare {model_id}: {err}")
+                except Exception as err:  # an ask that needs it will say what is wrong
+                    self.warn(f"could not prepare {model_id}: {type(err).__name__}: {err}")
 
     async def turn(self, holder: str, turn: Turn, emit: Emit) -> ModelReply:
         """Stream one turn for `holder` (a kernel id, or a session's ask holder)."""
@@ -146,10 +146,11 @@ class ModelService:
 
 def _ready(adapter: object) -> None:
     """Import the adapter's SDK, rehearse a turn offline and build its async client."""
-    for step in ("prepare", "async_client"):
-        method = getattr(adapter, step, None)
-        if method is not None:
-            method()
+    if isinstance(adapter, Preparable):
+        adapter.prepare()
+    build = getattr(adapter, "async_client", None)
+    if build is not None:
+        build()
 
 
 def reserve_for(request: ModelRequest) -> int:

@@ -14,6 +14,7 @@ import os
 import shutil
 import time
 import uuid
+from concurrent import futures
 from dataclasses import dataclass, field
 from logging import Logger
 from pathlib import Path
@@ -131,6 +132,10 @@ class _Pooled:
     client: Any = None
 
 
+#: Seconds to let the server's restarter finish before a restart that collided with it.
+RESTART_RETRY_S = 1.0
+
+
 class SessionManager:
     """Create, find, run in, restart, cull and delete sessions; keep a pool of kernels."""
 
@@ -206,7 +211,13 @@ class SessionManager:
                 raise UnknownSession(f"The session {sid!r} was deleted.")
             session.client.stop_channels()
             try:
-                await ensure_async(self.km.restart_kernel(session.kernel_id))
+                try:
+                    await ensure_async(self.km.restart_kernel(session.kernel_id))
+                except (asyncio.InvalidStateError, futures.InvalidStateError):
+                    # The server's own restarter was reviving the dead kernel at the same
+                    # moment (jupyter_client sets its ready future twice): once more, after it.
+                    await asyncio.sleep(RESTART_RETRY_S)
+                    await ensure_async(self.km.restart_kernel(session.kernel_id))
                 session.client = await self._client(session.kernel_id, session.directory)
             except Exception as exc:
                 session.dead = True
