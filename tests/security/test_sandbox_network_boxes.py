@@ -194,6 +194,12 @@ def post(server: Server, path: str, body: dict[str, Any]) -> tuple[int, Any]:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as err:
         return err.code, err.read().decode()
+    except urllib.error.URLError as err:
+        # Unreachable: what the server said is the only clue (it ran as another user).
+        state = "running" if server.proc.poll() is None else f"exited {server.proc.returncode}"
+        raise AssertionError(f"{server.url} unreachable ({err.reason}); the server is {state}; "
+                             f"its log ends:\n{server.log.read_text(errors='replace')[-4000:]}"
+                             ) from None
 
 
 @needs_box
