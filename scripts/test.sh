@@ -9,5 +9,6 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 ruff check .
 mypy
+lint-imports --no-cache  # the layers of DESIGN.md (contracts in pyproject.toml)
 (cd labextension && jlpm test)
 python -m pytest "$@"
