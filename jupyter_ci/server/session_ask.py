@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -201,7 +201,9 @@ async def resolve(manager: SessionManager, session: Session, model: str | None
     model = confine_replay(model, session.directory, manager.ci.record_dir)
     holder = ask_token_id(session.id)
     service.broker.budget.open(holder)
-    settings = model_settings(manager.ci)
+    # No fallback_model here, on purpose: it lets a demo notebook run before a key is set
+    # (a replay beside it); a REST client with no model configured is told what to set.
+    settings = replace(model_settings(manager.ci), fallback="")
     turns: Turns
     try:
         model_id = model or default_model_id(settings, os.environ)
