@@ -28,8 +28,8 @@ class JupyterCI(Configurable):
         "",
         help="Model used only when none is configured (no -m, no model setting, no provider "
         "key, nothing behind the server's model service), e.g. `replay:recordings` in a demo "
-        "notebook, so it runs before a key is set. Empty (default): such an ask fails "
-        "saying what to set.",
+        "notebook, so it runs before a key is set; %%ask only (REST asks never use it). "
+        "Empty (default): such an ask fails saying what to set.",
     ).tag(config=True)
     record_dir = Unicode(
         "",
