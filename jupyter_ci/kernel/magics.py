@@ -24,21 +24,16 @@ from jupyter_ci.agent.loop import AskLoop, CallModel, Limits
 from jupyter_ci.agent.memory import Memory
 from jupyter_ci.agent.secrets import Redactor
 from jupyter_ci.config import JupyterCI
-from jupyter_ci.kernel import headless_store, rerun, safe_markdown
+from jupyter_ci.kernel import headless_store, rerun, reuse, safe_markdown
 from jupyter_ci.kernel.answer_links import link_files
 from jupyter_ci.kernel.context import environment_section
 from jupyter_ci.kernel.options import AskOptions, help_text, parse_options
 from jupyter_ci.kernel.record import (
     AskInfo,
     RequestInfo,
-    Reuse,
     ask_record,
-    pin_of,
     prompt_hash,
     request_info,
-    reusable_from_request,
-    reusable_on_disk,
-    would_fail,
 )
 from jupyter_ci.kernel.restart_check import (
     RanAsk,
@@ -56,24 +51,8 @@ from jupyter_ci.models.base import ChatModel
 from jupyter_ci.models.broker import own_credentials
 from jupyter_ci.models.resolve import model_settings, resolve_model, vision_enabled
 
-#: What memory keeps of an ask whose recorded answer was reused instead of asking the model.
-REUSED_SUMMARY = ("(Not asked this time: the notebook already held a recorded answer, shown to "
-                  "the user, and its generated cells ran as recorded.)")
-# Headless runners send only the source: the pin in it is all the kernel knows of the ask.
-PINNED_NOTE = ("*Not asked again: this ask was answered in JupyterLab (`--pin`), and the "
-               "generated cells below hold its code and run next. Edit the prompt or run with "
-               "`--refresh` to ask again.*")
-STALE_PIN_NOTE = ("*The prompt changed since this ask was answered (its `--pin` is for the "
-                  "earlier prompt): asking the model. The generated cells below belong to the "
-                  "earlier prompt and run after this cell unless you delete them.*")
-REFRESH_PINNED_NOTE = ("*Asking again (`--refresh`). This ask was answered before, in "
-                       "JupyterLab: its generated cells below still run after this cell unless "
-                       "you delete them.*")
 #: Kernel-only names listed for the model at most.
 MAX_KERNEL_ONLY = 40
-# A re-ask that costs tokens where a reuse was expected should say why.
-UNVERIFIED_NOTE = ("*The answer saved with this cell was not signed by your jupyter-ci (it was "
-                   "written elsewhere or edited), so it is not reused: asking the model.*")
 
 
 @magics_class
@@ -110,7 +89,7 @@ class AskMagics(Magics):
         if headless is not None and not opts.refresh and self._replay(opts, info, headless):
             return
         if headless is not None and opts.refresh and opts.pin:
-            show_markdown(REFRESH_PINNED_NOTE)
+            show_markdown(reuse.REFRESH_PINNED_NOTE)
         model = resolve_model(opts.model, model_settings(self.settings))
         if opts.new:
             self.memory.clear()
@@ -293,46 +272,10 @@ class AskMagics(Magics):
         return yes(str(answer))
 
     def _reuse(self, opts: AskOptions, info: RequestInfo, phash: str) -> bool:
-        if info.has_frontend:
-            found = reusable_from_request(info, phash, opts.prompt)
-        else:
-            code = (parent_header(self.ipython).get("content") or {}).get("code")
-            found = reusable_on_disk(phash, opts.prompt, code, Path.cwd(), info.cell_id
-                                     ) if isinstance(code, str) else Reuse()
-        record = found.record
-        if record is None and not info.has_frontend and opts.pin:
-            return self._pinned(opts, phash)
-        if record is None:
-            if found.unverified:
-                show_markdown(UNVERIFIED_NOTE)
-            return False
-        failing = would_fail(record, self.ipython.user_ns)
-        if failing is not None:
-            raise failing  # said, and Run All stops here rather than in the cell below
-        steps = record.get("steps", 0)
-        cells = "the generated cell below holds" if steps == 1 else (
-            f"the {steps} generated cells below hold")
-        show_markdown(
-            f"*Reusing the earlier answer ({record.get('model', 'model')}): {cells} its code. "
-            "Edit the prompt or run with `--refresh` to ask again.*\n\n"
-            + str(record.get("answer", ""))
-        )
-        # The recorded text is not put in the model's mouth: only that the ask was reused.
-        self.memory.remember_summary(opts.prompt, REUSED_SUMMARY)
-        if info.has_frontend:
-            from jupyter_ci.kernel.frontend import announce_reuse
-
-            announce_reuse(info.cell_id, opts.prompt, record)
-        return True
-
-    def _pinned(self, opts: AskOptions, phash: str) -> bool:
-        """Headless, with no record at hand: trust the pin to skip the ask, if it fits."""
-        if opts.pin != pin_of(phash):
-            show_markdown(STALE_PIN_NOTE)
-            return False
-        show_markdown(PINNED_NOTE)
-        self.memory.remember_summary(opts.prompt, REUSED_SUMMARY)
-        return True
+        """Show the recorded answer instead of asking, when the notebook holds one."""
+        code = (parent_header(self.ipython).get("content") or {}).get("code")
+        return reuse.reuse(opts, info, phash, code if isinstance(code, str) else None,
+                           self.ipython.user_ns, self.memory)
 
     def _view(self, ask: AskInfo, has_frontend: bool) -> AskView:
         if has_frontend:
