@@ -121,3 +121,22 @@ def test_a_refused_turn_says_what_to_do_and_loses_nothing(session: Session, tmp_
     assert "ServiceModel" in forged.text
     assert "ModelConfigError" in forged.text and "Restart the kernel" in forged.text
     assert session.execute("print(kept)").text.strip() == "3"
+
+
+def test_an_ask_through_the_service_is_recorded_and_replays(
+        session: Session, fake: FakeLLM, server: LabServer) -> None:
+    folder = server.root / "recorded"
+    fake.push(Turn("", tool_calls=[("run_python", {"code": "print(6 * 7)"})]),
+              Turn("It is **42**."))
+    session.execute(f'%config JupyterCI.record_dir = "{folder}"')
+    first = session.execute(ask_cell("anthropic:claude-test", "multiply six by seven"))
+    assert "It is" in first.text, first.text
+    session.execute('%config JupyterCI.record_dir = ""')
+    [written] = list(folder.iterdir())
+    turns = json.loads(written.read_text())["turns"]
+    assert [t["text"] for t in turns] == ["", "It is **42**."]
+    assert TEST_KEY not in written.read_text() and ANTHROPIC_KEY not in written.read_text()
+    # Played back in the kernel, no model call.
+    calls = len(fake.requests)
+    again = session.execute(ask_cell(f"replay:{folder}", "multiply six by seven"))
+    assert "42" in again.text and len(fake.requests) == calls
