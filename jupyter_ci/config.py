@@ -7,6 +7,11 @@ import os
 from traitlets import Bool, CaselessStrEnum, Enum, Float, Int, List, Unicode, Union, default
 from traitlets.config import Configurable
 
+from jupyter_ci.agent.images import Vision
+from jupyter_ci.agent.install import InstallPolicy
+from jupyter_ci.agent.loop import Limits
+from jupyter_ci.models.resolve import ModelSettings, vision_enabled
+
 
 class JupyterCI(Configurable):
     """Settings for jupyter-ci; set them as `c.JupyterCI.<name>` in any Jupyter config."""
@@ -236,3 +241,25 @@ class JupyterCI(Configurable):
     @default("model")
     def _model_default(self) -> str:
         return os.environ.get("JUPYTER_CI_MODEL", "")
+
+    # What the settings become for one ask: the same for %%ask and a REST ask.
+
+    def limits(self, model_id: str, max_steps: int | None = None,
+               max_fixes: int | None = None, timeout: float | None = None) -> Limits:
+        """Return an ask's limits: its own where given, else these settings."""
+        # No model yet (a headless re-run): its outputs are read as text only.
+        vision = Vision(bool(model_id) and vision_enabled(self.vision, model_id),
+                        self.max_images, self.max_image_side)
+        return Limits(max_steps=max_steps or self.max_steps,
+                      max_fixes=max_fixes or self.max_fixes, timeout=timeout or self.timeout,
+                      max_output_chars=self.max_output_chars, max_tokens=self.max_ask_tokens,
+                      max_reply_tokens=self.max_reply_tokens, vision=vision)
+
+    def model_settings(self) -> ModelSettings:
+        """Return what resolving an ask's model needs."""
+        return ModelSettings(self.model, self.request_timeout, self.retries, self.record_dir,
+                             self.fallback_model)
+
+    def install_policy(self, can_ask: bool) -> InstallPolicy:
+        """Return what happens to a missing package, given whether the user can be asked."""
+        return InstallPolicy.of(self.install, self.install_allow, can_ask)

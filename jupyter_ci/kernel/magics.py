@@ -18,8 +18,7 @@ from jupyter_ci import secret_rules
 from jupyter_ci.agent.disclosure import Recording, request_parts
 from jupyter_ci.agent.drive import Model, drive
 from jupyter_ci.agent.errors import AskError, AskInterrupted
-from jupyter_ci.agent.images import Vision
-from jupyter_ci.agent.install import InstallPolicy, yes
+from jupyter_ci.agent.install import yes
 from jupyter_ci.agent.loop import AskLoop, CallModel, Limits
 from jupyter_ci.agent.memory import Memory
 from jupyter_ci.agent.secrets import Redactor
@@ -49,7 +48,7 @@ from jupyter_ci.kernel.views import AskView, InlineView, show_markdown, show_sen
 from jupyter_ci.models import retiring
 from jupyter_ci.models.base import ChatModel
 from jupyter_ci.models.broker import own_credentials
-from jupyter_ci.models.resolve import model_settings, resolve_model, vision_enabled
+from jupyter_ci.models.resolve import resolve_model
 
 #: Kernel-only names listed for the model at most.
 MAX_KERNEL_ONLY = 40
@@ -90,7 +89,7 @@ class AskMagics(Magics):
             return
         if headless is not None and opts.refresh and opts.pin:
             show_markdown(reuse.REFRESH_PINNED_NOTE)
-        model = resolve_model(opts.model, model_settings(self.settings))
+        model = resolve_model(opts.model, self.settings.model_settings())
         if opts.new:
             self.memory.clear()
         path = (info.frontend or {}).get("path")
@@ -175,8 +174,7 @@ class AskMagics(Magics):
         context = redactor(collect_context(self.ipython, self.settings.context_tokens,
                                            prompt=opts.prompt)
                            + self._kernel_only_note(above))
-        install = InstallPolicy.of(self.settings.install, self.settings.install_allow,
-                                   can_ask=self._can_ask())
+        install = self.settings.install_policy(can_ask=self._can_ask())
         history = [] if opts.new else self.memory.messages()
         check = None if above is None else restart_check(
             above, self.ipython.transform_cell, self.ipython.user_ns_hidden)
@@ -187,7 +185,7 @@ class AskMagics(Magics):
     def _dry_run(self, opts: AskOptions, info: RequestInfo) -> None:
         """Show what the ask would send; call no model, run nothing, remember nothing."""
         try:
-            model = resolve_model(opts.model, model_settings(self.settings)).id
+            model = resolve_model(opts.model, self.settings.model_settings()).id
         except AskError as exc:
             model = f"no model ({exc.message})"
         first = self._new_loop(opts, info, model)[0].start()
@@ -202,7 +200,7 @@ class AskMagics(Magics):
         replay = rerun.Replay(self.ipython, opts.prompt, self._limits(opts, ""),
                               Redactor(own_credentials(os.environ)), info.cell_id)
         summary = replay.run(source, kept, lambda: resolve_model(
-            opts.model, model_settings(self.settings)))
+            opts.model, self.settings.model_settings()))
         if summary is None:
             return False
         self.memory.remember_summary(opts.prompt, summary)
@@ -285,18 +283,7 @@ class AskMagics(Magics):
         return InlineView(ask)
 
     def _limits(self, opts: AskOptions, model_id: str) -> Limits:
-        s = self.settings
-        return Limits(
-            max_steps=opts.max_steps or s.max_steps,
-            max_fixes=opts.max_fixes or s.max_fixes,
-            timeout=opts.timeout or s.timeout,
-            max_output_chars=s.max_output_chars,
-            max_tokens=s.max_ask_tokens,
-            max_reply_tokens=s.max_reply_tokens,
-            # No model yet (a headless re-run): its outputs are read as text only.
-            vision=Vision(bool(model_id) and vision_enabled(s.vision, model_id), s.max_images,
-                          s.max_image_side),
-        )
+        return self.settings.limits(model_id, opts.max_steps, opts.max_fixes, opts.timeout)
 
 
 # `%%ask?` shows the parser's own usage and option help, so they cannot drift apart.

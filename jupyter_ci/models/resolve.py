@@ -11,7 +11,6 @@ from pathlib import Path
 
 from jupyter_ci import providers
 from jupyter_ci.agent.errors import ModelConfigError
-from jupyter_ci.config import JupyterCI
 from jupyter_ci.models import broker
 from jupyter_ci.models.base import ChatModel, Endpoint
 from jupyter_ci.providers import ProviderSpec
@@ -38,12 +37,6 @@ class ModelSettings:
     record_dir: str = ""
     #: The model used when none is configured (a demo's `replay:...`; "" = none).
     fallback: str = ""
-
-
-def model_settings(settings: JupyterCI) -> ModelSettings:
-    """Return what resolving a model needs from the settings."""
-    return ModelSettings(settings.model, settings.request_timeout, settings.retries,
-                         settings.record_dir, settings.fallback_model)
 
 
 def parse_model_id(spec: str) -> tuple[ProviderSpec, str]:

@@ -18,8 +18,6 @@ from typing import Any
 
 from jupyter_ci.agent.drive import drive_async
 from jupyter_ci.agent.errors import AskError
-from jupyter_ci.agent.images import Vision
-from jupyter_ci.agent.install import InstallPolicy
 from jupyter_ci.agent.loop import AskLoop, Limits, RunCode
 from jupyter_ci.agent.memory import Memory
 from jupyter_ci.agent.outputs import OutputEvent
@@ -33,10 +31,8 @@ from jupyter_ci.models.recording import Recording
 from jupyter_ci.models.recording import write as write_recording
 from jupyter_ci.models.resolve import (
     default_model_id,
-    model_settings,
     parse_model_id,
     resolve_model,
-    vision_enabled,
 )
 from jupyter_ci.models.turn_wire import Turn
 from jupyter_ci.server.model_service import ModelService, as_text_sink
@@ -64,12 +60,7 @@ class AskRequest:
 
     def limits(self, ci: JupyterCI, model_id: str) -> Limits:
         """The ask's limits: the request's where given, else the server's settings."""
-        vision = Vision(vision_enabled(ci.vision, model_id), ci.max_images, ci.max_image_side)
-        return Limits(max_steps=self.max_steps or ci.max_steps,
-                      max_fixes=self.max_fixes or ci.max_fixes,
-                      timeout=self.timeout or ci.timeout,
-                      max_output_chars=ci.max_output_chars, max_tokens=ci.max_ask_tokens,
-                      max_reply_tokens=ci.max_reply_tokens, vision=vision)
+        return ci.limits(model_id, self.max_steps, self.max_fixes, self.timeout)
 
 
 #: The fields an ask's body may hold.
@@ -203,7 +194,7 @@ async def resolve(manager: SessionManager, session: Session, model: str | None
     service.broker.budget.open(holder)
     # No fallback_model here, on purpose: it lets a demo notebook run before a key is set
     # (a replay beside it); a REST client with no model configured is told what to set.
-    settings = replace(model_settings(manager.ci), fallback="")
+    settings = replace(manager.ci.model_settings(), fallback="")
     turns: Turns
     try:
         model_id = model or default_model_id(settings, os.environ)
@@ -265,8 +256,7 @@ async def ask(manager: SessionManager, session: Session, request: AskRequest,
                    history=memory.messages(), limits=request.limits(manager.ci, chat.id),
                    redact=redactor,
                    # A REST client has no stdin to answer on: "never" unless "always".
-                   install=InstallPolicy.of(manager.ci.install, manager.ci.install_allow,
-                                            can_ask=False))
+                   install=manager.ci.install_policy(can_ask=False))
     session.history.append(markdown_cell(f"**Ask:** {request.prompt}"))
     warning = retiring.note(chat.id)
     if warning:  # a retiring model still answers: said, not refused
