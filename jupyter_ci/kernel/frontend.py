@@ -15,6 +15,7 @@ from jupyter_ci.agent.loop import RunCode
 from jupyter_ci.agent.outputs import OutputEvent
 from jupyter_ci.agent.restart import RestartProblem
 from jupyter_ci.agent.types import CodeResult
+from jupyter_ci.kernel.protocol import COMM_TARGET, PROTOCOL_VERSION
 from jupyter_ci.kernel.record import AskInfo, pin_of
 from jupyter_ci.kernel.views import (
     REFRESH_S,
@@ -25,16 +26,13 @@ from jupyter_ci.kernel.views import (
     step_title,
 )
 
-COMM_TARGET = "jupyter_ci"
-PROTOCOL = 1
-
 
 def announce_reuse(cell_id: str | None, prompt: str, record: dict[str, Any]) -> None:
     """Tell the panel that a re-run reused its answer (one comm, opened and closed)."""
     from comm import create_comm
 
     create_comm(target_name=COMM_TARGET, data={
-        "type": "ask_reused", "ask_id": record.get("ask_id"), "protocol": PROTOCOL,
+        "type": "ask_reused", "ask_id": record.get("ask_id"), "protocol": PROTOCOL_VERSION,
         "cell_id": cell_id, "prompt": prompt, "model": record.get("model", ""),
         "answer": record.get("answer", ""), "steps": record.get("steps", 0),
         "pin": pin_of(str(record.get("prompt_hash", ""))),
@@ -303,7 +301,7 @@ class FrontendView:
         self._sent_at = time.monotonic()
 
     def _msg(self, kind: str, **fields: Any) -> dict[str, Any]:
-        return {"type": kind, "ask_id": self.info.ask_id, "protocol": PROTOCOL, **fields}
+        return {"type": kind, "ask_id": self.info.ask_id, "protocol": PROTOCOL_VERSION, **fields}
 
     def _send(self, kind: str, **fields: Any) -> None:
         msg = self._msg(kind, **fields)

@@ -27,12 +27,11 @@ from jupyter_ci.kernel import headless_store, rerun, reuse, safe_markdown
 from jupyter_ci.kernel.answer_links import link_files
 from jupyter_ci.kernel.context import environment_section
 from jupyter_ci.kernel.options import AskOptions, help_text, parse_options
+from jupyter_ci.kernel.protocol import RequestInfo, current_request
 from jupyter_ci.kernel.record import (
     AskInfo,
-    RequestInfo,
     ask_record,
     prompt_hash,
-    request_info,
 )
 from jupyter_ci.kernel.restart_check import (
     RanAsk,
@@ -76,15 +75,14 @@ class AskMagics(Magics):
     def ask(self, line: str, cell: str | None = None) -> None:
         """Ask the model to do something with code run in this kernel (help: options.help_text)."""
         opts = parse_options(line, cell)
-        info = request_info(parent_header(self.ipython))
+        info = current_request(self.ipython)  # read once: what this cell's request carries
         if opts.dry_run:
             self._dry_run(opts, info)
             return
         phash = prompt_hash(opts.prompt, opts.model)
         if not opts.refresh and self._reuse(opts, info, phash):
             return
-        source = (parent_header(self.ipython).get("content") or {}).get("code")
-        headless = source if isinstance(source, str) and not info.has_frontend else None
+        headless = info.source if not info.has_frontend else None
         if headless is not None and not opts.refresh and self._replay(opts, info, headless):
             return
         if headless is not None and opts.refresh and opts.pin:
@@ -174,7 +172,7 @@ class AskMagics(Magics):
         context = redactor(collect_context(self.ipython, self.settings.context_tokens,
                                            prompt=opts.prompt)
                            + self._kernel_only_note(above))
-        install = self.settings.install_policy(can_ask=self._can_ask())
+        install = self.settings.install_policy(can_ask=self._can_ask(info))
         history = [] if opts.new else self.memory.messages()
         check = None if above is None else restart_check(
             above, self.ipython.transform_cell, self.ipython.user_ns_hidden)
@@ -253,12 +251,11 @@ class AskMagics(Magics):
 
         return drive(loop, model, executor, view, confirm=confirm)
 
-    def _can_ask(self) -> bool:
+    def _can_ask(self, info: RequestInfo) -> bool:
         """Tell whether someone can answer a question on stdin during this request."""
         if getattr(self.ipython, "kernel", None) is None:  # plain IPython: a terminal answers
             return sys.stdin is not None and sys.stdin.isatty()
-        content = parent_header(self.ipython).get("content") or {}
-        return bool(content.get("allow_stdin"))
+        return info.allow_stdin
 
     def _confirm(self, question: str) -> bool:
         """Ask the user on stdin, as input() does (an input_request to the frontend)."""
@@ -271,9 +268,7 @@ class AskMagics(Magics):
 
     def _reuse(self, opts: AskOptions, info: RequestInfo, phash: str) -> bool:
         """Show the recorded answer instead of asking, when the notebook holds one."""
-        code = (parent_header(self.ipython).get("content") or {}).get("code")
-        return reuse.reuse(opts, info, phash, code if isinstance(code, str) else None,
-                           self.ipython.user_ns, self.memory)
+        return reuse.reuse(opts, info, phash, self.ipython.user_ns, self.memory)
 
     def _view(self, ask: AskInfo, has_frontend: bool) -> AskView:
         if has_frontend:
@@ -288,16 +283,6 @@ class AskMagics(Magics):
 
 # `%%ask?` shows the parser's own usage and option help, so they cannot drift apart.
 AskMagics.ask.__doc__ = help_text()
-
-
-def parent_header(shell: InteractiveShell) -> dict[str, Any]:
-    """Return the request being executed (JupyterLab puts cell metadata in it)."""
-    kernel = getattr(shell, "kernel", None)
-    if kernel is not None and hasattr(kernel, "get_parent"):
-        parent = kernel.get_parent("shell")
-    else:
-        parent = getattr(shell, "parent_header", None)
-    return parent if isinstance(parent, dict) else {}
 
 
 def register(ipython: Any) -> None:
@@ -365,8 +350,7 @@ class StaleCellSkipper:
         """Return the cell's lines, or a line saying it was skipped (its ask was replaced)."""
         if not self.magics.replaced_asks:
             return lines
-        meta = parent_header(self.magics.ipython).get("metadata") or {}
-        record = meta.get("jupyter_ci")
+        record = current_request(self.magics.ipython).record
         # Generated cells carry a step; the re-asking %%ask cell itself does not.
         if isinstance(record, dict) and "step" in record and (
                 record.get("ask_id") in self.magics.replaced_asks):

@@ -16,10 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_ci.agent.errors import RecordWouldFail
+from jupyter_ci.kernel.protocol import METADATA_KEY, RequestInfo
 
 RECORD_VERSION = 1
-#: Cell metadata key of ask records and generated-cell records.
-METADATA_KEY = "jupyter_ci"
 # Scanning is for headless runs of a notebook folder, not for crawling a whole disk.
 MAX_NOTEBOOKS = 50
 MAX_NOTEBOOK_BYTES = 20_000_000
@@ -88,32 +87,6 @@ def generated_after(cells: list[dict[str, Any]], index: int) -> list[int]:
              and _step_of(r) is not None]
     steps = [_step_of(_record_of(cells[i])) for i in found]
     return found if steps == list(range(1, len(found) + 1)) else []
-
-
-@dataclass(frozen=True)
-class RequestInfo:
-    """What the frontend sent with this cell's execute_request."""
-
-    cell_id: str | None
-    record: dict[str, Any] | None
-    frontend: dict[str, Any] | None
-
-    @property
-    def has_frontend(self) -> bool:
-        """Tell whether the jupyter-ci labextension sent this request."""
-        return self.frontend is not None and self.frontend.get("protocol") == 1
-
-
-def request_info(parent: dict[str, Any]) -> RequestInfo:
-    """Read the cell id, ask record and frontend announcement from a request's metadata."""
-    meta = parent.get("metadata") or {}
-    record = meta.get(METADATA_KEY)
-    frontend = meta.get("jupyter_ci_frontend")
-    return RequestInfo(
-        cell_id=meta.get("cellId") if isinstance(meta.get("cellId"), str) else None,
-        record=record if isinstance(record, dict) else None,
-        frontend=frontend if isinstance(frontend, dict) else None,
-    )
 
 
 def pin_of(phash: str) -> str:

@@ -13,8 +13,8 @@ from typing import Any
 
 from jupyter_ci.agent.memory import Memory
 from jupyter_ci.kernel.options import AskOptions
+from jupyter_ci.kernel.protocol import RequestInfo
 from jupyter_ci.kernel.record import (
-    RequestInfo,
     Reuse,
     pin_of,
     reusable_from_request,
@@ -41,8 +41,8 @@ UNVERIFIED_NOTE = ("*The answer saved with this cell was not signed by your jupy
                    "written elsewhere or edited), so it is not reused: asking the model.*")
 
 
-def reuse(opts: AskOptions, info: RequestInfo, phash: str, code: str | None,
-          namespace: dict[str, Any], memory: Memory) -> bool:
+def reuse(opts: AskOptions, info: RequestInfo, phash: str, namespace: dict[str, Any],
+          memory: Memory) -> bool:
     """Show the recorded answer and say so to memory; False when the model must be asked.
 
     Raise RecordWouldFail when the recorded cells would fail on what a restart lost.
@@ -50,8 +50,8 @@ def reuse(opts: AskOptions, info: RequestInfo, phash: str, code: str | None,
     if info.has_frontend:
         found = reusable_from_request(info, phash, opts.prompt)
     else:
-        found = reusable_on_disk(phash, opts.prompt, code, Path.cwd(), info.cell_id
-                                 ) if code is not None else Reuse()
+        found = reusable_on_disk(phash, opts.prompt, info.source, Path.cwd(), info.cell_id
+                                 ) if info.source is not None else Reuse()
     record = found.record
     if record is None and not info.has_frontend and opts.pin:
         return _pinned(opts, phash, memory)
