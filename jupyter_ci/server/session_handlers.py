@@ -68,8 +68,12 @@ class SessionAPIHandler(APIHandler):
         self.finish(json.dumps({"message": error.message, "reason": error.reason}))
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
-        """Answer tornado's own errors (and any bug) in JSON, without a traceback."""
+        """Answer a domain error with its own status, and tornado's own errors (and any bug)
+        in JSON, without a traceback: handlers raise, this is the one mapping."""
         error = kwargs.get("exc_info", (None, None, None))[1]
+        if isinstance(error, SessionError):
+            self.fail(error)
+            return
         message = error.log_message if isinstance(error, web.HTTPError) and \
             error.log_message else self._reason
         reason = self._reason
@@ -77,6 +81,11 @@ class SessionAPIHandler(APIHandler):
             message, reason = NO_TOKEN, "invalid_token"
         self.set_header("Content-Type", "application/json")
         self.finish(json.dumps({"message": message, "reason": reason}))
+
+    def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
+        """Log bugs; a domain error is the client's to read, not the server log's."""
+        if not isinstance(value, SessionError):
+            super().log_exception(typ, value, tb)
 
     def _signed_in(self) -> bool:
         """Tell whether the request came with a valid token or login (a cookie)."""
@@ -166,13 +175,10 @@ class SessionsHandler(SessionAPIHandler):
     @authorized
     async def post(self) -> None:
         """Create a session: {"kernel_name"?, "cwd_name"?, "env"?}."""
-        try:
-            body = self.fields(NEW_SESSION_FIELDS)
-            session = await self.manager.create(
-                _optional_str(body, "kernel_name"), validate_env(body.get("env")),
-                validate_cwd_name(body.get("cwd_name")))
-        except SessionError as error:
-            return self.fail(error)
+        body = self.fields(NEW_SESSION_FIELDS)
+        session = await self.manager.create(
+            _optional_str(body, "kernel_name"), validate_env(body.get("env")),
+            validate_cwd_name(body.get("cwd_name")))
         self.set_status(201)
         self.finish(json.dumps(session.to_json()))
 
@@ -190,19 +196,13 @@ class SessionHandler(SessionAPIHandler):
     @authorized
     def get(self, sid: str) -> None:
         """Describe the session."""
-        try:
-            self.finish(json.dumps(self.manager.get(sid).to_json()))
-        except SessionError as error:
-            self.fail(error)
+        self.finish(json.dumps(self.manager.get(sid).to_json()))
 
     @web.authenticated
     @authorized
     async def delete(self, sid: str) -> None:
         """Shut the session down and remove its directory."""
-        try:
-            await self.manager.delete(sid)
-        except SessionError as error:
-            return self.fail(error)
+        await self.manager.delete(sid)
         self.set_status(204)
         self.finish()
 
@@ -214,10 +214,7 @@ class RestartHandler(SessionAPIHandler):
     @authorized
     async def post(self, sid: str) -> None:
         """Restart: state cleared, files kept."""
-        try:
-            session = await self.manager.restart(sid)
-        except SessionError as error:
-            return self.fail(error)
+        session = await self.manager.restart(sid)
         self.finish(json.dumps(session.to_json()))
 
 
@@ -318,18 +315,15 @@ class ExecuteHandler(StreamingHandler):
     @authorized
     async def post(self, sid: str) -> None:
         """Run {"code", "timeout"?} in the session."""
-        try:
-            body = self.fields(EXECUTE_FIELDS)
-            code = body.get("code")
-            if not isinstance(code, str):
-                raise Refused(400, "bad_field", "'code' (a string) is required.")
-            if len(code.encode()) > self.ci.max_code_bytes:
-                raise Refused(413, "code_too_large", f"The code is over "
-                              f"{self.ci.max_code_bytes} bytes (c.JupyterCI.max_code_bytes).")
-            timeout = _timeout(body)
-            session = self.manager.get(sid)
-        except SessionError as error:
-            return self.fail(error)
+        body = self.fields(EXECUTE_FIELDS)
+        code = body.get("code")
+        if not isinstance(code, str):
+            raise Refused(400, "bad_field", "'code' (a string) is required.")
+        if len(code.encode()) > self.ci.max_code_bytes:
+            raise Refused(413, "code_too_large", f"The code is over "
+                          f"{self.ci.max_code_bytes} bytes (c.JupyterCI.max_code_bytes).")
+        timeout = _timeout(body)
+        session = self.manager.get(sid)
         if "text/event-stream" in self.request.headers.get("Accept", ""):
             async def work(send: Callable[[bytes], None]) -> dict[str, Any]:
                 result, files = await self.manager.run_locked(
@@ -338,10 +332,7 @@ class ExecuteHandler(StreamingHandler):
                 return execute_result(result, files)
 
             return await self.stream(session, work)
-        try:
-            result = await self.manager.execute(sid, code, timeout)
-        except SessionError as error:
-            return self.fail(error)
+        result = await self.manager.execute(sid, code, timeout)
         self.finish(json.dumps(result))
 
 
@@ -354,12 +345,9 @@ class AskHandler(StreamingHandler):
     @authorized
     async def post(self, sid: str) -> None:
         """Ask {"prompt", "model"?, "timeout"?, "max_steps"?, "max_fixes"?} in the session."""
-        try:
-            request = session_ask.parse(self.fields(session_ask.FIELDS))
-            session = self.manager.get(sid)
-            chat, redactor = await session_ask.resolve(self.manager, session, request.model)
-        except SessionError as error:
-            return self.fail(error)
+        request = session_ask.parse(self.fields(session_ask.FIELDS))
+        session = self.manager.get(sid)
+        chat, redactor = await session_ask.resolve(self.manager, session, request.model)
 
         async def work(send: Callable[[bytes], None]) -> dict[str, Any]:
             return await session_ask.ask(self.manager, session, request, chat, redactor,
@@ -375,10 +363,7 @@ class NotebookHandler(SessionAPIHandler):
     @authorized
     async def get(self, sid: str) -> None:
         """Return the notebook."""
-        try:
-            session = self.manager.get(sid)
-        except SessionError as error:
-            return self.fail(error)
+        session = self.manager.get(sid)
         # nbformat validates every cell it makes: off the event loop.
         self.finish(json.dumps(await asyncio.to_thread(notebook, session)))
 
@@ -390,10 +375,7 @@ class FilesHandler(SessionAPIHandler):
     @authorized
     async def get(self, sid: str) -> None:
         """List every file with its size and type."""
-        try:
-            directory = self.manager.directory(sid)
-        except SessionError as error:
-            return self.fail(error)
+        directory = self.manager.directory(sid)
         self.finish(json.dumps(await asyncio.to_thread(session_files.listing, directory)))
 
 
