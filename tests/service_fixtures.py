@@ -340,3 +340,23 @@ async def post_key(jp_fetch: Any, body: dict[str, Any]) -> tuple[int, dict[str, 
     text = response.body.decode()
     assert PASTED not in text and PASTED not in str(dict(response.headers))
     return response.code, json.loads(text)
+
+
+async def kernel_output(km: Any, kernel_id: str, code: str) -> str:
+    """Run `code` in a kernel of the server; return what it printed (and any traceback)."""
+    client = km.get_kernel(kernel_id).client()
+    client.start_channels()
+    try:
+        await client.wait_for_ready(timeout=60)
+        out: list[str] = []
+
+        def hook(msg: dict[str, Any]) -> None:
+            if msg["msg_type"] == "stream":
+                out.append(msg["content"]["text"])
+            elif msg["msg_type"] == "error":
+                out.append("\n".join(msg["content"]["traceback"]))
+
+        await client.execute_interactive(code, output_hook=hook, timeout=60)
+    finally:
+        client.stop_channels()
+    return "".join(out)

@@ -29,6 +29,7 @@ from tests.service_fixtures import (
     ci_config,
     hang_up_after_first_event,
     jp_server_config,
+    kernel_output,
     live_server,
     refusal,
     server_env,
@@ -132,24 +133,11 @@ async def test_a_real_kernel_gets_the_service_not_keys(
 ) -> None:
     km = live_server.kernel_manager
     kernel_id = await km.start_kernel()
-    client = km.get_kernel(kernel_id).client()
-    client.start_channels()
     try:
-        await client.wait_for_ready(timeout=60)
-        out: list[str] = []
-
-        def hook(msg: dict[str, Any]) -> None:
-            if msg["msg_type"] == "stream":
-                out.append(msg["content"]["text"])
-            elif msg["msg_type"] == "error":
-                out.append("\n".join(msg["content"]["traceback"]))
-
-        await client.execute_interactive(KERNEL_CODE % (SECRETS,), output_hook=hook,
-                                         timeout=60)
+        out = await kernel_output(km, kernel_id, KERNEL_CODE % (SECRETS,))
     finally:
-        client.stop_channels()
         await km.shutdown_kernel(kernel_id, now=True)
-    seen = json.loads("".join(out))
+    seen = json.loads(out)
     assert seen == {"names": [ENV_PROVIDERS, ENV_TOKEN, ENV_URL], "text": "Hello",
                     "model": "ServiceModel", "leak": False}
     assert upstream.requests[-1]["headers"]["Authorization"] == f"Bearer {OPENAI_KEY}"

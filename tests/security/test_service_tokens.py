@@ -18,27 +18,21 @@ from tornado.httpclient import HTTPClientError
 from jupyter_ci.models.broker import ENV_TOKEN
 from jupyter_ci.models.turn_wire import TURN_PATH
 from jupyter_ci.server.sandbox.environ import ENV_BROKER_SOCKET
-from tests.service_fixtures import Upstream, bearer, broker_of, turn_body, turn_fetch
+from tests.service_fixtures import (
+    Upstream,
+    bearer,
+    broker_of,
+    kernel_output,
+    turn_body,
+    turn_fetch,
+)
 
 READ_TOKEN = f"import os; print(os.environ.get({ENV_TOKEN!r}, 'none'))"
 
 
 async def kernel_token(km: Any, kernel_id: str) -> str:
     """Return the credential the kernel's own code sees."""
-    client = km.get_kernel(kernel_id).client()
-    client.start_channels()
-    try:
-        await client.wait_for_ready(timeout=60)
-        out: list[str] = []
-
-        def hook(msg: dict[str, Any]) -> None:
-            if msg["msg_type"] == "stream":
-                out.append(msg["content"]["text"])
-
-        await client.execute_interactive(READ_TOKEN, output_hook=hook, timeout=60)
-    finally:
-        client.stop_channels()
-    return "".join(out).strip()
+    return (await kernel_output(km, kernel_id, READ_TOKEN)).strip()
 
 
 async def status_with(token: str) -> int:
