@@ -1,84 +1,21 @@
-"""HTTP handlers: the panel's config and keys routes; the route table of all routes."""
+"""The extension's route table: the broker's routes and the sessions' routes, joined."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from logging import Logger
 from typing import TYPE_CHECKING, Any
 
-from jupyter_server.auth.decorator import authorized
-from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
 from jupyter_ci.config import JupyterCI
-from jupyter_ci.server import session_handlers as s
-from jupyter_ci.server.broker import Broker
-from jupyter_ci.server.errors import BadRequest
-from jupyter_ci.server.jsonbody import BadJSON, parse_json
-from jupyter_ci.server.model_service import ModelService
-from jupyter_ci.server.panel import panel_config
-from jupyter_ci.server.pasted_keys import KEYS_BODY, accept_key
-from jupyter_ci.server.service_handlers import service_routes
-from jupyter_ci.server.session_file_handler import FileHandler
-from jupyter_ci.server.sessions import SessionManager
+from jupyter_ci.server.broker.model_service import ModelService
+from jupyter_ci.server.broker.routes import routes as broker_routes
+from jupyter_ci.server.sessions.manager import SessionManager
+from jupyter_ci.server.sessions.routes import routes as session_routes
 
 if TYPE_CHECKING:
     import httpx
-
-
-class ConfigHandler(APIHandler):
-    """GET the models the panel offers, the default model and what is missing."""
-
-    auth_resource = "jupyter_ci"
-
-    def initialize(self, ci: JupyterCI, broker: Broker) -> None:
-        """Keep the shared settings and the broker (for which providers are configured)."""
-        self.ci = ci
-        self.broker = broker
-
-    @web.authenticated
-    @authorized
-    def get(self) -> None:
-        """Answer with the panel configuration; it never contains a key."""
-        reply = panel_config(self.ci.model, self.ci.models, self.broker.configured())
-        self.finish(json.dumps(reply.to_json()))
-
-
-class KeysHandler(APIHandler):
-    """POST a provider key (and base URL) pasted in the panel; the reply never holds it."""
-
-    auth_resource = "jupyter_ci"
-
-    def initialize(self, ci: JupyterCI, broker: Broker, client: httpx.AsyncClient, log: Logger,
-                   publish: Callable[[], None]) -> None:
-        """Keep the settings, the broker that will hold the key, its client, the publisher."""
-        self.ci = ci
-        self.broker = broker
-        self.client = client
-        self.logger = log
-        self.publish = publish
-
-    @web.authenticated
-    @authorized
-    async def post(self) -> None:
-        """Check the key with its provider, hold it (pasted_keys.py); answer the panel config."""
-        try:
-            body = parse_json(self.request.body or b"{}")
-            reply = await accept_key(body, self.ci, self.broker, self.client, self.logger)
-        except BadJSON as err:
-            self._refuse(f"The body is {err}. {KEYS_BODY}")
-            return
-        except BadRequest as err:
-            self._refuse(str(err))
-            return
-        # New kernels learn the provider from their environment; running ones ask the broker.
-        self.publish()
-        self.finish(json.dumps(reply))
-
-    def _refuse(self, message: str) -> None:
-        self.set_status(400)
-        self.finish(json.dumps({"message": message}))
 
 
 def routes(
@@ -86,21 +23,4 @@ def routes(
     sessions: SessionManager, publish: Callable[[], None],
 ) -> list[tuple[str, type[web.RequestHandler], dict[str, Any]]]:
     """Return the extension's routes, relative to the server's base_url."""
-    session = {"manager": sessions, "ci": ci}
-    broker = service.broker
-    base, sid = "/jupyter-ci/sessions", s.SID
-    return [
-        (r"/jupyter-ci/config", ConfigHandler, {"ci": ci, "broker": broker}),
-        (r"/jupyter-ci/keys", KeysHandler,
-         {"ci": ci, "broker": broker, "client": client, "log": log, "publish": publish}),
-        *service_routes(ci, service, log),
-        (r"/jupyter-ci/openapi.json", s.OpenAPIHandler, session),
-        (base, s.SessionsHandler, session),
-        (rf"{base}/{sid}", s.SessionHandler, session),
-        (rf"{base}/{sid}/restart", s.RestartHandler, session),
-        (rf"{base}/{sid}/execute", s.ExecuteHandler, session),
-        (rf"{base}/{sid}/ask", s.AskHandler, session),
-        (rf"{base}/{sid}/notebook", s.NotebookHandler, session),
-        (rf"{base}/{sid}/files", s.FilesHandler, session),
-        (rf"{base}/{sid}/files/(?P<path>.+)", FileHandler, session),
-    ]
+    return [*broker_routes(ci, service, client, log, publish), *session_routes(ci, sessions)]

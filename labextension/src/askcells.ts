@@ -1,27 +1,22 @@
 /**
- * Turn the kernel's ask messages into real cells of one notebook model.
+ * The live step cells of a running ask: turn the kernel's ask messages into real cells of
+ * one notebook model (what their records hold is cells.ts's rule).
  */
 import type { ICellModel, ICodeCellModel } from '@jupyterlab/cells';
 import type * as nbformat from '@jupyterlab/nbformat';
 import type { INotebookModel } from '@jupyterlab/notebook';
-import type { PartialJSONObject } from '@lumino/coreutils';
 
-import { cellIndex, findCell, generatedRecord, isCode, pinCell } from './cells';
-import { IAttempt, IGeneratedRecord, IStepEnd, METADATA_KEY } from './protocol';
+import { attemptOf, generatedRecordJSON, IGeneratedRecord, newGeneratedRecord } from './cells';
+import {
+  cellIndex,
+  findCell,
+  generatedRecord,
+  isCode,
+  pinCell,
+  writeGeneratedRecord
+} from './notebookcells';
+import { IStepEnd, METADATA_KEY, ProgressMessage } from './protocol';
 import type { TrustGuard } from './trust';
-
-function toJSON(record: IGeneratedRecord): PartialJSONObject {
-  const value: PartialJSONObject = {
-    ask_id: record.ask_id,
-    step: record.step,
-    model: record.model,
-    attempts: record.attempts as unknown as PartialJSONObject[]
-  };
-  if (record.interrupted) {
-    value.interrupted = true;
-  }
-  return value;
-}
 
 /**
  * The cells of one running ask in one notebook.
@@ -39,6 +34,30 @@ export class AskCells {
     private readonly _prompt: string = '',
     private readonly _trust: TrustGuard | null = null
   ) {}
+
+  /** Apply a message about the ask under way to its cells (the others change none). */
+  apply(msg: ProgressMessage): void {
+    switch (msg.type) {
+      case 'code_preview':
+        this.preview(msg.step, msg.code);
+        break;
+      case 'step_start':
+        this.startStep(msg.step, msg.attempt, msg.code);
+        break;
+      case 'output':
+        this.output(msg.step, msg.output);
+        break;
+      case 'clear_output':
+        this.clearOutput(msg.step, msg.wait);
+        break;
+      case 'set_outputs':
+        this.setOutputs(msg.step, msg.outputs);
+        break;
+      case 'step_end':
+        this.endStep(msg);
+        break;
+    }
+  }
 
   /**
    * Show code the model is still writing: in the step's cell when it is a fix, else in a
@@ -90,16 +109,11 @@ export class AskCells {
     if (index < 0) {
       return;
     }
-    const record: IGeneratedRecord = {
-      ask_id: this.askId,
-      step,
-      model: this._modelName,
-      attempts: []
-    };
+    const record = newGeneratedRecord(this.askId, step, this._modelName);
     this._model.sharedModel.insertCell(index, {
       cell_type: 'code',
       source: code,
-      metadata: { [METADATA_KEY]: toJSON(record) }
+      metadata: { [METADATA_KEY]: generatedRecordJSON(record) }
     });
     const cell = this._model.cells.get(index);
     if (isCode(cell)) {
@@ -139,24 +153,13 @@ export class AskCells {
     if (cell === null) {
       return;
     }
-    const record = generatedRecord(cell) ?? {
-      ask_id: this.askId,
-      step: msg.step,
-      model: this._modelName,
-      attempts: []
-    };
-    const attempt: IAttempt = {
-      attempt: msg.attempt,
-      status: msg.status,
-      ename: msg.error?.ename ?? null,
-      evalue: msg.error?.evalue ?? null,
-      duration_s: msg.duration_s,
-      code: this._codes.get(msg.step) ?? cell.sharedModel.getSource()
-    };
-    record.attempts = [...record.attempts, attempt];
+    const record: IGeneratedRecord =
+      generatedRecord(cell) ?? newGeneratedRecord(this.askId, msg.step, this._modelName);
+    const code = this._codes.get(msg.step) ?? cell.sharedModel.getSource();
+    record.attempts = [...record.attempts, attemptOf(msg, code)];
     cell.executionCount = msg.execution_count;
     cell.executionState = 'idle';
-    cell.setMetadata(METADATA_KEY, toJSON(record));
+    writeGeneratedRecord(cell, record);
   }
 
   /** Mark every cell of this ask as interrupted (they stay in the notebook). */
@@ -166,7 +169,7 @@ export class AskCells {
       const record = generatedRecord(cell);
       if (record !== null && record.ask_id === this.askId) {
         record.interrupted = true;
-        cell.setMetadata(METADATA_KEY, toJSON(record));
+        writeGeneratedRecord(cell, record);
       }
       if (isCode(cell) && this._isStepId(cell.id)) {
         cell.executionState = 'idle';
@@ -212,7 +215,7 @@ export class AskCells {
   }
 
   /** Write the pin into the `%%ask` line (headless runners see only the source). */
-  writePin(pin: string | undefined): void {
+  writePin(pin: string | null | undefined): void {
     pinCell(findCell(this._model, this.askCellId), pin);
   }
 
@@ -257,10 +260,10 @@ export class AskCells {
   }
 
   private _adopt(cell: ICodeCellModel, step: number, code: string): void {
-    const record: IGeneratedRecord = { ask_id: this.askId, step, model: this._modelName, attempts: [] };
+    const record = newGeneratedRecord(this.askId, step, this._modelName);
     this._model.sharedModel.transact(() => {
       cell.sharedModel.setSource(code);
-      cell.setMetadata(METADATA_KEY, toJSON(record));
+      writeGeneratedRecord(cell, record);
     });
     this._trust?.place(cell);
     cell.executionState = 'running';

@@ -1,36 +1,103 @@
 /**
- * The cells of a notebook as asks see them: which cells an ask generated (the one rule),
- * the pin in an `%%ask` line, and the code above an ask the kernel checks. The live cells
- * of a running ask are askcells.ts.
+ * The record rule, on cells as plain data: what the `metadata.jupyter_ci` record of an ask's
+ * cells is and how a generated cell's is written, which cells an ask generated (the one rule,
+ * docs/protocol.md section 4), the pin in an `%%ask` line, and the code above an ask the
+ * kernel checks. The same on a live notebook model is notebookcells.ts; the cells of a
+ * running ask are askcells.ts.
  */
-import type { ICellModel, ICodeCellModel } from '@jupyterlab/cells';
-import type { INotebookModel } from '@jupyterlab/notebook';
+import type { PartialJSONObject } from '@lumino/coreutils';
 
-import { asGeneratedRecord, IAskAbove, IGeneratedRecord, METADATA_KEY } from './protocol';
+import { IStepEnd, METADATA_KEY, StepStatus } from './protocol';
 
-/** Return the index of the cell with this id, or -1. */
-export function cellIndex(model: INotebookModel, cellId: string): number {
-  const cells = model.cells;
-  for (let i = 0; i < cells.length; i++) {
-    if (cells.get(i).id === cellId) {
-      return i;
-    }
+/** One entry of a generated cell's `metadata.jupyter_ci.attempts`. */
+export interface IAttempt {
+  attempt: number;
+  status: StepStatus;
+  ename: string | null;
+  evalue: string | null;
+  /** In seconds: the stored format, which older and newer versions read alike. */
+  duration_s: number;
+  code: string;
+}
+
+/** `metadata.jupyter_ci` of a generated cell. */
+export interface IGeneratedRecord {
+  ask_id: string;
+  step: number;
+  model: string;
+  attempts: IAttempt[];
+  interrupted?: boolean;
+}
+
+/**
+ * An ask cell above an ask, sent with it (`jupyter_ci_frontend.asks_above`): Run All sends
+ * every request before the asks above place their steps, so the kernel adds the steps it
+ * ran for them since to the stale `above`.
+ */
+export interface IAskAbove {
+  cell_id: string;
+  /** The ask its record names now; null before it was answered. */
+  ask_id: string | null;
+  /** Where its generated cells are in `above`. */
+  cells: number[];
+}
+
+/** Return the generated-cell record in a cell's metadata value, if it is one. */
+export function asGeneratedRecord(value: unknown): IGeneratedRecord | null {
+  if (typeof value !== 'object' || value === null) {
+    return null;
   }
-  return -1;
+  const record = value as Partial<IGeneratedRecord>;
+  if (typeof record.ask_id !== 'string' || typeof record.step !== 'number') {
+    return null;
+  }
+  return {
+    ask_id: record.ask_id,
+    step: record.step,
+    model: typeof record.model === 'string' ? record.model : '',
+    attempts: Array.isArray(record.attempts) ? record.attempts : [],
+    interrupted: record.interrupted === true ? true : undefined
+  };
 }
 
-/** Return the cell with this id, or null. */
-export function findCell(model: INotebookModel, cellId: string): ICellModel | null {
-  const index = cellIndex(model, cellId);
-  return index < 0 ? null : model.cells.get(index);
+/** Return the ask id in a cell's `metadata.jupyter_ci` value, if any. */
+export function askIdOf(value: unknown): string | null {
+  if (typeof value !== 'object' || value === null) {
+    return null;
+  }
+  const askId = (value as { ask_id?: unknown }).ask_id;
+  return typeof askId === 'string' ? askId : null;
 }
 
-export function isCode(cell: ICellModel | null): cell is ICodeCellModel {
-  return cell !== null && cell.type === 'code';
+/** A new step's record: no attempt yet. */
+export function newGeneratedRecord(askId: string, step: number, model: string): IGeneratedRecord {
+  return { ask_id: askId, step, model, attempts: [] };
 }
 
-export function generatedRecord(cell: ICellModel): IGeneratedRecord | null {
-  return asGeneratedRecord(cell.getMetadata(METADATA_KEY));
+/** The record as written into the cell's metadata (`interrupted` only when true). */
+export function generatedRecordJSON(record: IGeneratedRecord): PartialJSONObject {
+  const value: PartialJSONObject = {
+    ask_id: record.ask_id,
+    step: record.step,
+    model: record.model,
+    attempts: record.attempts as unknown as PartialJSONObject[]
+  };
+  if (record.interrupted) {
+    value.interrupted = true;
+  }
+  return value;
+}
+
+/** The attempt a step_end reports, as the record stores it (its duration in seconds). */
+export function attemptOf(msg: IStepEnd, code: string): IAttempt {
+  return {
+    attempt: msg.attempt,
+    status: msg.status,
+    ename: msg.error?.ename ?? null,
+    evalue: msg.error?.evalue ?? null,
+    duration_s: Math.round(msg.duration_ms) / 1000,
+    code
+  };
 }
 
 /** A cell as plain data (an nbformat cell, or a cell model read out): what the rule reads. */
@@ -79,24 +146,6 @@ export function generatedIds(cells: readonly ICellData[], index: number): string
 }
 
 /**
- * Ids of the generated cells of the `%%ask` cell `cellId` ([] if not found).
- *
- * This is `jupyter_ci_frontend.generated` of docs/protocol.md section 1.
- */
-export function generatedAfter(model: INotebookModel, cellId: string): string[] {
-  const cells: ICellData[] = [];
-  let index = -1;
-  for (let i = 0; i < model.cells.length; i++) {
-    const cell = model.cells.get(i);
-    if (cell.id === cellId) {
-      index = i;
-    }
-    cells.push({ id: cell.id, metadata: { [METADATA_KEY]: cell.getMetadata(METADATA_KEY) } });
-  }
-  return generatedIds(cells, index);
-}
-
-/**
  * Put `--pin <pin>` right after `%%ask` (or `%ask`) in the first line of an ask cell's
  * source, replacing an older pin; other sources are returned unchanged.
  */
@@ -110,28 +159,6 @@ export function withPin(source: string, pin: string): string {
   }
   const options = found[2].replace(/\s--pin(=|\s+)\S+/g, '');
   return `${found[1]} --pin ${pin}${options}${rest}`;
-}
-
-/**
- * Write `--pin <pin>` into an ask cell's first line, unless it is there already.
- *
- * The pin is part of the answer, not an edit: a cell that ran as it stands is not marked
- * "edited since it ran" for it (JupyterLab compares the source with the one that ran).
- */
-export function pinCell(cell: ICellModel | null, pin: string | undefined): void {
-  if (cell !== null && typeof pin === 'string') {
-    const source = cell.sharedModel.getSource();
-    const pinned = withPin(source, pin);
-    if (pinned !== source) {
-      const clean = isCode(cell) && !cell.isDirty;
-      cell.sharedModel.setSource(pinned);
-      if (clean) {
-        // CodeCellModel's public setter (ICodeCellModel declares the property read-only):
-        // false takes the pinned source as the one that ran.
-        (cell as { isDirty: boolean }).isDirty = false;
-      }
-    }
-  }
 }
 
 /** The most source text sent with an ask for the kernel's restart check. */
@@ -201,37 +228,3 @@ export function asksAbove(cells: readonly ICellSource[], index: number): IAskAbo
   return asks;
 }
 
-/** The cells above the ask cell `cellId` of a notebook; undefined when it is not one. */
-export function cellsAboveAsk(model: INotebookModel, cellId: string): ICellSource[] | undefined {
-  const cells: ICellSource[] = [];
-  for (let i = 0; i < model.cells.length; i++) {
-    const cell = model.cells.get(i);
-    const source = cell.sharedModel.getSource();
-    if (cell.id === cellId) {
-      return isAskSource(source) ? cells : undefined;
-    }
-    const metadata = { [METADATA_KEY]: cell.getMetadata(METADATA_KEY) };
-    cells.push({ id: cell.id, metadata, cellType: cell.type, source });
-  }
-  return undefined;
-}
-
-/** Delete the generated cells of an ask (a re-ask replaces them); keep `keepId`. */
-export function deleteAskCells(model: INotebookModel, askId: string, keepId: string): void {
-  const doomed: number[] = [];
-  for (let i = 0; i < model.cells.length; i++) {
-    const cell = model.cells.get(i);
-    const record = generatedRecord(cell);
-    if (cell.id !== keepId && record !== null && record.ask_id === askId) {
-      doomed.push(i);
-    }
-  }
-  if (doomed.length === 0) {
-    return;
-  }
-  model.sharedModel.transact(() => {
-    for (const index of doomed.reverse()) {
-      model.sharedModel.deleteCell(index);
-    }
-  });
-}

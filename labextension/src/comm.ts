@@ -9,10 +9,21 @@ import type { Kernel, KernelMessage as KM } from '@jupyterlab/services';
 import type { IDisposable } from '@lumino/disposable';
 
 import { AskCells } from './askcells';
-import { deleteAskCells, findCell, pinCell } from './cells';
 import type { Conversation } from './conversation';
+import { KernelFollower } from './kernelfollower';
 import { ensureLoadCell } from './loader';
-import { COMM_TARGET, IAskStart, IAskState, KernelMessage, parseMessage } from './protocol';
+import { deleteAskCells, findCell, pinCell } from './notebookcells';
+import {
+  AnyMessage,
+  COMM_TARGET,
+  errorText,
+  IAskEnd,
+  IAskReused,
+  IAskStart,
+  IAskState,
+  isKnown,
+  parseMessage
+} from './protocol';
 import type { TrustGuard } from './trust';
 
 const LOST_STATUSES = new Set<Kernel.Status>(['restarting', 'autorestarting', 'dead']);
@@ -34,9 +45,18 @@ export class NotebookComm implements IDisposable {
     private readonly _trust: TrustGuard | null = null,
     private readonly _reveal: ((cellId: string) => void) | null = null
   ) {
-    _session.kernelChanged.connect(this._onKernelChanged, this);
+    this._follower = new KernelFollower(_session, {
+      changed: () => this._lose('The kernel changed before the ask finished.'),
+      // Comm targets survive restarts of the same kernel connection.
+      attach: kernel => kernel.registerCommTarget(COMM_TARGET, this._onCommOpen),
+      detach: kernel => {
+        if (!kernel.isDisposed) {
+          kernel.removeCommTarget(COMM_TARGET, this._onCommOpen);
+        }
+      },
+      status: (_, status) => this._onStatus(status)
+    });
     NotebookActions.executed.connect(this._onExecuted, this);
-    this._attach(_session.session?.kernel ?? null);
   }
 
   get isDisposed(): boolean {
@@ -48,34 +68,11 @@ export class NotebookComm implements IDisposable {
       return;
     }
     this._isDisposed = true;
-    this._attach(null);
-    this._session.kernelChanged.disconnect(this._onKernelChanged, this);
+    this._follower.dispose();
     NotebookActions.executed.disconnect(this._onExecuted, this);
     this._asks.clear();
     this._counts.clear();
     this._ended.clear();
-  }
-
-  private _onKernelChanged(
-    _: ISessionContext,
-    change: { newValue: Kernel.IKernelConnection | null }
-  ): void {
-    this._lose('The kernel changed before the ask finished.');
-    this._attach(change.newValue);
-  }
-
-  private _attach(kernel: Kernel.IKernelConnection | null): void {
-    const old = this._kernel;
-    if (old !== null && !old.isDisposed) {
-      old.removeCommTarget(COMM_TARGET, this._onCommOpen);
-      old.statusChanged.disconnect(this._onStatus, this);
-    }
-    this._kernel = kernel;
-    if (kernel !== null) {
-      // Comm targets survive restarts of the same kernel connection.
-      kernel.registerCommTarget(COMM_TARGET, this._onCommOpen);
-      kernel.statusChanged.connect(this._onStatus, this);
-    }
   }
 
   /**
@@ -94,7 +91,7 @@ export class NotebookComm implements IDisposable {
     }
   }
 
-  private _onStatus(_: Kernel.IKernelConnection, status: Kernel.Status): void {
+  private _onStatus(status: Kernel.Status): void {
     if (LOST_STATUSES.has(status)) {
       const reason =
         status === 'dead'
@@ -106,7 +103,7 @@ export class NotebookComm implements IDisposable {
 
   private readonly _onCommOpen = (comm: Kernel.IComm, msg: KM.ICommOpenMsg): void => {
     const open = parseMessage(msg.content.data);
-    if (open?.type === 'ask_state') {
+    if (open !== null && isKnown(open) && open.type === 'ask_state') {
       this._resume(open); // a one-shot comm: the ask itself goes on on its own comm
       return;
     }
@@ -130,11 +127,11 @@ export class NotebookComm implements IDisposable {
       if (message !== null) {
         this._handle(message);
       }
-      if (askId !== null && this._asks.has(askId)) {
+      const cells = askId === null ? undefined : this._asks.get(askId);
+      if (askId !== null && cells !== undefined) {
         this._conversation.abandon(askId, 'The kernel closed the ask without an answer.');
-        this._asks.get(askId)?.settle();
-        this._asks.delete(askId);
-        this._ended.add(askId);
+        cells.settle();
+        this._forget(askId);
       }
     };
   }
@@ -152,7 +149,9 @@ export class NotebookComm implements IDisposable {
       model === null ||
       this._asks.has(state.ask_id) ||
       this._ended.has(state.ask_id) ||
-      start?.type !== 'ask_start'
+      start === undefined ||
+      !isKnown(start) ||
+      start.type !== 'ask_start'
     ) {
       return;
     }
@@ -172,77 +171,69 @@ export class NotebookComm implements IDisposable {
     for (const message of state.messages.slice(1)) {
       this._handle(message);
     }
-    const kernel = this._kernel;
+    const kernel = this._follower.kernel;
     if (state.live && kernel !== null && !kernel.isDisposed && !kernel.hasComm(state.comm_id)) {
       // Not opened from here: the kernel's messages on this comm id now reach us.
       this._listen(kernel.createComm(COMM_TARGET, state.comm_id), state.ask_id);
     }
   }
 
-  private _handle(msg: KernelMessage): void {
+  private _handle(msg: AnyMessage): void {
+    if (!isKnown(msg) || msg.type === 'ask_state') {
+      return; // an event of a newer kernel; ask_state is only a comm's open data
+    }
     if (msg.type === 'ask_start') {
       this._start(msg);
       return;
     }
     if (msg.type === 'ask_reused') {
-      const model = this._model();
-      const cell = model === null ? null : findCell(model, msg.cell_id);
-      if (model !== null && cell !== null) {
-        this._conversation.reused(msg);
-        // A notebook answered before pins (and load cells) existed gets them at its next reuse.
-        pinCell(cell, msg.pin);
-        ensureLoadCell(model);
-      }
+      this._reused(msg);
       return;
     }
     const cells = this._asks.get(msg.ask_id);
     if (cells === undefined) {
       return; // not an ask of this notebook
     }
-    switch (msg.type) {
-      case 'code_preview':
-        cells.preview(msg.step, msg.code);
-        this._conversation.writing(msg.ask_id);
-        break;
-      case 'step_start':
-        cells.startStep(msg.step, msg.attempt, msg.code);
-        this._conversation.stepStart(msg);
-        break;
-      case 'output':
-        cells.output(msg.step, msg.output);
-        break;
-      case 'clear_output':
-        cells.clearOutput(msg.step, msg.wait);
-        break;
-      case 'set_outputs':
-        cells.setOutputs(msg.step, msg.outputs);
-        break;
-      case 'step_end':
-        cells.endStep(msg);
-        this._conversation.stepEnd(msg);
-        break;
-      case 'answer_delta':
-        this._conversation.answerDelta(msg.ask_id, msg.text);
-        break;
-      case 'context':
-        this._conversation.context(msg);
-        break;
-      case 'ask_end':
-        cells.writeRecord(msg.record);
-        if (msg.status === 'done') {
-          cells.writePin(msg.pin);
-          this._ensureLoadCell();
-        }
-        cells.showAnswer(msg.answer || msg.error || '');
-        if (msg.status === 'interrupted') {
-          cells.markInterrupted();
-        }
-        cells.settle();
-        this._conversation.end(msg);
-        this._asks.delete(msg.ask_id);
-        this._ended.add(msg.ask_id);
-        break;
+    if (msg.type === 'ask_end') {
+      this._end(cells, msg);
+      return;
     }
+    cells.apply(msg);
+    this._conversation.follow(msg);
+  }
+
+  /** A re-run reused its answer: show it, and give the cell the pin and load cell it lacks. */
+  private _reused(msg: IAskReused): void {
+    const model = this._model();
+    const cell = model === null ? null : findCell(model, msg.cell_id);
+    if (model !== null && cell !== null) {
+      this._conversation.reused(msg);
+      // A notebook answered before pins (and load cells) existed gets them at its next reuse.
+      pinCell(cell, msg.pin);
+      ensureLoadCell(model);
+    }
+  }
+
+  /** Write the ask's record (and pin) into its `%%ask` cell and settle its cells. */
+  private _end(cells: AskCells, msg: IAskEnd): void {
+    cells.writeRecord(msg.record);
+    if (msg.status === 'done') {
+      cells.writePin(msg.pin);
+      this._ensureLoadCell();
+    }
+    cells.showAnswer(msg.answer || errorText(msg.error) || '');
+    if (msg.status === 'interrupted') {
+      cells.markInterrupted();
+    }
+    cells.settle();
+    this._conversation.end(msg);
+    this._forget(msg.ask_id);
+  }
+
+  /** The ask is over here: its later ask_state is old news. */
+  private _forget(askId: string): void {
+    this._asks.delete(askId);
+    this._ended.add(askId);
   }
 
   private _start(msg: IAskStart): void {
@@ -293,7 +284,7 @@ export class NotebookComm implements IDisposable {
     this._conversation.kernelLost(reason);
   }
 
-  private _kernel: Kernel.IKernelConnection | null = null;
+  private readonly _follower: KernelFollower;
   private readonly _asks = new Map<string, AskCells>();
   private readonly _counts = new Map<string, number>();
   /** Asks that ended here: their last ask_state is old news. */

@@ -6,7 +6,8 @@ import type { ISessionContextDialogs } from '@jupyterlab/apputils';
 import { INotebookTracker, Notebook, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import type { ITranslator } from '@jupyterlab/translation';
 
-import { askIdOf, METADATA_KEY } from './protocol';
+import { askIdOf } from './cells';
+import { METADATA_KEY } from './protocol';
 
 export namespace CommandIDs {
   /** Insert an `%%ask` cell (args: prompt, model?, notebook? = panel id) and run it. */

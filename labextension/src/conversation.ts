@@ -3,15 +3,18 @@
  */
 import { ISignal, Signal } from '@lumino/signaling';
 
+import { errorText, isKnown } from './protocol';
 import type {
+  AnyMessage,
   IAskEnd,
-  IContext,
-  IContextPart,
   IAskReused,
   IAskStart,
+  IRequestSent,
+  ISentPart,
   IStepEnd,
   IStepStart,
   IUnresolved,
+  StepKind,
   StepStatus
 } from './protocol';
 import type { IRecordedAsk } from './records';
@@ -24,8 +27,22 @@ export interface IStepView {
   status: 'running' | StepStatus;
   /** Attempts that failed before the current one. */
   failedAttempts: number;
+  /** In seconds (as stored by earlier versions too). */
   durationS: number | null;
   error: string | null;
+  /** What the attempt runs: the model's code (when absent too), an install, a retry after one. */
+  kind?: StepKind;
+  /** The package an install is about. */
+  package?: string;
+}
+
+/** What a running ask does now: what the panel's clock shows. */
+export interface IPhase {
+  what: 'thinking' | 'running' | 'writing' | 'waiting';
+  /** Since when (ms since the epoch). */
+  since: number;
+  /** While waiting: the question the kernel asks the user. */
+  question?: string;
 }
 
 export interface IAskView {
@@ -41,12 +58,15 @@ export interface IAskView {
   error: string | null;
   /** The answer of an earlier run, reused without asking the model. */
   reused?: boolean;
-  /** Answered while a step's last attempt still failed. */
+  /**
+   * Answered while a step's last attempt still failed; `message` says so in the kernel's
+   * words ('' in an entry kept or read from a notebook by an older version).
+   */
   unresolved?: IUnresolved | null;
-  /** With `--show-context`: what the last model call sent, in parts. */
-  sent?: IContextPart[];
-  /** While it runs: what it does now, and since when (ms since the epoch), for a clock. */
-  phase?: { what: 'thinking' | 'running' | 'writing'; since: number } | null;
+  /** What the ask's last model call sent, in parts. */
+  sent?: ISentPart[];
+  /** While it runs: what it does now, and since when, for a clock. */
+  phase?: IPhase | null;
   /** When its record was written (ISO time), to place asks read from the notebook. */
   created?: string;
   /**
@@ -54,6 +74,26 @@ export interface IAskView {
    * as plain text only, until the kernel reuses it (it checks the record's signature).
    */
   fromNotebook?: boolean;
+}
+
+/** The asks kept across page loads: the last ones, what was sent only for the last few. */
+function kept(asks: readonly IAskView[]): IAskView[] {
+  const last = asks.slice(-KEPT_ASKS);
+  return last.map((ask, i) => (i < last.length - KEPT_SENT ? { ...ask, sent: undefined } : ask));
+}
+
+/**
+ * A thinking ask writes now (code or text): its clock goes on from when it began to think
+ * (from now after waiting for the user). Say whether the phase changed.
+ */
+function toWriting(ask: IAskView): boolean {
+  const phase = ask.phase;
+  if (phase?.what !== 'thinking' && phase?.what !== 'waiting') {
+    return false;
+  }
+  const since = phase.what === 'thinking' ? phase.since : Date.now();
+  ask.phase = { what: 'writing', since };
+  return true;
 }
 
 function newAsk(cellId: string, prompt: string, model: string): IAskView {
@@ -71,6 +111,12 @@ function newAsk(cellId: string, prompt: string, model: string): IAskView {
 
 /** The most asks a notebook's conversation keeps across page loads. */
 export const KEPT_ASKS = 50;
+
+/**
+ * The most asks whose "what the model was sent" is kept across page loads: it holds the
+ * context of every ask, too much for the browser's storage for all of them.
+ */
+export const KEPT_SENT = 10;
 
 /** Where a conversation is kept between page loads (the browser's local storage). */
 export interface IConversationStore {
@@ -121,6 +167,33 @@ export class Conversation {
     return this._asks.some(a => a.status === 'pending' || a.status === 'running');
   }
 
+  /**
+   * Follow an ask under way: its steps, the model's text, what it sent, what it does now.
+   * Other messages (and types this page does not know) change nothing here.
+   */
+  follow(msg: AnyMessage): void {
+    if (!isKnown(msg)) {
+      return;
+    }
+    switch (msg.type) {
+      case 'code_preview':
+        return this.writing(msg.ask_id);
+      case 'step_start':
+        return this.stepStart(msg);
+      case 'step_end':
+        return this.stepEnd(msg);
+      case 'text':
+        return this.text(msg.ask_id, msg.delta);
+      case 'request_sent':
+        return this.requestSent(msg);
+      case 'thinking':
+        return this.thinking(msg.ask_id);
+      case 'waiting_for_user':
+        return this.waitingForUser(msg.ask_id, msg.question);
+      // warning, step_sent_back: the %%ask cell's log shows them (the kernel writes it).
+    }
+  }
+
   /** Show a prompt sent from the panel before the kernel starts the ask. */
   addPending(cellId: string, prompt: string, model: string): void {
     this._asks.push(newAsk(cellId, prompt, model));
@@ -153,6 +226,24 @@ export class Conversation {
     this._changed.emit();
   }
 
+  /** The model was called: it thinks until it writes (or a step runs). */
+  thinking(askId: string): void {
+    const ask = this._find(askId);
+    if (ask !== undefined && ask.phase?.what !== 'thinking') {
+      ask.phase = { what: 'thinking', since: Date.now() };
+      this._changed.emit();
+    }
+  }
+
+  /** The kernel asks the user a question (on stdin, in the notebook). */
+  waitingForUser(askId: string, question: string): void {
+    const ask = this._find(askId);
+    if (ask !== undefined) {
+      ask.phase = { what: 'waiting', since: Date.now(), question };
+      this._changed.emit();
+    }
+  }
+
   stepStart(msg: IStepStart): void {
     const ask = this._find(msg.ask_id);
     if (ask === undefined) {
@@ -167,12 +258,16 @@ export class Conversation {
         status: 'running',
         failedAttempts: 0,
         durationS: null,
-        error: null
+        error: null,
+        kind: msg.kind,
+        package: msg.package
       });
     } else {
       step.attempt = msg.attempt;
       step.status = 'running';
       step.durationS = null;
+      step.kind = msg.kind;
+      step.package = msg.package;
     }
     this._changed.emit();
   }
@@ -185,7 +280,7 @@ export class Conversation {
     }
     ask.phase = { what: 'thinking', since: Date.now() };
     step.status = msg.status;
-    step.durationS = msg.duration_s;
+    step.durationS = msg.duration_ms / 1000;
     step.error = msg.error ? `${msg.error.ename}: ${msg.error.evalue}` : null;
     if (msg.status !== 'ok') {
       step.failedAttempts += 1;
@@ -196,19 +291,17 @@ export class Conversation {
   /** The model writes a step's code now (a preview arrived). */
   writing(askId: string): void {
     const ask = this._find(askId);
-    if (ask?.phase?.what === 'thinking') {
-      ask.phase = { what: 'writing', since: ask.phase.since };
+    if (ask !== undefined && toWriting(ask)) {
       this._changed.emit();
     }
   }
 
-  answerDelta(askId: string, text: string): void {
+  /** The model's streamed text: it writes now. */
+  text(askId: string, delta: string): void {
     const ask = this._find(askId);
     if (ask !== undefined) {
-      ask.answer += text;
-      if (ask.phase?.what === 'thinking') {
-        ask.phase = { what: 'writing', since: ask.phase.since };
-      }
+      ask.answer += delta;
+      toWriting(ask);
       this._changed.emit();
     }
   }
@@ -223,7 +316,7 @@ export class Conversation {
     if (msg.answer) {
       ask.answer = msg.answer;
     }
-    ask.error = msg.error;
+    ask.error = errorText(msg.error);
     ask.unresolved = msg.unresolved ?? null;
     if (typeof msg.record?.created === 'string') {
       ask.created = msg.record.created;
@@ -236,8 +329,8 @@ export class Conversation {
     this._changed.emit();
   }
 
-  /** Keep what the ask's last model call sent (`%%ask --show-context`). */
-  context(msg: IContext): void {
+  /** Keep what the ask's last model call sent (each call sends it: the last one stays). */
+  requestSent(msg: IRequestSent): void {
     const ask = this._find(msg.ask_id);
     if (ask !== undefined) {
       ask.sent = msg.parts;
@@ -354,7 +447,7 @@ export class Conversation {
       return;
     }
     try {
-      this._store.setItem(this._key, JSON.stringify(this._asks.slice(-KEPT_ASKS)));
+      this._store.setItem(this._key, JSON.stringify(kept(this._asks)));
     } catch {
       // Storage full or refused: the panel goes on without keeping it.
     }

@@ -5,7 +5,8 @@ import type { Cell, ICellModel } from '@jupyterlab/cells';
 import type { Notebook } from '@jupyterlab/notebook';
 import type { IObservableList } from '@jupyterlab/observables';
 
-import { asGeneratedRecord, askIdOf, METADATA_KEY } from './protocol';
+import { asGeneratedRecord, askIdOf } from './cells';
+import { METADATA_KEY } from './protocol';
 
 export const GENERATED_CLASS = 'jp-ci-generated';
 export const INTERRUPTED_CLASS = 'jp-ci-interrupted';

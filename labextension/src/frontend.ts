@@ -12,7 +12,9 @@ import type { Kernel } from '@jupyterlab/services';
 import type { JSONObject } from '@lumino/coreutils';
 import type { IDisposable } from '@lumino/disposable';
 
-import { asksAbove, cellsAboveAsk, codeAbove, generatedAfter } from './cells';
+import { asksAbove, codeAbove } from './cells';
+import { KernelFollower } from './kernelfollower';
+import { cellsAboveAsk, generatedAfter } from './notebookcells';
 import { FRONTEND_KEY, PROTOCOL_VERSION } from './protocol';
 
 type RequestExecute = Kernel.IKernelConnection['requestExecute'];
@@ -61,12 +63,18 @@ const LOAD_CODE = [
 
 const RESTARTING = new Set<Kernel.Status>(['restarting', 'autorestarting']);
 
+/** Whether the magics still have to be loaded, and the kernel's language once known. */
+interface IWrapState {
+  load: boolean;
+  language: string | null;
+}
+
 interface IWrapped {
   kernel: Kernel.IKernelConnection;
   original: RequestExecute;
   wrapper: RequestExecute;
   ownProperty: boolean;
-  onStatus: (kernel: Kernel.IKernelConnection, status: Kernel.Status) => void;
+  state: IWrapState;
 }
 
 /** Tell whether the kernel speaks Python: its reported language, else its spec name. */
@@ -110,40 +118,31 @@ export class FrontendAnnouncer implements IDisposable {
     private readonly _session: ISessionContext,
     private readonly _model: () => INotebookModel | null
   ) {
-    _session.kernelChanged.connect(this._onKernelChanged, this);
-    this._wrap(_session.session?.kernel ?? null);
+    this._follower = new KernelFollower(_session, {
+      attach: kernel => this._wrap(kernel),
+      detach: () => this._unwrap(),
+      status: (kernel, status) => {
+        if (RESTARTING.has(status) && this._wrapped?.kernel === kernel) {
+          this._wrapped.state.load = true; // a restarted kernel has forgotten its extensions
+        }
+      }
+    });
   }
 
   get isDisposed(): boolean {
-    return this._isDisposed;
+    return this._follower.isDisposed;
   }
 
   dispose(): void {
-    if (this._isDisposed) {
-      return;
-    }
-    this._isDisposed = true;
-    this._session.kernelChanged.disconnect(this._onKernelChanged, this);
-    this._unwrap();
+    this._follower.dispose();
   }
 
-  private _onKernelChanged(
-    _: ISessionContext,
-    change: { newValue: Kernel.IKernelConnection | null }
-  ): void {
-    this._unwrap();
-    this._wrap(change.newValue);
-  }
-
-  private _wrap(kernel: Kernel.IKernelConnection | null): void {
-    if (kernel === null || kernel.isDisposed) {
-      return;
-    }
+  private _wrap(kernel: Kernel.IKernelConnection): void {
     const ownProperty = Object.prototype.hasOwnProperty.call(kernel, 'requestExecute');
     const original = kernel.requestExecute;
     const model = this._model;
     const session = this._session;
-    const state: { load: boolean; language: string | null } = { load: true, language: null };
+    const state: IWrapState = { load: true, language: null };
     kernel.info
       .then(info => {
         state.language = info.language_info.name;
@@ -158,22 +157,13 @@ export class FrontendAnnouncer implements IDisposable {
       }
       return original.call(kernel, content, disposeOnDone, announce(model(), metadata, session.path));
     };
-    const onStatus = (_: Kernel.IKernelConnection, status: Kernel.Status): void => {
-      if (RESTARTING.has(status)) {
-        state.load = true; // a restarted kernel has forgotten its extensions
-      }
-    };
-    kernel.statusChanged.connect(onStatus);
     kernel.requestExecute = wrapper;
-    this._wrapped = { kernel, original, wrapper, ownProperty, onStatus };
+    this._wrapped = { kernel, original, wrapper, ownProperty, state };
   }
 
   private _unwrap(): void {
     const wrapped = this._wrapped;
     this._wrapped = null;
-    if (wrapped !== null && !wrapped.kernel.isDisposed) {
-      wrapped.kernel.statusChanged.disconnect(wrapped.onStatus);
-    }
     if (wrapped === null || wrapped.kernel.requestExecute !== wrapped.wrapper) {
       // Someone wrapped on top of us: leave their wrapper in place.
       return;
@@ -185,6 +175,6 @@ export class FrontendAnnouncer implements IDisposable {
     }
   }
 
+  private readonly _follower: KernelFollower;
   private _wrapped: IWrapped | null = null;
-  private _isDisposed = false;
 }

@@ -13,13 +13,13 @@ import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { ITranslator } from '@jupyterlab/translation';
 
 import { NotebookComm } from './comm';
-import { askSource } from './asksource';
 import { addCommands, CommandIDs, insertAndRunAsk, PANEL_ID } from './commands';
 import { Conversations } from './conversation';
 import { CellDecorator } from './decoration';
 import { FrontendAnnouncer } from './frontend';
 import { askIcon, AskPanel } from './panel';
 import { PanelModel } from './panelmodel';
+import { PendingAsks } from './pendingasks';
 import { notebookCells, recordedAsks } from './records';
 import { inertSvgRendererFactory } from './svg';
 import { ITrustPolicy, TrustGuard, vouchDuring } from './trust';
@@ -70,6 +70,38 @@ function manageNotebooks(
   tracker.widgetAdded.connect((_, panel) => manage(panel));
 }
 
+/** Put the side panel into the right area (restored where the layout had it). */
+function addPanel(
+  app: JupyterFrontEnd,
+  model: PanelModel,
+  rendermime: IRenderMimeRegistry,
+  restorer: ILayoutRestorer | null
+): void {
+  const panel = new AskPanel(model, rendermime);
+  panel.id = PANEL_ID;
+  panel.title.icon = askIcon;
+  panel.title.caption = 'jupyter-ci: ask in the current notebook';
+  app.shell.add(panel, 'right', { rank: 600 });
+  restorer?.add(panel, PANEL_ID);
+}
+
+/** Apply the settings (the panel's model, the trust of generated outputs) now and on change. */
+function followSettings(registry: ISettingRegistry, model: PanelModel, policy: ITrustPolicy): void {
+  registry
+    .load(PLUGIN_ID)
+    .then(settings => {
+      model.settings = settings;
+      const read = () => {
+        const value = settings.get('model').composite;
+        model.setPickedFromSettings(typeof value === 'string' ? value : '');
+        policy.trustGenerated = settings.get('trustGeneratedOutputs').composite === true;
+      };
+      read();
+      settings.changed.connect(read);
+    })
+    .catch(error => console.error('jupyter-ci: could not load settings', error));
+}
+
 const plugin: JupyterFrontEndPlugin<void> = {
   id: PLUGIN_ID,
   description: 'Generated %%ask steps become notebook cells; a side panel to ask from.',
@@ -100,46 +132,17 @@ const plugin: JupyterFrontEndPlugin<void> = {
     });
     manageNotebooks(tracker, conversations, policy);
 
-    const ask = (panel: NotebookPanel, prompt: string, model: string | null) => {
-      const inserted = insertAndRunAsk(panel, askSource(prompt, model), dialogs, translator);
-      if (inserted !== null) {
-        const conversation = conversations.get(panel.context);
-        conversation.addPending(inserted.cellId, prompt.trim(), model ?? '');
-        void inserted.done.then(() =>
-          conversation.settlePending(
-            inserted.cellId,
-            'The %%ask cell ran without starting an ask: see its output in the notebook.'
-          )
-        );
-      }
-      return inserted;
-    };
+    const { ask } = new PendingAsks(conversations, (panel, source) =>
+      insertAndRunAsk(panel, source, dialogs, translator)
+    );
     addCommands(app, { tracker, ask });
 
     const contents = app.serviceManager.contents;
     const model = new PanelModel({ tracker, conversations, ask, contents });
-    const panel = new AskPanel(model, rendermime);
-    panel.id = PANEL_ID;
-    panel.title.icon = askIcon;
-    panel.title.caption = 'jupyter-ci: ask in the current notebook';
-    app.shell.add(panel, 'right', { rank: 600 });
-    restorer?.add(panel, PANEL_ID);
+    addPanel(app, model, rendermime, restorer);
     void model.refreshConfig();
-
     if (settingRegistry !== null) {
-      settingRegistry
-        .load(PLUGIN_ID)
-        .then(settings => {
-          model.settings = settings;
-          const read = () => {
-            const value = settings.get('model').composite;
-            model.setPickedFromSettings(typeof value === 'string' ? value : '');
-            policy.trustGenerated = settings.get('trustGeneratedOutputs').composite === true;
-          };
-          read();
-          settings.changed.connect(read);
-        })
-        .catch(error => console.error('jupyter-ci: could not load settings', error));
+      followSettings(settingRegistry, model, policy);
     }
 
     palette?.addItem({ command: CommandIDs.openPanel, category: 'jupyter-ci' });

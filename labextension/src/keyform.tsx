@@ -36,6 +36,103 @@ function KeyStatus(props: { text: string; failed: boolean }): JSX.Element | null
   );
 }
 
+/** What the form holds while the user fills it in (never the key once sent). */
+interface IKeyFields {
+  provider: string;
+  key: string;
+  baseUrl: string;
+  remember: boolean;
+}
+
+/** The form's fields, whether a save is under way, and the save itself. */
+function useKeyForm(model: PanelModel): {
+  fields: IKeyFields;
+  set: (change: Partial<IKeyFields>) => void;
+  busy: boolean;
+  save: (provider: IKeyProvider) => Promise<void>;
+} {
+  const [fields, setFields] = React.useState<IKeyFields>({
+    provider: '',
+    key: '',
+    baseUrl: '',
+    remember: false
+  });
+  const [busy, setBusy] = React.useState(false);
+  const set = (change: Partial<IKeyFields>): void => setFields(old => ({ ...old, ...change }));
+  const save = async (provider: IKeyProvider): Promise<void> => {
+    setBusy(true);
+    const { key, baseUrl, remember } = fields;
+    const sent = { provider: provider.name, key, base_url: baseUrl, remember };
+    set({ key: '' }); // never kept in the page once sent
+    const ok = await model.saveKey(sent);
+    setBusy(false);
+    if (ok) {
+      set({ baseUrl: '', remember: false });
+    }
+  };
+  return { fields, set, busy, save };
+}
+
+/** Tell whether the form can be sent: a key, or a base URL alone for a keyless server. */
+function canSave(fields: IKeyFields, chosen: IKeyProvider): boolean {
+  return fields.key.trim() !== '' || (chosen.keyless_with_url && fields.baseUrl.trim() !== '');
+}
+
+/** The provider picker, the key and base URL fields, and whether to remember them. */
+function KeyInputs(props: {
+  providers: readonly IKeyProvider[];
+  chosen: IKeyProvider;
+  fields: IKeyFields;
+  set: (change: Partial<IKeyFields>) => void;
+}): JSX.Element {
+  const { providers, chosen, fields, set } = props;
+  return (
+    <>
+      <select
+        data-jupyter-ci="key-provider-select"
+        value={chosen.name}
+        onChange={event => set({ provider: event.target.value })}
+      >
+        {providers.map(p => (
+          <option key={p.name} value={p.name}>
+            {p.label}
+          </option>
+        ))}
+      </select>
+      <input
+        type="password"
+        data-jupyter-ci="key-input"
+        placeholder={`${chosen.label} API key`}
+        autoComplete="off"
+        spellCheck={false}
+        value={fields.key}
+        onChange={event => set({ key: event.target.value })}
+      />
+      <input
+        type="url"
+        data-jupyter-ci="key-url"
+        placeholder={
+          chosen.keyless_with_url
+            ? 'Base URL (optional: Ollama, vLLM, any OpenAI-compatible server)'
+            : 'Base URL (optional)'
+        }
+        spellCheck={false}
+        value={fields.baseUrl}
+        onChange={event => set({ baseUrl: event.target.value })}
+      />
+      <label title="Save it in a private file (mode 600) on the server, read when it starts again">
+        <input
+          type="checkbox"
+          data-jupyter-ci="key-remember"
+          checked={fields.remember}
+          onChange={event => set({ remember: event.target.checked })}
+        />
+        Remember on this server
+      </label>
+    </>
+  );
+}
+
 /**
  * Paste a provider key (and a base URL for an OpenAI-compatible server) where the server was
  * started without one. The key goes to the server, which keeps it; the field is emptied.
@@ -43,27 +140,12 @@ function KeyStatus(props: { text: string; failed: boolean }): JSX.Element | null
 export function KeyForm(props: { model: PanelModel }): JSX.Element | null {
   const { model } = props;
   const providers = model.config?.providers ?? [];
-  const [provider, setProvider] = React.useState('');
-  const [key, setKey] = React.useState('');
-  const [baseUrl, setBaseUrl] = React.useState('');
-  const [remember, setRemember] = React.useState(false);
-  const [busy, setBusy] = React.useState(false);
+  const { fields, set, busy, save } = useKeyForm(model);
   if (providers.length === 0) {
     return null;
   }
-  const chosen = providers.find(p => p.name === provider) ?? providers[0];
-  const canSave = !busy && (key.trim() !== '' || (chosen.keyless_with_url && baseUrl.trim() !== ''));
-  const save = async (): Promise<void> => {
-    setBusy(true);
-    const sent = { provider: chosen.name, key, base_url: baseUrl, remember };
-    setKey(''); // never kept in the page once sent
-    const ok = await model.saveKey(sent);
-    setBusy(false);
-    if (ok) {
-      setBaseUrl('');
-      setRemember(false);
-    }
-  };
+  const chosen = providers.find(p => p.name === fields.provider) ?? providers[0];
+  const ready = !busy && canSave(fields, chosen);
   const status = model.keyStatus;
   return (
     // Open while no model is usable, and once a save said something (its check may have failed).
@@ -75,53 +157,13 @@ export function KeyForm(props: { model: PanelModel }): JSX.Element | null {
         autoComplete="off"
         onSubmit={event => {
           event.preventDefault();
-          if (canSave) {
-            void save();
+          if (ready) {
+            void save(chosen);
           }
         }}
       >
-        <select
-          data-jupyter-ci="key-provider-select"
-          value={chosen.name}
-          onChange={event => setProvider(event.target.value)}
-        >
-          {providers.map(p => (
-            <option key={p.name} value={p.name}>
-              {p.label}
-            </option>
-          ))}
-        </select>
-        <input
-          type="password"
-          data-jupyter-ci="key-input"
-          placeholder={`${chosen.label} API key`}
-          autoComplete="off"
-          spellCheck={false}
-          value={key}
-          onChange={event => setKey(event.target.value)}
-        />
-        <input
-          type="url"
-          data-jupyter-ci="key-url"
-          placeholder={
-            chosen.keyless_with_url
-              ? 'Base URL (optional: Ollama, vLLM, any OpenAI-compatible server)'
-              : 'Base URL (optional)'
-          }
-          spellCheck={false}
-          value={baseUrl}
-          onChange={event => setBaseUrl(event.target.value)}
-        />
-        <label title="Save it in a private file (mode 600) on the server, read when it starts again">
-          <input
-            type="checkbox"
-            data-jupyter-ci="key-remember"
-            checked={remember}
-            onChange={event => setRemember(event.target.checked)}
-          />
-          Remember on this server
-        </label>
-        <button type="submit" className="jp-mod-styled jp-mod-accept" data-jupyter-ci="key-save" disabled={!canSave}>
+        <KeyInputs providers={providers} chosen={chosen} fields={fields} set={set} />
+        <button type="submit" className="jp-mod-styled jp-mod-accept" data-jupyter-ci="key-save" disabled={!ready}>
           Save key
         </button>
       </form>

@@ -1,10 +1,14 @@
 /**
- * Types of the kernel ↔ JupyterLab protocol (docs/protocol.md, version 1).
+ * Types of the kernel ↔ JupyterLab protocol (docs/protocol.md, version 2).
+ *
+ * The kernel's comm messages are the JSON form of its typed ask events
+ * (`jupyter_ci/agent/events.py`), each with the envelope `ask_id` and `protocol`. What a
+ * notebook's cells record (the ask record, a generated cell's record) is cells.ts's.
  */
 import type * as nbformat from '@jupyterlab/nbformat';
 
 /** Protocol version announced in every execute_request. */
-export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_VERSION = 2;
 
 /** Comm target the kernel opens one comm on per ask. */
 export const COMM_TARGET = 'jupyter_ci';
@@ -17,10 +21,18 @@ export const METADATA_KEY = 'jupyter_ci';
 
 export type StepStatus = 'ok' | 'error' | 'timeout' | 'interrupted' | 'died';
 export type AskStatus = 'done' | 'failed' | 'interrupted';
+/** What a step runs: the model's code, an install of a missing package, or a retry after it. */
+export type StepKind = 'code' | 'install' | 'retry';
 
-export interface IAskStart {
-  type: 'ask_start';
+/** The envelope every message carries. */
+interface IEnvelope {
   ask_id: string;
+  /** The protocol version the kernel speaks (2); not checked. */
+  protocol?: number;
+}
+
+export interface IAskStart extends IEnvelope {
+  type: 'ask_start';
   cell_id: string;
   prompt: string;
   model: string;
@@ -29,41 +41,39 @@ export interface IAskStart {
   execution_count: number | null;
 }
 
-export interface IStepStart {
+export interface IStepStart extends IEnvelope {
   type: 'step_start';
-  ask_id: string;
   step: number;
   attempt: number;
   code: string;
+  kind: StepKind;
+  /** The package an install (or the retry after it) is about; '' otherwise. */
+  package: string;
 }
 
 /** The code of a step the model is still writing (throttled; step_start has it whole). */
-export interface ICodePreview {
+export interface ICodePreview extends IEnvelope {
   type: 'code_preview';
-  ask_id: string;
   /** The step it will be: the step that failed last (a fix), else the next one. */
   step: number;
   attempt: number;
   code: string;
 }
 
-export interface IOutputMessage {
+export interface IOutputMessage extends IEnvelope {
   type: 'output';
-  ask_id: string;
   step: number;
   output: nbformat.IOutput;
 }
 
-export interface IClearOutput {
+export interface IClearOutput extends IEnvelope {
   type: 'clear_output';
-  ask_id: string;
   step: number;
   wait: boolean;
 }
 
-export interface ISetOutputs {
+export interface ISetOutputs extends IEnvelope {
   type: 'set_outputs';
-  ask_id: string;
   step: number;
   outputs: nbformat.IOutput[];
 }
@@ -73,25 +83,27 @@ export interface IStepError {
   evalue: string;
 }
 
-export interface IStepEnd {
+export interface IStepEnd extends IEnvelope {
   type: 'step_end';
-  ask_id: string;
   step: number;
   attempt: number;
+  /** As its step_start (not used here). */
+  kind?: StepKind;
   status: StepStatus;
   execution_count: number | null;
-  duration_s: number;
+  /** How long the attempt ran, in milliseconds. */
+  duration_ms: number;
   error: IStepError | null;
 }
 
-export interface IAnswerDelta {
-  type: 'answer_delta';
-  ask_id: string;
-  text: string;
+/** The model's streamed text (batched a few times a second). */
+export interface IText extends IEnvelope {
+  type: 'text';
+  delta: string;
 }
 
-/** One part of what the ask's last model call sent (`%%ask --show-context`). */
-export interface IContextPart {
+/** One part of what a model call sent. */
+export interface ISentPart {
   name: string;
   /** Estimated: characters / 4. */
   tokens: number;
@@ -99,52 +111,87 @@ export interface IContextPart {
   text: string;
 }
 
-/** With `--show-context`, just before ask_end: what the last model call sent, in parts. */
-export interface IContext {
-  type: 'context';
-  ask_id: string;
-  parts: IContextPart[];
+/** At every model call: what it sent, in parts (the panel keeps the last one). */
+export interface IRequestSent extends IEnvelope {
+  type: 'request_sent';
+  parts: ISentPart[];
+}
+
+/** The model was called and nothing has come back yet. */
+export interface IThinking extends IEnvelope {
+  type: 'thinking';
+}
+
+/** The kernel asks the user a yes/no question on stdin. */
+export interface IWaitingForUser extends IEnvelope {
+  type: 'waiting_for_user';
+  question: string;
+}
+
+/** Something the user should know (a retiring model, a restart notice). */
+export interface IWarning extends IEnvelope {
+  type: 'warning';
+  message: string;
+}
+
+/** The model is sent back to make step `step` self-contained. */
+export interface IStepSentBack extends IEnvelope {
+  type: 'step_sent_back';
+  step: number;
+  message: string;
+}
+
+/** Why an ask ended without an answer. */
+export interface IAskError {
+  message: string;
+  /** What to do about it ('' when nothing). */
+  hint: string;
+  /** The kind of failure (the kernel's error class name). */
+  type: string;
 }
 
 /** A step whose last attempt still failed when the model answered. */
 export interface IUnresolved {
   step: number;
   error: string;
+  /** Names the step reads that only a failed attempt or the live kernel defined. */
+  names: string[];
+  /** The kernel's sentence, e.g. "done with an unresolved error in step 2: NameError: …". */
+  message: string;
 }
 
-export interface IAskEnd {
+export interface IAskEnd extends IEnvelope {
   type: 'ask_end';
-  ask_id: string;
   status: AskStatus;
   answer: string;
-  error: string | null;
+  error: IAskError | null;
   record: Record<string, unknown> | null;
   /** With status "done": the answer came while a step still failed. */
-  unresolved?: IUnresolved | null;
+  unresolved: IUnresolved | null;
+  steps: number;
+  tokens: number;
   /** With status "done": what to write as `--pin` into the `%%ask` line. */
-  pin?: string;
+  pin?: string | null;
 }
 
 /** Sent (on a comm opened and closed at once) when a re-run reuses its answer. */
-export interface IAskReused {
+export interface IAskReused extends IEnvelope {
   type: 'ask_reused';
-  ask_id: string;
   cell_id: string;
   prompt: string;
   model: string;
   answer: string;
   steps: number;
   /** What to write as `--pin` into the `%%ask` line. */
-  pin?: string;
+  pin?: string | null;
 }
 
 /**
  * Sent (on a comm opened and closed at once) after each step starts and ends, and before the
  * ask ends: where the ask stands, for a page that missed its start (reloaded, or a second tab).
  */
-export interface IAskState {
+export interface IAskState extends IEnvelope {
   type: 'ask_state';
-  ask_id: string;
   cell_id: string | null;
   /** The notebook's path as the page that started the ask named it (null if unknown). */
   notebook: string | null;
@@ -154,113 +201,93 @@ export interface IAskState {
   /** The `%%ask` cell's progress log so far (the kernel shows it in that cell's output). */
   log: string[];
   /** ask_start, then the steps so far (each step's outputs as they stand), then ask_end when over. */
-  messages: KernelMessage[];
+  messages: AnyMessage[];
 }
 
+/** Every message type this page knows. */
 export type KernelMessage =
   | IAskStart
   | IStepStart
+  | ICodePreview
   | IOutputMessage
   | IClearOutput
   | ISetOutputs
   | IStepEnd
-  | IAnswerDelta
-  | IContext
+  | IText
+  | IRequestSent
+  | IThinking
+  | IWaitingForUser
+  | IWarning
+  | IStepSentBack
   | IAskEnd
   | IAskReused
-  | IAskState
-  | ICodePreview;
+  | IAskState;
 
-const TYPES = new Set<string>([
-  'ask_start',
-  'step_start',
-  'output',
-  'clear_output',
-  'set_outputs',
-  'step_end',
-  'answer_delta',
-  'context',
-  'ask_end',
-  'ask_reused',
-  'ask_state',
-  'code_preview'
-]);
+/** The messages about an ask under way: its steps, its cells' outputs, the model's progress. */
+export type ProgressMessage = Exclude<
+  KernelMessage,
+  IAskStart | IAskReused | IAskState | IAskEnd
+>;
+
+/** A message of a type this page does not know (a newer kernel's event): ignored. */
+export interface IUnknownEvent extends IEnvelope {
+  type: string;
+  [field: string]: unknown;
+}
+
+/** What parseMessage gives: a known message, or one to ignore (tell them with isKnown). */
+export type AnyMessage = KernelMessage | IUnknownEvent;
+
+const KNOWN: { readonly [type in KernelMessage['type']]: true } = {
+  ask_start: true,
+  step_start: true,
+  code_preview: true,
+  output: true,
+  clear_output: true,
+  set_outputs: true,
+  step_end: true,
+  text: true,
+  request_sent: true,
+  thinking: true,
+  waiting_for_user: true,
+  warning: true,
+  step_sent_back: true,
+  ask_end: true,
+  ask_reused: true,
+  ask_state: true
+};
+
+/** The message types this page knows. */
+export const KNOWN_TYPES: readonly string[] = Object.keys(KNOWN);
+
+/** Tell a message of a known type (the handlers switch on those and ignore the rest). */
+export function isKnown(message: AnyMessage): message is KernelMessage {
+  return Object.prototype.hasOwnProperty.call(KNOWN, message.type);
+}
 
 /**
- * Return the message if `data` looks like a protocol message, else null.
+ * Return the message if `data` looks like a protocol message (a string `type` and a string
+ * `ask_id`), else null. Any type is taken: one this page does not know is ignored by its
+ * handlers, so a kernel that adds an event needs no change here.
  *
  * Only `type` and `ask_id` are checked: the kernel is trusted to send the
  * fields of each type (it is the user's own kernel).
  */
-export function parseMessage(data: unknown): KernelMessage | null {
-  if (typeof data !== 'object' || data === null) {
+export function parseMessage(data: unknown): AnyMessage | null {
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) {
     return null;
   }
   const record = data as { type?: unknown; ask_id?: unknown };
-  if (typeof record.type !== 'string' || !TYPES.has(record.type)) {
+  if (typeof record.type !== 'string' || typeof record.ask_id !== 'string') {
     return null;
   }
-  if (typeof record.ask_id !== 'string') {
+  return data as AnyMessage;
+}
+
+/** The text an ask's failure shows: its message, and what to do on the next line. */
+export function errorText(error: IAskError | null | undefined): string | null {
+  if (error === null || error === undefined) {
     return null;
   }
-  return data as KernelMessage;
-}
-
-/** One entry of a generated cell's `metadata.jupyter_ci.attempts`. */
-export interface IAttempt {
-  attempt: number;
-  status: StepStatus;
-  ename: string | null;
-  evalue: string | null;
-  duration_s: number;
-  code: string;
-}
-
-/**
- * An ask cell above an ask, sent with it (`jupyter_ci_frontend.asks_above`): Run All sends
- * every request before the asks above place their steps, so the kernel adds the steps it
- * ran for them since to the stale `above`.
- */
-export interface IAskAbove {
-  cell_id: string;
-  /** The ask its record names now; null before it was answered. */
-  ask_id: string | null;
-  /** Where its generated cells are in `above`. */
-  cells: number[];
-}
-
-/** `metadata.jupyter_ci` of a generated cell. */
-export interface IGeneratedRecord {
-  ask_id: string;
-  step: number;
-  model: string;
-  attempts: IAttempt[];
-  interrupted?: boolean;
-}
-
-/** Return the generated-cell record in a cell's metadata value, if it is one. */
-export function asGeneratedRecord(value: unknown): IGeneratedRecord | null {
-  if (typeof value !== 'object' || value === null) {
-    return null;
-  }
-  const record = value as Partial<IGeneratedRecord>;
-  if (typeof record.ask_id !== 'string' || typeof record.step !== 'number') {
-    return null;
-  }
-  return {
-    ask_id: record.ask_id,
-    step: record.step,
-    model: typeof record.model === 'string' ? record.model : '',
-    attempts: Array.isArray(record.attempts) ? record.attempts : [],
-    interrupted: record.interrupted === true ? true : undefined
-  };
-}
-
-/** Return the ask id in a cell's `metadata.jupyter_ci` value, if any. */
-export function askIdOf(value: unknown): string | null {
-  if (typeof value !== 'object' || value === null) {
-    return null;
-  }
-  const askId = (value as { ask_id?: unknown }).ask_id;
-  return typeof askId === 'string' ? askId : null;
+  return error.hint ? `${error.message}\n${error.hint}` : error.message;
 }

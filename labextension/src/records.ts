@@ -8,9 +8,9 @@
  */
 import type { INotebookModel } from '@jupyterlab/notebook';
 
-import { generatedIds, ICellData } from './cells';
+import { asGeneratedRecord, generatedIds, ICellData } from './cells';
 import type { IStepView } from './conversation';
-import { asGeneratedRecord, AskStatus, IUnresolved, METADATA_KEY } from './protocol';
+import { AskStatus, IUnresolved, METADATA_KEY } from './protocol';
 
 /** One ask as its cells recorded it. */
 export interface IRecordedAsk {
@@ -77,11 +77,19 @@ function text(value: unknown): string {
   return typeof value === 'string' ? value : '';
 }
 
-function unresolvedOf(value: unknown): IUnresolved | null {
-  const found = value as Partial<IUnresolved> | null;
-  return typeof found === 'object' && found !== null && typeof found.step === 'number'
-    ? { step: found.step, error: text(found.error) }
-    : null;
+/**
+ * The unresolved step of an ask record: `message` is the kernel's sentence, '' in a record
+ * of an older version (which had none: the panel then says less, never composes it).
+ */
+export function unresolvedOf(value: unknown): IUnresolved | null {
+  const found = value as { [key: string]: unknown } | null;
+  if (typeof found !== 'object' || found === null || typeof found.step !== 'number') {
+    return null;
+  }
+  const names = Array.isArray(found.names)
+    ? found.names.filter((name): name is string => typeof name === 'string')
+    : [];
+  return { step: found.step, error: text(found.error), names, message: text(found.message) };
 }
 
 /** The steps of an ask as its generated cells recorded their attempts. */

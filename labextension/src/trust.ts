@@ -14,7 +14,8 @@ import type { CellModel, ICellModel } from '@jupyterlab/cells';
 import type { INotebookModel } from '@jupyterlab/notebook';
 import type { IObservableList } from '@jupyterlab/observables';
 
-import { askIdOf, METADATA_KEY } from './protocol';
+import { askIdOf } from './cells';
+import { METADATA_KEY } from './protocol';
 
 /** The one switch for the whole page: trust generated outputs (off unless the user opts in). */
 export interface ITrustPolicy {

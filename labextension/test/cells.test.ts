@@ -1,5 +1,6 @@
 /**
- * The generated-cell rule, from the same table as tests/test_record_rule.py.
+ * The record rule: the generated-cell rule, from the same table as
+ * tests/test_record_rule.py, and what a generated cell's record holds.
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -9,15 +10,21 @@ import { describe, test } from 'node:test';
 import type { INotebookModel } from '@jupyterlab/notebook';
 
 import {
+  asGeneratedRecord,
+  askIdOf,
   asksAbove,
+  attemptOf,
   codeAbove,
-  generatedAfter,
   generatedIds,
+  generatedRecordJSON,
   ICellData,
   isAskSource,
   MAX_ABOVE_CHARS,
+  newGeneratedRecord,
   withPin
 } from '../src/cells';
+import { generatedAfter } from '../src/notebookcells';
+import type { IStepEnd } from '../src/protocol';
 
 interface ICase {
   name: string;
@@ -151,5 +158,98 @@ describe('withPin', () => {
     assert.equal(withPin('%%ask --pin 0000 -m x\nplot', 'ab12'), '%%ask --pin ab12 -m x\nplot');
     assert.equal(withPin('print(1)', 'ab12'), 'print(1)');
     assert.equal(withPin('%%ask\nplot', 'ab12\nimport os'), '%%ask\nplot');
+  });
+});
+
+describe('asGeneratedRecord', () => {
+  test('fills what an older or hand-edited record lacks', () => {
+    assert.deepEqual(asGeneratedRecord({ ask_id: 'a1', step: 2 }), {
+      ask_id: 'a1',
+      step: 2,
+      model: '',
+      attempts: [],
+      interrupted: undefined
+    });
+  });
+
+  test('keeps the fields it knows and the interrupted flag only when true', () => {
+    const attempts = [
+      { attempt: 1, status: 'ok', ename: null, evalue: null, duration_s: 0.5, code: 'x = 1' }
+    ];
+    const full = { ask_id: 'a1', step: 1, model: 'openai:m', attempts, interrupted: true };
+    assert.deepEqual(asGeneratedRecord({ ...full, extra: 'dropped' }), full);
+    assert.equal(asGeneratedRecord({ ...full, interrupted: 'yes' })?.interrupted, undefined);
+    assert.deepEqual(asGeneratedRecord({ ...full, model: 3, attempts: 'none' })?.attempts, []);
+  });
+
+  test('is null for an ask record and for non-records', () => {
+    for (const value of [
+      { ask_id: 'a1', status: 'done' },
+      { step: 1 },
+      { ask_id: 1, step: 1 },
+      { ask_id: 'a1', step: '1' },
+      'a1',
+      null
+    ]) {
+      assert.equal(asGeneratedRecord(value), null, JSON.stringify(value));
+    }
+  });
+});
+
+describe('askIdOf', () => {
+  test('reads the ask id of ask and generated records alike', () => {
+    assert.equal(askIdOf({ ask_id: 'a1', status: 'done' }), 'a1');
+    assert.equal(askIdOf({ ask_id: 'a2', step: 3 }), 'a2');
+  });
+
+  test('is null without a string ask id', () => {
+    for (const value of [{}, { ask_id: 5 }, null, 'a1', undefined]) {
+      assert.equal(askIdOf(value), null, JSON.stringify(value));
+    }
+  });
+});
+
+describe('writing a generated record', () => {
+  const stepEnd = (durationMs: number, error: IStepEnd['error'] = null): IStepEnd => ({
+    type: 'step_end',
+    ask_id: 'a1',
+    protocol: 2,
+    step: 1,
+    attempt: 2,
+    status: error === null ? 'ok' : 'error',
+    execution_count: 7,
+    duration_ms: durationMs,
+    error
+  });
+
+  test('an attempt keeps its duration in seconds, the stored format', () => {
+    assert.deepEqual(attemptOf(stepEnd(1234.4), 'x = 1'), {
+      attempt: 2,
+      status: 'ok',
+      ename: null,
+      evalue: null,
+      duration_s: 1.234,
+      code: 'x = 1'
+    });
+    const failed = attemptOf(stepEnd(250, { ename: 'NameError', evalue: 'y' }), 'y');
+    assert.deepEqual([failed.status, failed.ename, failed.evalue, failed.duration_s], [
+      'error',
+      'NameError',
+      'y',
+      0.25
+    ]);
+  });
+
+  test('reads back as written, interrupted only when set', () => {
+    const record = newGeneratedRecord('a1', 3, 'openai:m');
+    record.attempts.push(attemptOf(stepEnd(500), 'z'));
+    const written = generatedRecordJSON(record);
+    assert.equal('interrupted' in written, false);
+    assert.deepEqual(asGeneratedRecord(JSON.parse(JSON.stringify(written))), {
+      ...record,
+      interrupted: undefined
+    });
+    record.interrupted = true;
+    assert.equal(generatedRecordJSON(record).interrupted, true);
   });
 });

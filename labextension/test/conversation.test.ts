@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { Conversation, Conversations } from '../src/conversation';
+import { Conversation, Conversations, KEPT_SENT } from '../src/conversation';
+import { parseMessage } from '../src/protocol';
 import type { IAskEnd, IAskReused, IAskStart, IStepEnd, IStepStart } from '../src/protocol';
 import type { IRecordedAsk } from '../src/records';
 
@@ -21,7 +22,15 @@ function askStart(cellId: string, askId: string, prompt = 'plot it'): IAskStart 
 }
 
 function stepStart(askId: string, step: number, attempt: number): IStepStart {
-  return { type: 'step_start', ask_id: askId, step, attempt, code: 'x = 1' };
+  return {
+    type: 'step_start',
+    ask_id: askId,
+    step,
+    attempt,
+    code: 'x = 1',
+    kind: 'code',
+    package: ''
+  };
 }
 
 function stepEnd(askId: string, step: number, status: IStepEnd['status']): IStepEnd {
@@ -32,13 +41,23 @@ function stepEnd(askId: string, step: number, status: IStepEnd['status']): IStep
     attempt: 1,
     status,
     execution_count: 2,
-    duration_s: 0.25,
+    duration_ms: 250,
     error: status === 'ok' ? null : { ename: 'NameError', evalue: "name 'y' is not defined" }
   };
 }
 
 function askEnd(askId: string, status: IAskEnd['status'], answer: string): IAskEnd {
-  return { type: 'ask_end', ask_id: askId, status, answer, error: null, record: null };
+  return {
+    type: 'ask_end',
+    ask_id: askId,
+    status,
+    answer,
+    error: null,
+    record: null,
+    unresolved: null,
+    steps: 0,
+    tokens: 0
+  };
 }
 
 /** A conversation and the number of times it said it changed. */
@@ -57,7 +76,12 @@ describe('Conversation', () => {
     conversation.start(askStart('c1', 'a1'));
     conversation.stepStart(stepStart('a1', 1, 1));
     conversation.stepEnd(stepEnd('a1', 1, 'error'));
-    const unresolved = { step: 1, error: "NameError: name 'y' is not defined" };
+    const unresolved = {
+      step: 1,
+      error: "NameError: name 'y' is not defined",
+      names: [],
+      message: "done with an unresolved error in step 1: NameError: name 'y' is not defined"
+    };
     conversation.end({ ...askEnd('a1', 'done', 'March.'), unresolved });
     assert.equal(conversation.asks[0].status, 'done');
     assert.deepEqual(conversation.asks[0].unresolved, unresolved);
@@ -107,8 +131,9 @@ describe('Conversation', () => {
     assert.deepEqual([step.attempt, step.status, step.durationS], [2, 'running', null]);
     conversation.stepEnd(stepEnd('a1', 1, 'ok'));
     assert.deepEqual([step.status, step.failedAttempts, step.error], ['ok', 1, null]);
-    conversation.answerDelta('a1', 'The ');
-    conversation.answerDelta('a1', 'mean');
+    assert.equal(step.durationS, 0.25);
+    conversation.text('a1', 'The ');
+    conversation.text('a1', 'mean');
     assert.equal(conversation.asks[0].answer, 'The mean');
     conversation.end(askEnd('a1', 'done', 'The mean is 3.'));
     assert.equal(conversation.asks[0].answer, 'The mean is 3.');
@@ -122,7 +147,7 @@ describe('Conversation', () => {
     conversation.stepStart(stepStart('a1', 1, 1));
     conversation.stepEnd(stepEnd('a1', 1, 'ok'));
     conversation.stepStart(stepStart('a1', 2, 1));
-    conversation.answerDelta('a1', 'partial');
+    conversation.text('a1', 'partial');
     conversation.end(askEnd('a1', 'interrupted', ''));
     const ask = conversation.asks[0];
     assert.deepEqual(ask.steps.map(s => s.status), ['ok', 'interrupted']);
@@ -135,12 +160,88 @@ describe('Conversation', () => {
     conversation.start(askStart('c1', 'a1'));
     conversation.stepStart(stepStart('other', 1, 1));
     conversation.stepEnd(stepEnd('other', 1, 'ok'));
-    conversation.answerDelta('other', 'x');
+    conversation.text('other', 'x');
+    conversation.thinking('other');
+    conversation.waitingForUser('other', 'Install pandas?');
+    conversation.requestSent({ type: 'request_sent', ask_id: 'other', parts: [] });
     conversation.end(askEnd('other', 'done', 'x'));
     conversation.abandon('other', 'gone');
     assert.equal(changes(), 1);
     assert.deepEqual(conversation.asks[0].steps, []);
     assert.equal(conversation.asks[0].status, 'running');
+  });
+
+  test('follow applies the events of an ask under way, as the kernel sends them', () => {
+    const { conversation } = watched();
+    conversation.start(askStart('c1', 'a1'));
+    const events = [
+      { type: 'request_sent', parts: [{ name: 'system', tokens: 3, text: 'Be brief.' }] },
+      { type: 'thinking' },
+      { type: 'text', delta: 'Loading ' },
+      { type: 'step_start', step: 1, attempt: 1, code: '', kind: 'install', package: 'pandas' },
+      { type: 'step_end', step: 1, attempt: 1, status: 'ok', execution_count: null, duration_ms: 1500, error: null },
+      { type: 'step_sent_back', step: 1, message: 'Step 1 reads x.' },
+      { type: 'warning', message: 'The model retires soon.' },
+      { type: 'request_sent', parts: [{ name: 'system', tokens: 4, text: 'Be briefer.' }] },
+      { type: 'text', delta: 'done.' }
+    ];
+    for (const event of events) {
+      const message = parseMessage({ ...event, ask_id: 'a1', protocol: 2 });
+      assert.ok(message !== null);
+      conversation.follow(message);
+    }
+    const ask = conversation.asks[0];
+    assert.equal(ask.answer, 'Loading done.');
+    assert.deepEqual(ask.sent, [{ name: 'system', tokens: 4, text: 'Be briefer.' }]);
+    assert.deepEqual(
+      ask.steps.map(s => [s.step, s.kind, s.package, s.status, s.durationS]),
+      [[1, 'install', 'pandas', 'ok', 1.5]]
+    );
+  });
+
+  test('an event of a type this page does not know reaches follow and changes nothing', () => {
+    const { conversation, changes } = watched();
+    conversation.start(askStart('c1', 'a1'));
+    const before = JSON.stringify(conversation.asks);
+    const count = changes();
+    const message = parseMessage({ type: 'tool_progress', ask_id: 'a1', protocol: 3, step: 1 });
+    assert.ok(message !== null);
+    conversation.follow(message);
+    // Known types this entry does not use (the comm applies them) change nothing here either.
+    conversation.follow({ type: 'ask_state', ask_id: 'a1' } as never);
+    assert.equal(JSON.stringify(conversation.asks), before);
+    assert.equal(changes(), count);
+  });
+
+  test('the clock follows the kernel: thinking, writing, waiting for the user, running', () => {
+    const { conversation } = watched();
+    conversation.start(askStart('c1', 'a1'));
+    const phase = () => conversation.asks[0].phase;
+    assert.equal(phase()?.what, 'thinking');
+    const since = phase()?.since;
+    conversation.thinking('a1');
+    assert.equal(phase()?.since, since, 'still thinking: the clock goes on');
+    conversation.text('a1', 'Let me see.');
+    assert.deepEqual([phase()?.what, phase()?.since], ['writing', since]);
+    conversation.waitingForUser('a1', 'Install pandas (y/n)?');
+    assert.deepEqual([phase()?.what, phase()?.question], ['waiting', 'Install pandas (y/n)?']);
+    conversation.stepStart(stepStart('a1', 1, 1));
+    assert.equal(phase()?.what, 'running');
+    conversation.thinking('a1');
+    assert.equal(phase()?.what, 'thinking');
+    conversation.end(askEnd('a1', 'done', 'ok'));
+    assert.equal(phase(), null);
+  });
+
+  test('a failed ask shows the error with its hint', () => {
+    const { conversation } = watched();
+    conversation.start(askStart('c1', 'a1'));
+    const error = { message: 'No key for openai.', hint: 'Paste one in Model keys.', type: 'ModelConfigError' };
+    conversation.end({ ...askEnd('a1', 'failed', ''), error });
+    assert.deepEqual([conversation.asks[0].status, conversation.asks[0].error], [
+      'failed',
+      'No key for openai.\nPaste one in Model keys.'
+    ]);
   });
 
   test('a reused answer fills the pending entry without steps', () => {
@@ -310,6 +411,23 @@ describe('Conversations', () => {
     assert.equal(after.asks[1].steps[0].status, 'ok');
     // Another notebook has its own.
     assert.equal(new Conversations(store).get({ path: 'other.ipynb' }).asks.length, 0);
+  });
+
+  test('what the model was sent is kept across reloads for the last asks only', () => {
+    const store = memoryStore();
+    const before = new Conversations(store).get({ path: 'n.ipynb' });
+    const total = KEPT_SENT + 2;
+    for (let i = 0; i < total; i++) {
+      before.start(askStart(`c${i}`, `a${i}`));
+      before.requestSent({ type: 'request_sent', ask_id: `a${i}`, parts: [{ name: 'p', tokens: 1, text: 'x' }] });
+      before.end(askEnd(`a${i}`, 'done', 'ok'));
+    }
+    assert.ok(before.asks.every(a => a.sent?.length === 1), 'this page keeps them all');
+    const after = new Conversations(store).get({ path: 'n.ipynb' });
+    assert.deepEqual(
+      after.asks.map(a => a.sent !== undefined),
+      [...Array(total)].map((_, i) => i >= total - KEPT_SENT)
+    );
   });
 
   test('a damaged or foreign stored value is ignored, not fatal', () => {

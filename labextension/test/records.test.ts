@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { IRecordCell, promptOf, recordedAsks } from '../src/records';
+import { IRecordCell, promptOf, recordedAsks, unresolvedOf } from '../src/records';
 
 function cell(id: string, source: string, record?: object): IRecordCell {
   return { id, cellType: 'code', source, metadata: record ? { jupyter_ci: record } : {} };
@@ -73,6 +73,37 @@ describe('recordedAsks', () => {
       { id: 'l', cellType: 'code', source: '%%ask\nx', metadata: { jupyter_ci: ['done'] } }
     ];
     assert.deepEqual(recordedAsks(cells), []);
+  });
+});
+
+describe('unresolvedOf', () => {
+  test("reads the kernel's sentence and the names of a protocol 2 record", () => {
+    const message = "done with an unresolved error in step 2: NameError: name 'x' is not defined";
+    const value = { step: 2, error: "NameError: name 'x' is not defined", names: ['x', 3], message };
+    assert.deepEqual(unresolvedOf(value), { ...value, names: ['x'] });
+  });
+
+  test('gives an older record no sentence (the panel says less), and no names', () => {
+    assert.deepEqual(unresolvedOf({ step: 1, error: 'NameError: y' }), {
+      step: 1,
+      error: 'NameError: y',
+      names: [],
+      message: ''
+    });
+  });
+
+  test('is null without a step', () => {
+    for (const value of [null, undefined, 'step 1', { error: 'x' }, { step: '1' }]) {
+      assert.equal(unresolvedOf(value), null, JSON.stringify(value));
+    }
+  });
+});
+
+describe('recordedAsks and unresolved steps', () => {
+  test('an unresolved answer keeps what its record says', () => {
+    const unresolved = { step: 1, error: 'E: x', names: [], message: 'done with an unresolved error in step 1: E: x' };
+    const cells = [cell('a', '%%ask\nplot', { ask_id: 'k', status: 'done', answer: 'A', unresolved })];
+    assert.deepEqual(recordedAsks(cells)[0].unresolved, unresolved);
   });
 });
 

@@ -1,0 +1,240 @@
+"""The kernels of REST sessions: started by the server's kernel manager, some in advance.
+
+Kernels are started by `serverapp.kernel_manager` (never spawned here), so a server whose
+kernels live in a gateway serves sessions unchanged, and each kernel gets its broker token
+from the hooks the app put on that kernel manager (server/broker/kernels.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import time
+import uuid
+from dataclasses import dataclass
+from logging import Logger
+from pathlib import Path
+from typing import Any
+
+from jupyter_client.kernelspec import NoSuchKernel
+from jupyter_core.utils import ensure_async
+
+from jupyter_ci.config import JupyterCI
+from jupyter_ci.server.gateway import is_gateway, kernel_client
+from jupyter_ci.server.sessions.errors import CannotSandbox, KernelUnavailable, SessionError
+from jupyter_ci.server.sessions.executor import POLL_S, KernelControl, KernelExecutor
+from jupyter_ci.server.sessions.sandbox import CannotBox, Choice, choose, session_environ
+
+READY_S = 60.0  # a kernel that is not ready by then is not going to be
+_SETTLE_S = 3 * POLL_S  # how long a delete waits for a run in flight to see its kernel gone
+_STOPPING_S = 10.0  # how long a stopping server lets a pool kernel's start finish
+
+
+@dataclass
+class Started:
+    """A kernel started (cold, or in advance) in the directory of the session that takes it."""
+
+    sid: str
+    kernel_id: str
+    directory: Path
+    #: The kernelspec it was started from, and whether that boxes it.
+    choice: Choice
+    #: A client already connected and past wait_for_ready (pooled kernels come with one).
+    client: Any = None
+
+
+class SessionKernels:
+    """Start, connect and dispose of session kernels; keep a pool of them started in advance."""
+
+    def __init__(self, kernel_manager: Any, root_dir: Path, root: Path, ci: JupyterCI,
+                 log: Logger) -> None:
+        self.km = kernel_manager
+        self.root_dir = root_dir
+        self.root = root
+        self.ci = ci
+        self.log = log
+        self.pool: list[Started] = []
+        #: Kernels (of a gateway) that could not enter their session directory.
+        self.elsewhere: set[str] = set()
+        self._filling: asyncio.Task[None] | None = None
+        self._closing = False
+
+    # -- the pool ---------------------------------------------------------------------
+
+    def fill(self) -> None:
+        """Start pooled kernels in the background up to c.JupyterCI.session_pool."""
+        if not self._closing and (self._filling is None or self._filling.done()):
+            self._filling = asyncio.ensure_future(self._fill())
+
+    async def _fill(self) -> None:
+        while len(self.pool) < self.ci.session_pool and not self._closing:
+            try:
+                pooled = await self.start(await self.choose(None), None)
+            except Exception as exc:  # logged; sessions then start cold
+                self.log.warning("jupyter-ci: could not pre-start a session kernel (%s)", exc)
+                return
+            if self._closing:  # the server stopped while it started: it needs no pool
+                await self.dispose(None, pooled.kernel_id, pooled.directory)
+                return
+            try:
+                # Connecting costs a few hundred ms of kernel_info polling: do it now too.
+                pooled.client = await self.client(pooled.kernel_id, pooled.directory)
+            except Exception as exc:
+                await self.dispose(None, pooled.kernel_id, pooled.directory)
+                self.log.warning("jupyter-ci: a pre-started kernel never became ready (%s)", exc)
+                return
+            self.pool.append(pooled)
+
+    def take(self, choice: Choice, env: dict[str, str] | None) -> Started | None:
+        """Take a pooled kernel when the request asks for nothing it lacks."""
+        # The pool holds kernels of the default choice; a different one starts cold.
+        if env or any(pooled.choice != choice for pooled in self.pool):
+            return None
+        while self.pool:
+            pooled = self.pool.pop(0)
+            if pooled.kernel_id in self.km:
+                return pooled
+            # Shut down from elsewhere: JupyterLab's Running panel lists every kernel.
+            pooled.client.stop_channels()
+            shutil.rmtree(pooled.directory, ignore_errors=True)
+        return None
+
+    async def stop_filling(self) -> None:
+        """Let a pool kernel's start in flight finish (briefly), then fill no more."""
+        self._closing = True
+        if self._filling is not None:
+            # Not cancelled at once: a kernel start cut halfway is one the kernel manager can
+            # neither finish nor shut down, and the server's own cleanup then stops short.
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(self._filling), _STOPPING_S)
+            self._filling.cancel()
+
+    async def empty(self) -> None:
+        """Shut down every pooled kernel (the server is stopping)."""
+        for pooled in self.pool:
+            await self.dispose(pooled.client, pooled.kernel_id, pooled.directory)
+        self.pool.clear()
+
+    # -- kernels ----------------------------------------------------------------------
+
+    def _default_kernel(self) -> str:
+        return str(getattr(self.km, "default_kernel_name", "python3") or "python3")
+
+    async def choose(self, kernel_name: str | None) -> Choice:
+        """Pick the kernelspec of a session: boxed where c.JupyterCI.session_sandbox says."""
+        try:
+            return await choose(self.ci.session_sandbox, kernel_name, self._default_kernel(),
+                                self.km, self.log)
+        except CannotBox as error:
+            raise CannotSandbox(str(error)) from None
+
+    async def start(self, choice: Choice, env: dict[str, str] | None,
+                    cwd_name: str | None = None) -> Started:
+        """Start a kernel through the server's kernel manager, in a new session directory."""
+        sid = uuid.uuid4().hex
+        directory = self.root / (cwd_name or sid)
+        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            directory.mkdir(mode=0o700)
+        except FileExistsError:
+            raise SessionError(f"A session directory named {cwd_name!r} exists already: "
+                               "choose another cwd_name.") from None
+        kwargs = self._start_arguments(choice, env, directory)
+        try:
+            kernel_id = await ensure_async(self.km.start_kernel(**kwargs))
+        except NoSuchKernel:
+            shutil.rmtree(directory, ignore_errors=True)
+            names = ", ".join(sorted(self.km.kernel_spec_manager.find_kernel_specs()))
+            raise SessionError(f"There is no kernel named {kwargs['kernel_name']!r}; this "
+                               f"server has: {names}.") from None
+        except Exception as exc:
+            shutil.rmtree(directory, ignore_errors=True)
+            raise KernelUnavailable(f"The kernel {kwargs['kernel_name']!r} could not be "
+                                    f"started ({type(exc).__name__}: {exc}).") from exc
+        except BaseException:  # cancelled: the server is stopping
+            shutil.rmtree(directory, ignore_errors=True)
+            raise
+        return Started(sid, str(kernel_id), directory, choice)
+
+    def _start_arguments(self, choice: Choice, env: dict[str, str] | None, directory: Path
+                         ) -> dict[str, Any]:
+        """Return the kernel manager's start_kernel arguments for a session's kernel."""
+        kwargs: dict[str, Any] = {"kernel_name": choice.kernel_name}
+        if directory.is_relative_to(self.root_dir):
+            kwargs["path"] = directory.relative_to(self.root_dir).as_posix()
+        else:
+            kwargs["cwd"] = str(directory)
+        if choice.sandboxed:
+            kwargs["env"] = session_environ(env)  # the box keeps only what it is told to
+        elif env:
+            kwargs["env"] = {**os.environ, **env}
+        return kwargs
+
+    async def ready_client(self, started: Started) -> Any:
+        """Return a client of a started kernel, ready; on failure leave nothing behind."""
+        try:
+            return started.client or await self.client(started.kernel_id, started.directory)
+        except Exception as exc:
+            await self.dispose(None, started.kernel_id, started.directory)
+            raise KernelUnavailable(f"The kernel did not become ready within {READY_S:g} s "
+                                    f"({type(exc).__name__}).") from exc
+
+    async def client(self, kernel_id: str, directory: Path) -> Any:
+        """Connect a client to the kernel and wait until it answers."""
+        client = kernel_client(self.km.get_kernel(kernel_id))
+        await ensure_async(client.start_channels())
+        await client.wait_for_ready(timeout=READY_S)
+        if is_gateway(self.km):
+            await self._enter(kernel_id, client, directory)
+        return client
+
+    async def _enter(self, kernel_id: str, client: Any, directory: Path) -> None:
+        """Move a gateway's kernel into the session directory, if its machine has it."""
+        # A gateway starts kernels in its own directory. One that shares this server's disk
+        # (same host, shared volume) can enter the session's; one that cannot has no files
+        # here, and the files routes say so rather than show a directory it never sees.
+        msg_id = client.execute(f"__import__('os').chdir({str(directory)!r})", silent=True,
+                                store_history=False)
+        deadline = time.monotonic() + READY_S
+        while True:
+            reply = await client.get_shell_msg(timeout=max(0.1, deadline - time.monotonic()))
+            if reply["parent_header"].get("msg_id") == msg_id:
+                break
+        if reply["content"]["status"] == "ok":
+            self.elsewhere.discard(kernel_id)
+        else:
+            self.elsewhere.add(kernel_id)
+
+    def executor(self, kernel_id: str, client: Any) -> KernelExecutor:
+        """Return the executor that runs code in the kernel through `client`."""
+        async def interrupt() -> None:
+            await ensure_async(self.km.interrupt_kernel(kernel_id))
+
+        async def is_alive() -> bool:
+            if kernel_id not in self.km:
+                return False
+            return bool(await ensure_async(self.km.get_kernel(kernel_id).is_alive()))
+
+        return KernelExecutor(client, KernelControl(interrupt, is_alive),
+                              output_limit=self.ci.session_run_output_bytes)
+
+    async def dispose(self, client: Any, kernel_id: str, directory: Path,
+                      lock: asyncio.Lock | None = None) -> None:
+        """Shut the kernel down, stop the client and remove the directory, whatever fails."""
+        self.elsewhere.discard(kernel_id)
+        try:
+            if kernel_id in self.km:
+                await ensure_async(self.km.shutdown_kernel(kernel_id, now=True))
+        except Exception as exc:  # a kernel that is already gone
+            self.log.warning("jupyter-ci: shutting down kernel %s: %s", kernel_id, exc)
+        if lock is not None and lock.locked():
+            # A run in flight sees its kernel gone within a poll and ends as "died"; closing
+            # its channels under it would cancel its read instead.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(_SETTLE_S), lock:
+                    pass
+        if client is not None:
+            client.stop_channels()
+        await asyncio.to_thread(shutil.rmtree, directory, True)

@@ -1,0 +1,53 @@
+"""One REST session: its kernel, directory, client, executor and history."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jupyter_ci.server.sessions.executor import KernelExecutor
+from jupyter_ci.server.sessions.results import History
+
+
+@dataclass
+class Session:
+    """One session: its kernel, directory, client, executor and history."""
+
+    id: str
+    kernel_id: str
+    kernel_name: str
+    directory: Path
+    client: Any
+    executor: KernelExecutor
+    created: float = field(default_factory=time.time)
+    last_activity: float = field(default_factory=time.time)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    #: The executes (and asks) so far, as the fields of their notebook cells, within caps.
+    history: History = field(default_factory=History)
+    busy: bool = False
+    dead: bool = False
+    #: Deleted (or culled): a run still in flight ends as UnknownSession, not a crash.
+    closed: bool = False
+    #: What the ask route keeps between asks of this session (its Memory).
+    memory: Any = None
+    #: Files in the directory at the last look (small directories are looked at inline).
+    file_count: int = 0
+    #: Its kernel runs in a bubblewrap box (c.JupyterCI.session_sandbox).
+    sandboxed: bool = False
+    #: Its runs and asks in flight: deleting the session cancels them (and their model calls).
+    tasks: set[asyncio.Future[Any]] = field(default_factory=set)
+
+    def to_json(self) -> dict[str, Any]:
+        """Describe the session as the API returns it."""
+        return {"id": self.id, "kernel_id": self.kernel_id, "kernel_name": self.kernel_name,
+                "status": "dead" if self.dead else "busy" if self.busy else "idle",
+                "created": _iso(self.created), "last_activity": _iso(self.last_activity),
+                "executions": len(self.history), "sandboxed": self.sandboxed}
+
+
+def _iso(stamp: float) -> str:
+    """Format a time as ISO 8601 UTC."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(stamp))
