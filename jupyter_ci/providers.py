@@ -6,6 +6,7 @@ it speaks a new wire format, its adapter. Nothing else names a provider.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
@@ -49,6 +50,13 @@ class ProviderSpec:
         """Return `provider:model` of the default model, or "" when there is none."""
         return f"{self.name}:{self.default_model}" if self.default_model else ""
 
+    def sees_images(self, name: str) -> bool:
+        """Tell whether its model `name` is shown images when `vision = auto`."""
+        # Every model but those known to take text only; an OpenAI-compatible server that
+        # refuses images anyway is handled by the adapter (it asks again without them).
+        rule = self.text_only_models
+        return not (rule and re.match(f"(?:{rule})", name))
+
     @property
     def setup_hint(self) -> str:
         """Say what to set to use this provider."""
@@ -77,6 +85,13 @@ def unregister(name: str) -> None:
 def get(name: str) -> ProviderSpec | None:
     """Return the provider called `name`, or None."""
     return PROVIDERS.get(name)
+
+
+def model_sees_images(model_id: str) -> bool:
+    """Tell whether `provider:model` is shown images under `vision = auto` (unknown: yes)."""
+    provider, _, name = model_id.partition(":")
+    spec = PROVIDERS.get(provider)
+    return spec is None or spec.sees_images(name)
 
 
 def configurable() -> Iterator[ProviderSpec]:

@@ -12,10 +12,10 @@ from jupyter_ci.agent.errors import ModelConfigError
 from jupyter_ci.agent.types import Message, ModelRequest
 from jupyter_ci.models.resolve import ModelSettings, default_model_id, resolve_model
 from jupyter_ci.providers import ProviderSpec
-from jupyter_ci.server.broker import Broker
-from jupyter_ci.server.errors import NoProviderKey
-from jupyter_ci.server.model_service import ModelService
-from jupyter_ci.server.panel import panel_config
+from jupyter_ci.server.broker.broker import Broker
+from jupyter_ci.server.broker.errors import NoProviderKey
+from jupyter_ci.server.broker.model_service import ModelService
+from jupyter_ci.server.broker.panel import panel_config
 from tests.fakellm import Fail, FakeLLM, Turn
 
 LOCAL = ProviderSpec(

@@ -245,16 +245,20 @@ def test_the_picker_keeps_to_the_budget_and_sends_small_svgs_as_text() -> None:
 
 def test_auto_vision_is_off_only_for_models_known_to_take_text_only() -> None:
     from jupyter_ci.models.resolve import vision_enabled
+    from jupyter_ci.models.scripted import ScriptedModel
+    from jupyter_ci.providers import model_sees_images
 
     on = ["openai:gpt-4o", "openai:gpt-4.1-mini", "openai:gpt-5", "openai:o3", "openai:o4-mini",
           "openai:gpt-4-turbo", "openai:llama3.2-vision", "anthropic:claude-3-haiku-20240307",
           "anthropic:claude-sonnet-4-5"]
     off = ["openai:gpt-3.5-turbo", "openai:gpt-4", "openai:gpt-4-0613", "openai:o3-mini",
            "anthropic:claude-2.1", "anthropic:claude-instant-1.2"]
-    assert all(vision_enabled("auto", m) for m in on)
-    assert not any(vision_enabled("auto", m) for m in off)
-    assert vision_enabled("on", "openai:gpt-3.5-turbo")
-    assert not vision_enabled("off", "openai:gpt-4o")
+    assert all(model_sees_images(m) for m in on)
+    assert not any(model_sees_images(m) for m in off)
+    text_only, seeing = ScriptedModel([], id="openai:gpt-3.5-turbo"), ScriptedModel(
+        [], id="openai:gpt-4o")
+    assert not vision_enabled("auto", text_only) and vision_enabled("on", text_only)
+    assert vision_enabled("auto", seeing) and not vision_enabled("off", seeing)
 
 
 def test_without_images_the_openai_wire_says_they_were_not_shown() -> None:

@@ -16,8 +16,8 @@ assembled from the streamed `input_json_delta` pieces.
 the server's event loop (the model service), through `anthropic.AsyncAnthropic`, with the
 same request, previews and errors, and the usage reported so far kept in a `Usage`
 (message_start reports the input tokens; cancelling the awaiting task closes the
-provider's stream at once). Both send `_kwargs` and fold events with `_Turn`; only the
-loop differs.
+provider's stream at once). Both come from `SdkChatModel` (sdk_client.py); here each
+sends `_kwargs` and folds events with `_Turn`; only the loop differs.
 
 The `anthropic` SDK is imported only when the first request is made, or by `prepare`.
 """
@@ -27,9 +27,9 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from jupyter_ci.agent.errors import AskError
 from jupyter_ci.agent.types import (
     Image,
     Message,
@@ -38,16 +38,9 @@ from jupyter_ci.agent.types import (
     OnToolInput,
     ToolCall,
 )
-from jupyter_ci.models.base import Endpoint, OnText, Usage
-from jupyter_ci.models.sdk_errors import ask_error
-from jupyter_ci.models.transport import (
-    REHEARSAL_REQUEST,
-    REHEARSAL_URL,
-    rehearsal_client,
-    sdk_options,
-    sse,
-)
-from jupyter_ci.providers import ProviderSpec
+from jupyter_ci.models.base import OnText, Usage
+from jupyter_ci.models.sdk_client import SdkChatModel, afold, fold
+from jupyter_ci.models.transport import REHEARSAL_URL, rehearsal_client, sse
 
 ImageMime = Literal["image/jpeg", "image/png", "image/gif", "image/webp"]
 #: Image types the Messages API accepts.
@@ -66,110 +59,57 @@ if TYPE_CHECKING:
     )
 
 
-class AnthropicChatModel:
+class AnthropicChatModel(SdkChatModel["anthropic.Anthropic", "anthropic.AsyncAnthropic"]):
     """A Claude model reached through the `anthropic` SDK."""
 
-    def __init__(self, spec: ProviderSpec, name: str, endpoint: Endpoint) -> None:
-        self.spec = spec
-        self.name = name
-        self.endpoint = endpoint
-        self._client: anthropic.Anthropic | None = None
-        self._async_client: anthropic.AsyncAnthropic | None = None
-
-    @property
-    def id(self) -> str:
-        """Return the `provider:model` id."""
-        return f"{self.spec.name}:{self.name}"
-
-    def client(self) -> anthropic.Anthropic:
-        """Return the SDK client, created on first use (importing `anthropic` is slow)."""
-        if self._client is None:
-            import anthropic
-
-            client = anthropic.Anthropic(
-                **sdk_options(self.endpoint),
-            )
-            # No lock: `prepare`, in another thread, may build one too; either will do.
-            if self._client is None:
-                self._client = client
-        return self._client
-
-    def async_client(self) -> anthropic.AsyncAnthropic:
-        """Return the async SDK client, created on first use; used from one event loop."""
-        if self._async_client is None:
-            import anthropic
-
-            self._async_client = anthropic.AsyncAnthropic(
-                **sdk_options(self.endpoint),
-            )
-        return self._async_client
-
-    def prepare(self) -> None:
-        """Import the SDK, build the client and stream one canned turn offline."""
+    def _sdk(self) -> ModuleType:
+        """Import `anthropic` and return it."""
         import anthropic
 
-        self.client()
-        # The first stream of a process builds the SDK's pydantic validator of stream events
-        # (~50 ms); a turn through a mock transport pays that now, sending nothing.
-        with anthropic.Anthropic(api_key="rehearsal", base_url=REHEARSAL_URL, max_retries=0,
-                                 http_client=rehearsal_client(anthropic.DefaultHttpxClient,
-                                                              _REHEARSAL_STREAM)) as client:
-            self._stream(client, REHEARSAL_REQUEST, lambda _: None)
+        return anthropic
 
-    def complete(self, request: ModelRequest, on_text: OnText) -> ModelReply:
-        """Stream one turn, calling `on_text` with text as it arrives; return the whole turn."""
+    def _sdk_error(self) -> type[Exception]:
+        """Return the base class of every exception `anthropic` raises."""
         import anthropic
 
-        client = self.client()
-        try:
-            return self._stream(client, request, on_text)
-        except anthropic.AnthropicError as err:
-            # from None: the SDK's own message may quote a response that echoes the key.
-            raise self._error(err, client) from None
+        return anthropic.AnthropicError
 
-    async def acomplete(self, request: ModelRequest, on_text: OnText,
-                        usage: Usage | None = None) -> ModelReply:
-        """Stream one turn without blocking the loop, as `complete` does; keep usage in `usage`.
-
-        Cancelling the awaiting task closes the provider's stream at once.
-        """
+    def _new_client(self, options: dict[str, Any]) -> anthropic.Anthropic:
+        """Build the sync client."""
         import anthropic
 
-        client = self.async_client()
-        try:
-            return await self._astream(client, request, on_text, usage)
-        except anthropic.AnthropicError as err:
-            raise self._error(err, client) from None
+        return anthropic.Anthropic(**options)
 
-    def _error(self, err: Exception, client: anthropic.Anthropic | anthropic.AsyncAnthropic
-               ) -> AskError:
-        """Return the ask error for an SDK exception of a turn sent through `client`."""
+    def _new_async_client(self, options: dict[str, Any]) -> anthropic.AsyncAnthropic:
+        """Build the async client."""
         import anthropic
 
-        url = str(client.base_url).rstrip("/")
-        return ask_error(err, anthropic, self.spec, url, self.name, self.endpoint)
+        return anthropic.AsyncAnthropic(**options)
+
+    def _rehearsal_client(self) -> anthropic.Anthropic:
+        """Build a client that streams `_REHEARSAL_STREAM` for every request, offline."""
+        import anthropic
+
+        # The first stream of a process builds the SDK's pydantic validator of stream
+        # events (~50 ms): the rehearsal pays that.
+        return anthropic.Anthropic(api_key="rehearsal", base_url=REHEARSAL_URL, max_retries=0,
+                                   http_client=rehearsal_client(anthropic.DefaultHttpxClient,
+                                                                _REHEARSAL_STREAM))
 
     def _stream(self, client: anthropic.Anthropic, request: ModelRequest, on_text: OnText,
                 usage: Usage | None = None) -> ModelReply:
         """Stream one turn from `client`; SDK errors are the caller's to translate."""
         stream: anthropic.Stream[RawMessageStreamEvent]
         stream = client.messages.create(stream=True, **self._kwargs(request))
-        turn = _Turn(on_tool_input=request.on_tool_input, usage=usage)
-        with stream:
-            for event in stream:
-                turn.add(event, on_text)
-        return turn.reply()
+        return fold(stream, _Turn(on_tool_input=request.on_tool_input, usage=usage), on_text)
 
     async def _astream(self, client: anthropic.AsyncAnthropic, request: ModelRequest,
                        on_text: OnText, usage: Usage | None) -> ModelReply:
         """The async twin of `_stream`; leaving it, even by cancellation, closes the stream."""
         stream: anthropic.AsyncStream[RawMessageStreamEvent]
         stream = await client.messages.create(stream=True, **self._kwargs(request))
-        turn = _Turn(on_tool_input=request.on_tool_input, usage=usage)
-        async with stream:
-            async for event in stream:
-                turn.add(event, on_text)
-        return turn.reply()
+        return await afold(stream, _Turn(on_tool_input=request.on_tool_input, usage=usage),
+                           on_text)
 
     def _kwargs(self, request: ModelRequest) -> dict[str, Any]:
         """Return what `messages.create` is sent for `request`, but `stream=True`."""

@@ -7,10 +7,20 @@ from typing import Protocol, runtime_checkable
 
 from jupyter_ci.agent.types import ModelReply, ModelRequest, OnText
 
-__all__ = ["AsyncChatModel", "ChatModel", "Endpoint", "OnText", "Preparable", "Usage"]
+__all__ = ["AsyncChatModel", "ChatModel", "Endpoint", "OnText", "Preparable", "SeesImages",
+           "Usage"]
 
 
-class ChatModel(Protocol):
+class SeesImages(Protocol):
+    """A model that says whether it is shown images (`vision = auto` asks it)."""
+
+    @property
+    def sees_images(self) -> bool:
+        """Tell whether this model takes images, as its provider's table says of its name."""
+        ...
+
+
+class ChatModel(SeesImages, Protocol):
     """A chat model that can call tools, addressed as `provider:model`."""
 
     @property
@@ -50,7 +60,7 @@ class Usage:
         return self.input_tokens + self.output_tokens
 
 
-class AsyncChatModel(Protocol):
+class AsyncChatModel(SeesImages, Protocol):
     """A chat model the server streams from its event loop (the model service)."""
 
     @property

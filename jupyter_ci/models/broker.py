@@ -47,6 +47,35 @@ def own_credentials(env: Mapping[str, str]) -> list[str]:
 INFO_PATH = "_info"
 
 
+def needs_refresh(spec: str | None, env: Mapping[str, str]) -> bool:
+    """Tell whether resolving `spec` in `env` needs to ask the broker what it serves now.
+
+    Only when behind a broker that published no provider, or not the one `spec` names: a
+    key pasted in the panel after the kernel started is known only to the broker.
+    """
+    from jupyter_ci import providers
+
+    if not behind_broker(env):
+        return False
+    wanted = (spec or "").partition(":")[0]
+    listed = brokered(env)
+    if listed and (not wanted or wanted in listed):
+        return False
+    # An unknown provider: parse_model_id says what is wrong with it, no need to ask.
+    return not wanted or providers.get(wanted) is not None
+
+
+def refreshed_environ(spec: str | None, env: Mapping[str, str]) -> dict[str, str]:
+    """Return the environment to resolve `spec` in, updated by the broker when it must be asked.
+
+    The one place resolving a model does I/O: an HTTP call to the broker, only when
+    `needs_refresh`. `env` is left alone; the caller decides whether to keep the result.
+    """
+    if not needs_refresh(spec, env):
+        return dict(env)
+    return {**env, **current_environ(env)}
+
+
 def current_environ(env: Mapping[str, str], timeout: float = 5.0) -> dict[str, str]:
     """Ask the broker which providers and model it serves now, as kernel variables.
 

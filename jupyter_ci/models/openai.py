@@ -12,8 +12,9 @@ request otherwise.
 `complete` streams a turn through the SDK's sync client; `acomplete` is its async twin for
 the server's event loop (the model service), through `openai.AsyncOpenAI`, with the same
 request, vision fallback, previews and errors, and the usage reported so far kept in a
-`Usage` (cancelling the awaiting task closes the provider's stream at once). Both build
-their request with `_Plan` and fold chunks with `_Turn`; only the loop differs.
+`Usage` (cancelling the awaiting task closes the provider's stream at once). Both come from
+`SdkChatModel` (sdk_client.py); here each builds its request with `_Plan` and folds chunks
+with `_Turn`; only the loop differs.
 
 The `openai` SDK is imported only when the first request is made, or by `prepare`.
 """
@@ -23,9 +24,9 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from jupyter_ci.agent.errors import AskError
 from jupyter_ci.agent.types import (
     Image,
     Message,
@@ -34,109 +35,59 @@ from jupyter_ci.agent.types import (
     OnToolInput,
     ToolCall,
 )
-from jupyter_ci.models.base import Endpoint, OnText, Usage
-from jupyter_ci.models.sdk_errors import ask_error
-from jupyter_ci.models.transport import (
-    REHEARSAL_REQUEST,
-    REHEARSAL_URL,
-    rehearsal_client,
-    sdk_options,
-    sse,
-)
-from jupyter_ci.providers import ProviderSpec
+from jupyter_ci.models.base import OnText, Usage
+from jupyter_ci.models.sdk_client import SdkChatModel, afold, fold
+from jupyter_ci.models.transport import REHEARSAL_URL, rehearsal_client, sse
 
 if TYPE_CHECKING:
     import openai
     from openai.types.chat import (
+        ChatCompletionAssistantMessageParam,
         ChatCompletionChunk,
         ChatCompletionContentPartParam,
         ChatCompletionMessageParam,
+        ChatCompletionToolMessageParam,
         ChatCompletionToolParam,
         ChatCompletionUserMessageParam,
     )
 
 
-class OpenAIChatModel:
+class OpenAIChatModel(SdkChatModel["openai.OpenAI", "openai.AsyncOpenAI"]):
     """A Chat Completions model reached through the `openai` SDK."""
 
-    def __init__(self, spec: ProviderSpec, name: str, endpoint: Endpoint) -> None:
-        self.spec = spec
-        self.name = name
-        self.endpoint = endpoint
-        self._client: openai.OpenAI | None = None
-        self._async_client: openai.AsyncOpenAI | None = None
-
-    @property
-    def id(self) -> str:
-        """Return the `provider:model` id."""
-        return f"{self.spec.name}:{self.name}"
-
-    def client(self) -> openai.OpenAI:
-        """Return the SDK client, created on first use (importing `openai` is slow)."""
-        if self._client is None:
-            import openai
-
-            client = openai.OpenAI(
-                **sdk_options(self.endpoint),
-            )
-            # No lock: `prepare`, in another thread, may build one too; either will do.
-            if self._client is None:
-                self._client = client
-        return self._client
-
-    def async_client(self) -> openai.AsyncOpenAI:
-        """Return the async SDK client, created on first use; used from one event loop."""
-        if self._async_client is None:
-            import openai
-
-            self._async_client = openai.AsyncOpenAI(
-                **sdk_options(self.endpoint),
-            )
-        return self._async_client
-
-    def prepare(self) -> None:
-        """Import the SDK, build the client and stream one canned turn offline."""
+    def _sdk(self) -> ModuleType:
+        """Import `openai` and return it."""
         import openai
 
-        self.client()
+        return openai
+
+    def _sdk_error(self) -> type[Exception]:
+        """Return the base class of every exception `openai` raises."""
+        import openai
+
+        return openai.OpenAIError
+
+    def _new_client(self, options: dict[str, Any]) -> openai.OpenAI:
+        """Build the sync client."""
+        import openai
+
+        return openai.OpenAI(**options)
+
+    def _new_async_client(self, options: dict[str, Any]) -> openai.AsyncOpenAI:
+        """Build the async client."""
+        import openai
+
+        return openai.AsyncOpenAI(**options)
+
+    def _rehearsal_client(self) -> openai.OpenAI:
+        """Build a client that streams `_REHEARSAL_STREAM` for every request, offline."""
+        import openai
+
         # The first request of a process imports the chat resources and builds pydantic
-        # validators (~80 ms); a turn through a mock transport pays that now, sending nothing.
-        with openai.OpenAI(api_key="rehearsal", base_url=f"{REHEARSAL_URL}/v1", max_retries=0,
-                           http_client=rehearsal_client(openai.DefaultHttpxClient,
-                                                        _REHEARSAL_STREAM)) as client:
-            self._stream(client, REHEARSAL_REQUEST, lambda _: None)
-
-    def complete(self, request: ModelRequest, on_text: OnText) -> ModelReply:
-        """Stream one turn, calling `on_text` with text as it arrives; return the whole turn."""
-        import openai
-
-        client = self.client()
-        try:
-            return self._stream(client, request, on_text)
-        except openai.OpenAIError as err:
-            # from None: the SDK's own message may quote a response that echoes the key.
-            raise self._error(err, client) from None
-
-    async def acomplete(self, request: ModelRequest, on_text: OnText,
-                        usage: Usage | None = None) -> ModelReply:
-        """Stream one turn without blocking the loop, as `complete` does; keep usage in `usage`.
-
-        Cancelling the awaiting task closes the provider's stream at once.
-        """
-        import openai
-
-        client = self.async_client()
-        try:
-            return await self._astream(client, request, on_text, usage)
-        except openai.OpenAIError as err:
-            raise self._error(err, client) from None
-
-    def _error(self, err: Exception, client: openai.OpenAI | openai.AsyncOpenAI) -> AskError:
-        """Return the ask error for an SDK exception of a turn sent through `client`."""
-        import openai
-
-        url = str(client.base_url).rstrip("/")
-        return ask_error(err, openai, self.spec, url, self.name, self.endpoint)
+        # validators (~80 ms): the rehearsal pays that.
+        return openai.OpenAI(api_key="rehearsal", base_url=f"{REHEARSAL_URL}/v1", max_retries=0,
+                             http_client=rehearsal_client(openai.DefaultHttpxClient,
+                                                          _REHEARSAL_STREAM))
 
     def _stream(self, client: openai.OpenAI, request: ModelRequest, on_text: OnText,
                 usage: Usage | None = None) -> ModelReply:
@@ -154,11 +105,7 @@ class OpenAIChatModel:
                 raise
             stream = create(stream=True, **plan.kwargs(images=False))
             plan.remember_text_only()
-        turn = _Turn(on_tool_input=request.on_tool_input, usage=usage)
-        with stream:
-            for chunk in stream:
-                turn.add(chunk, on_text)
-        return turn.reply()
+        return fold(stream, _Turn(on_tool_input=request.on_tool_input, usage=usage), on_text)
 
     async def _astream(self, client: openai.AsyncOpenAI, request: ModelRequest,
                        on_text: OnText, usage: Usage | None) -> ModelReply:
@@ -175,11 +122,8 @@ class OpenAIChatModel:
                 raise
             stream = await create(stream=True, **plan.kwargs(images=False))
             plan.remember_text_only()
-        turn = _Turn(on_tool_input=request.on_tool_input, usage=usage)
-        async with stream:
-            async for chunk in stream:
-                turn.add(chunk, on_text)
-        return turn.reply()
+        return await afold(stream, _Turn(on_tool_input=request.on_tool_input, usage=usage),
+                           on_text)
 
     def _plan(self, client: openai.OpenAI | openai.AsyncOpenAI, request: ModelRequest
               ) -> _Plan:
@@ -356,30 +300,37 @@ def to_wire(system: str, messages: tuple[Message, ...], images: bool = True
         if msg.role == "user":
             wire.append({"role": "user", "content": msg.content})
         elif msg.role == "tool":
-            shown = msg.result.images if msg.result is not None else ()
-            content = msg.content
-            if shown and not images:
-                content = f"{content}\n{NO_IMAGES_NOTE}" if content else NO_IMAGES_NOTE
-            wire.append({"role": "tool", "tool_call_id": msg.tool_call_id or "",
-                         "content": content})
-            if images:
-                pending.extend(shown)
-            continue
-        elif msg.tool_calls:
-            wire.append({
-                "role": "assistant",
-                "content": msg.content or None,
-                "tool_calls": [
-                    {"id": c.id, "type": "function",
-                     "function": {"name": c.name, "arguments": wire_arguments(c.arguments)}}
-                    for c in msg.tool_calls
-                ],
-            })
+            wire.append(_tool_message(msg, images))
+            if images and msg.result is not None:
+                pending.extend(msg.result.images)
         else:
-            wire.append({"role": "assistant", "content": msg.content})
+            wire.append(_assistant_message(msg))
     if pending:
         wire.append(_images_message(pending))
     return wire
+
+
+def _tool_message(msg: Message, images: bool) -> ChatCompletionToolMessageParam:
+    """Render a tool result's text; with `images` false, a note stands for its images."""
+    content = msg.content
+    if msg.result is not None and msg.result.images and not images:
+        content = f"{content}\n{NO_IMAGES_NOTE}" if content else NO_IMAGES_NOTE
+    return {"role": "tool", "tool_call_id": msg.tool_call_id or "", "content": content}
+
+
+def _assistant_message(msg: Message) -> ChatCompletionAssistantMessageParam:
+    """Render an assistant turn: its text, then its tool calls."""
+    if not msg.tool_calls:
+        return {"role": "assistant", "content": msg.content}
+    return {
+        "role": "assistant",
+        "content": msg.content or None,
+        "tool_calls": [
+            {"id": c.id, "type": "function",
+             "function": {"name": c.name, "arguments": wire_arguments(c.arguments)}}
+            for c in msg.tool_calls
+        ],
+    }
 
 
 def _images_message(images: list[Image]) -> ChatCompletionUserMessageParam:

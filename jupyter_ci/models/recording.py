@@ -150,6 +150,11 @@ class RecordingModel:
         """Return the wrapped model's id: recording is invisible to the ask."""
         return self.inner.id
 
+    @property
+    def sees_images(self) -> bool:
+        """Tell whether the wrapped model takes images."""
+        return self.inner.sees_images
+
     def complete(self, request: ModelRequest, on_text: OnText) -> ModelReply:
         """Call the wrapped model and record its reply (a failed write only warns)."""
         reply = self.inner.complete(request, on_text)

@@ -11,6 +11,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from jupyter_ci import providers
 from jupyter_ci.agent.errors import ModelConfigError
 from jupyter_ci.agent.types import ModelReply, ModelRequest, OnText
 from jupyter_ci.models.base import Endpoint
@@ -37,6 +38,11 @@ class ReplayModel:
     def id(self) -> str:
         """Return `replay:<source>`."""
         return f"replay:{self.source}"
+
+    @property
+    def sees_images(self) -> bool:
+        """Tell whether a replay is shown images: as `replay:` is in the provider table."""
+        return providers.model_sees_images(self.id)
 
     def complete(self, request: ModelRequest, on_text: OnText) -> ModelReply:
         """Return the next recorded turn, streaming its text; fail clearly when none is left."""

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import os
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +10,7 @@ from pathlib import Path
 from jupyter_ci import providers
 from jupyter_ci.agent.errors import ModelConfigError
 from jupyter_ci.models import broker
-from jupyter_ci.models.base import ChatModel, Endpoint
+from jupyter_ci.models.base import ChatModel, Endpoint, SeesImages
 from jupyter_ci.providers import ProviderSpec
 
 # Local OpenAI-compatible servers (Ollama, vLLM, llama.cpp) take any key.
@@ -118,15 +116,14 @@ def endpoint_for(spec: ProviderSpec, settings: ModelSettings, env: Mapping[str, 
 
 
 def resolve_model(
-    spec: str | None, settings: ModelSettings, env: Mapping[str, str] | None = None
+    spec: str | None, settings: ModelSettings, env: Mapping[str, str]
 ) -> ChatModel:
     """Return the adapter for `spec`, or for the default model when spec is empty.
 
-    With `settings.record_dir`, the adapter is wrapped to record this ask's replies there:
-    call this once per ask.
+    Given `env`, pure: no network, no writes to os.environ (behind a broker, pass what
+    `broker.refreshed_environ` returns). With `settings.record_dir`, the adapter is wrapped
+    to record this ask's replies there: call this once per ask.
     """
-    env = os.environ if env is None else env
-    env = _with_current_broker(spec or settings.default, env)
     provider, name = parse_model_id(spec or default_model_id(settings, env))
     endpoint = endpoint_for(provider, settings, env)
     if provider.in_process:
@@ -150,29 +147,6 @@ def resolve_model(
     return model
 
 
-def _with_current_broker(spec: str | None, env: Mapping[str, str]) -> Mapping[str, str]:
-    """Behind a broker that listed no provider for this ask, ask it what it serves now.
-
-    A key pasted in the panel after the kernel started is known only to the broker. What
-    it says is kept in os.environ (our own variables), so later asks do not ask again.
-    """
-    if not broker.behind_broker(env):
-        return env
-    wanted = (spec or "").partition(":")[0]
-    listed = broker.brokered(env)
-    if listed and (not wanted or wanted in listed):
-        return env
-    if wanted and not providers.get(wanted):
-        return env  # parse_model_id says what is wrong with it
-    current = broker.current_environ(env)
-    if not current:
-        return env
-    if env is os.environ:
-        os.environ.update(current)
-        return env
-    return {**env, **current}
-
-
 # One adapter (and SDK client) per model and endpoint, so later asks reuse its connections.
 _ADAPTERS: dict[tuple[ProviderSpec, str, Endpoint], ChatModel] = {}
 
@@ -184,12 +158,8 @@ def adapter_factory(spec: ProviderSpec) -> AdapterFactory:
     return factory
 
 
-def vision_enabled(setting: str, model_id: str) -> bool:
-    """Decide whether an ask shows this model its images (`c.JupyterCI.vision`)."""
+def vision_enabled(setting: str, model: SeesImages) -> bool:
+    """Decide whether an ask shows `model` its images (`c.JupyterCI.vision`)."""
     if setting in ("on", "off"):
         return setting == "on"
-    provider, name = parse_model_id(model_id)
-    # auto: every model but those known to take text only; an OpenAI-compatible server
-    # that refuses images anyway is handled by the adapter (it asks again without them).
-    rule = provider.text_only_models
-    return not (rule and re.match(f"(?:{rule})", name))
+    return model.sees_images

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from jupyter_ci import providers
 from jupyter_ci.agent.errors import ModelConfigError, ModelUnavailable
 from jupyter_ci.agent.types import ModelReply, ModelRequest, ToolCall
 from jupyter_ci.models.base import Endpoint, OnText
@@ -34,6 +35,11 @@ class ScriptedModel:
     def of(cls, replies: Iterable[Script]) -> ScriptedModel:
         """Build from any iterable of replies."""
         return cls(list(replies))
+
+    @property
+    def sees_images(self) -> bool:
+        """Tell whether the model its id names takes images (`scripted:` ones all do)."""
+        return providers.model_sees_images(self.id)
 
     def complete(self, request: ModelRequest, on_text: OnText) -> ModelReply:
         """Return the next scripted reply, streaming its text in two pieces."""

@@ -38,6 +38,11 @@ class ServiceModel:
         """Return the `provider:model` id."""
         return f"{self.spec.name}:{self.name}"
 
+    @property
+    def sees_images(self) -> bool:
+        """Tell whether this model takes images, as its provider's table says of its name."""
+        return self.spec.sees_images(self.name)
+
     def complete(self, request: ModelRequest, on_text: OnText) -> ModelReply:
         """Stream one turn from the server, calling `on_text` with text as it arrives."""
         body = json.dumps(request_json(self.id, request)).encode()

@@ -1,7 +1,4 @@
-"""What the adapters share about SDK clients: their settings, and an offline rehearsal.
-
-`sdk_options` gives both SDK clients of an adapter (sync for %%ask outside a server, async
-for the server's model service) the same endpoint settings.
+"""The SDK adapters' offline rehearsal: a canned turn through a mock transport.
 
 Current `openai` and `anthropic` SDKs are built on `httpx2`, older ones on `httpx`; their
 `http_client=` takes a client of that package only (`anthropic` refuses `httpx` objects).
@@ -15,10 +12,9 @@ from __future__ import annotations
 import importlib
 import json
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from jupyter_ci.agent.types import Message, ModelRequest, ToolSpec
-from jupyter_ci.models.base import Endpoint
 
 if TYPE_CHECKING:
     import httpx2
@@ -31,12 +27,6 @@ REHEARSAL_REQUEST = ModelRequest(
     system="rehearsal", messages=(Message("user", "rehearsal"),), max_tokens=16,
     tools=(ToolSpec("run_python", "rehearsal", {"type": "object", "properties": {}}),),
 )
-
-
-def sdk_options(endpoint: Endpoint) -> dict[str, Any]:
-    """Return the SDK client settings `endpoint` gives, the same for sync and async clients."""
-    return {"api_key": endpoint.api_key, "base_url": endpoint.base_url,
-            "timeout": endpoint.timeout, "max_retries": endpoint.max_retries}
 
 
 def rehearsal_client(client_class: type[httpx2.Client], stream: bytes) -> httpx2.Client:
