@@ -40,7 +40,7 @@ from jupyter_ci.models.base import Endpoint
 from jupyter_ci.models.openai import OpenAIChatModel
 from jupyter_ci.models.service import ServiceModel
 from jupyter_ci.providers import get as provider_spec
-from jupyter_ci.server.broker import BROKER_ROUTE
+from jupyter_ci.server.broker.broker import BROKER_ROUTE
 
 KEY = "sk-test-0123456789abcdefghij"
 MODELS = {"openai": "openai:gpt-test", "anthropic": "anthropic:claude-test"}

@@ -10,6 +10,7 @@ from traitlets.config import Configurable
 from jupyter_ci.agent.images import Vision
 from jupyter_ci.agent.install import InstallPolicy
 from jupyter_ci.agent.loop import Limits
+from jupyter_ci.models.base import SeesImages
 from jupyter_ci.models.resolve import ModelSettings, vision_enabled
 
 
@@ -244,11 +245,11 @@ class JupyterCI(Configurable):
 
     # What the settings become for one ask: the same for %%ask and a REST ask.
 
-    def limits(self, model_id: str, max_steps: int | None = None,
+    def limits(self, model: SeesImages | None, max_steps: int | None = None,
                max_fixes: int | None = None, timeout: float | None = None) -> Limits:
         """Return an ask's limits: its own where given, else these settings."""
-        # No model yet (a headless re-run): its outputs are read as text only.
-        vision = Vision(bool(model_id) and vision_enabled(self.vision, model_id),
+        # No model (a headless re-run, a dry run without one): outputs are read as text only.
+        vision = Vision(model is not None and vision_enabled(self.vision, model),
                         self.max_images, self.max_image_side)
         return Limits(max_steps=max_steps or self.max_steps,
                       max_fixes=max_fixes or self.max_fixes, timeout=timeout or self.timeout,

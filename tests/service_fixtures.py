@@ -30,7 +30,7 @@ from traitlets.config import Config
 
 from jupyter_ci.models.broker import ENV_URL, MANAGED
 from jupyter_ci.models.turn_wire import TURN_PATH
-from jupyter_ci.server.broker import Broker
+from jupyter_ci.server.broker.broker import Broker
 from tests.fakellm_wire import Turn, anthropic_events, openai_chunks, raw_arguments
 
 OPENAI_KEY = "sk-test-OPENAI-secret-1234"

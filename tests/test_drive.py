@@ -11,8 +11,9 @@ import pytest
 from jupyter_ci import providers
 from jupyter_ci.agent.drive import drive, drive_async
 from jupyter_ci.agent.errors import LimitReached
+from jupyter_ci.agent.events import Event, StepEnded, StepStarted, Text
 from jupyter_ci.agent.feedback import REDACTION_NOTE
-from jupyter_ci.agent.loop import AskLoop, Limits, RunCode
+from jupyter_ci.agent.loop import AskLoop, Limits
 from jupyter_ci.agent.outputs import OutputEvent, OutputList
 from jupyter_ci.agent.types import (
     CodeResult,
@@ -33,21 +34,20 @@ from jupyter_ci.models.scripted import ScriptedModel, code_call, register
 
 @dataclass
 class Recorder:
-    """A view that writes down what the driver told it."""
+    """An encoder that writes down the events the driver emitted."""
 
     events: list[str] = field(default_factory=list)
 
-    def text(self, delta: str) -> None:
-        self.events.append(f"text:{delta}")
-
-    def turn_end(self) -> None:
-        self.events.append("turn_end")
-
-    def step_start(self, run: RunCode) -> None:
-        self.events.append(f"start:{run.step}.{run.attempt}:{run.timeout:g}")
-
-    def step_end(self, run: RunCode, result: CodeResult) -> None:
-        self.events.append(f"end:{run.step}:{result.status}")
+    def __call__(self, event: Event) -> None:
+        match event:
+            case Text(delta):
+                self.events.append(f"text:{delta}")
+            case StepStarted(run):
+                self.events.append(f"start:{run.step}.{run.attempt}:{run.timeout:g}")
+            case StepEnded(run, result):
+                self.events.append(f"end:{run.step}:{result.status}")
+            case _:
+                self.events.append(event.to_json()["type"])
 
 
 @dataclass
@@ -101,8 +101,8 @@ def test_sync_and_async_drivers_make_the_same_decisions() -> None:
     assert answer == async_answer == "Done."
     assert sync_view.events == async_view.events
     assert sync_view.events == [
-        "turn_end", "start:1.1:7.5", "end:1:error", "turn_end", "start:1.2:7.5", "end:1:ok",
-        "text:Do", "text:ne.", "turn_end"]
+        "request_sent", "thinking", "start:1.1:7.5", "end:1:error", "request_sent", "thinking",
+        "start:1.2:7.5", "end:1:ok", "request_sent", "thinking", "text:Do", "text:ne."]
     # The timeout travels on RunCode, not through the driver's own knowledge of limits.
     assert sync_runner.timeouts == async_runner.inner.timeouts == [7.5, 7.5]
 

@@ -26,7 +26,7 @@ import pytest
 from tornado.websocket import websocket_connect
 
 from jupyter_ci.client import Client, CodeInterpreterError
-from jupyter_ci.server.kernels import GATEWAY_ENVS
+from jupyter_ci.server.broker.kernels import GATEWAY_ENVS
 from jupyter_ci.server.sandbox.environ import ENV_PASS, ENV_SESSION
 from tests.fakellm import FakeLLM, Turn
 from tests.nbrun import TEST_KEY

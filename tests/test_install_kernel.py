@@ -22,7 +22,7 @@ from tests.fakellm import FakeLLM, Turn
 from tests.kernelrun import Kernel
 from tests.nbrun import error_of, openai_env, run_cells, text_of
 
-FRONTEND = {"jupyter_ci_frontend": {"protocol": 1, "generated": []}, "cellId": "ask-cell-1"}
+FRONTEND = {"jupyter_ci_frontend": {"protocol": 2, "generated": []}, "cellId": "ask-cell-1"}
 USES_IT = f"import {PACKAGE}\nprint('value', {PACKAGE}.VALUE)"
 
 

@@ -12,7 +12,7 @@ import pytest
 from jupyter_client.manager import AsyncKernelManager
 
 from jupyter_ci.agent.outputs import OutputEvent
-from jupyter_ci.server.executor import KernelControl, KernelExecutor
+from jupyter_ci.server.sessions.executor import KernelControl, KernelExecutor
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from tests.fakellm import FakeLLM, Hang, Turn
 from tests.kernelrun import Kernel
 from tests.nbrun import anthropic_env, openai_env, run_cells, text_of
 
-FRONTEND = {"jupyter_ci_frontend": {"protocol": 1, "generated": []}, "cellId": "ask-cell-1"}
+FRONTEND = {"jupyter_ci_frontend": {"protocol": 2, "generated": []}, "cellId": "ask-cell-1"}
 
 
 def code(src: str, text: str = "") -> Turn:
@@ -38,11 +38,13 @@ def test_with_the_labextension_steps_go_over_the_comm_not_into_the_cell(
     assert run.reply["content"]["status"] == "ok"
     data = run.comm_data()
     # (Previews of code being written: test_the_code_is_previewed_as_the_model_writes_it.)
-    assert [d["type"] for d in data if d["type"] not in ("answer_delta", "code_preview")] == [
-        "ask_start", "step_start", "output", "step_end", "step_start", "output", "step_end",
-        "step_start", "output", "step_end", "context", "ask_end"]
-    # What the last call sent, for the panel's disclosure: the whole conversation, redacted.
-    sent = next(d for d in data if d["type"] == "context")["parts"]
+    sent_then = ["request_sent", "thinking"]
+    assert [d["type"] for d in data if d["type"] not in ("text", "code_preview")] == [
+        "ask_start", *sent_then, "step_start", "output", "step_end", *sent_then,
+        "step_start", "output", "step_end", *sent_then, "step_start", "output", "step_end",
+        *sent_then, "ask_end"]
+    # What each call sent, for the panel's disclosure: the whole conversation, redacted.
+    sent = [d for d in data if d["type"] == "request_sent"][-1]["parts"]
     assert "three steps" in json.dumps(sent) and all(p["tokens"] > 0 for p in sent)
     start, end = data[0], data[-1]
     assert start["cell_id"] == "ask-cell-1" and start["replace_ask_id"] is None
@@ -57,7 +59,7 @@ def test_with_the_labextension_steps_go_over_the_comm_not_into_the_cell(
     assert "text/html" in outputs[2]["data"]
     record = end["record"]
     assert end["status"] == "done" and record["steps"] == 2 and record["answer"] == "All **done**."
-    assert "".join(d["text"] for d in data if d["type"] == "answer_delta").endswith("All **done**.")
+    assert "".join(d["delta"] for d in data if d["type"] == "text").endswith("All **done**.")
     # The %%ask cell itself shows no step output: only the progress log and the answer.
     cell_text = json.dumps([m["content"] for m in run.of_type("stream", "error",
                                                                "execute_result")])
@@ -75,7 +77,7 @@ def test_a_rerun_with_its_cells_present_reuses_the_answer(fake: FakeLLM, kernel:
     record = first.comm_data()[-1]["record"]
     calls = fake.calls()
     meta = {"jupyter_ci": record, "cellId": "ask-cell-1",
-            "jupyter_ci_frontend": {"protocol": 1, "generated": ["gen-1"]}}
+            "jupyter_ci_frontend": {"protocol": 2, "generated": ["gen-1"]}}
     again = kernel.execute("%%ask\nmake z", meta)
     assert fake.calls() == calls
     assert [(d["type"], d["answer"]) for d in again.comm_data()] == [("ask_reused", "z is 3.")]
@@ -88,7 +90,7 @@ def test_a_rerun_with_its_cells_present_reuses_the_answer(fake: FakeLLM, kernel:
     # So does --refresh, and a record whose cells are gone.
     fake.push(Turn("Refreshed."), Turn("Cells were deleted."))
     assert kernel.execute("%%ask --refresh\nmake z", meta).comm_data()[-1]["status"] == "done"
-    gone = {**meta, "jupyter_ci_frontend": {"protocol": 1, "generated": []}}
+    gone = {**meta, "jupyter_ci_frontend": {"protocol": 2, "generated": []}}
     assert kernel.execute("%%ask\nmake z", gone).comm_data()[-1]["answer"] == \
         "Cells were deleted."
 
@@ -305,7 +307,8 @@ def test_ask_start_carries_the_cell_count_and_a_failed_ask_sends_its_record(
     assert start["execution_count"] == run.of_type("execute_input")[0]["content"][
         "execution_count"]
     assert end["status"] == "failed" and end["record"]["status"] == "failed"
-    assert "ZeroDivisionError" in end["error"]
+    assert "ZeroDivisionError" in end["error"]["message"]
+    assert end["error"]["type"] == "LimitReached" and end["answer"] == ""
 
 
 def test_an_answer_over_an_unfixed_failure_ends_unresolved_in_the_log_and_record(
@@ -314,7 +317,9 @@ def test_an_answer_over_an_unfixed_failure_ends_unresolved_in_the_log_and_record
     fake.push(code("print(orders)"), Turn("Revenue peaked in March."))
     run = kernel.execute("%%ask\nbest month", FRONTEND)
     end = run.comm_data()[-1]
-    unresolved = {"step": 1, "error": "NameError: name 'orders' is not defined"}
+    unresolved = {"step": 1, "error": "NameError: name 'orders' is not defined",
+                  "message": "done with an unresolved error in step 1: NameError: name "
+                             "'orders' is not defined"}
     assert end["status"] == "done" and end["unresolved"] == unresolved
     assert end["record"]["unresolved"] == unresolved
     shown = json.dumps([m["content"] for m in run.of_type("display_data",

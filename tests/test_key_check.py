@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_ci.server.broker import ENV_URL
+from jupyter_ci.models.broker import ENV_URL
 from tests.test_server import (
     NOTHING,
     OPENAI_KEY,

@@ -120,7 +120,7 @@ KERNEL_CODE = """
 import json, os
 from jupyter_ci.agent.types import Message, ModelRequest
 from jupyter_ci.models.resolve import ModelSettings, resolve_model
-model = resolve_model("openai:gpt-test", ModelSettings(retries=0))
+model = resolve_model("openai:gpt-test", ModelSettings(retries=0), os.environ)
 reply = model.complete(ModelRequest("", (Message("user", "hi"),), ()), lambda _: None)
 names = [k for k in os.environ if "API_KEY" in k or k.startswith("JUPYTER_CI_")]
 print(json.dumps({"names": sorted(names), "text": reply.text, "model": type(model).__name__,

@@ -146,7 +146,7 @@ async def test_the_keys_route_needs_jupyter_auth(live_server: Any, jp_base_url: 
 async def test_remember_saves_the_key_to_a_private_file_the_next_start_reads(
     jp_fetch: Any, jp_data_dir: Path, upstream: Upstream
 ) -> None:
-    from jupyter_ci.server.keys import default_key_file, key_file_to_read, stored_keys
+    from jupyter_ci.server.broker.keys import default_key_file, key_file_to_read, stored_keys
 
     # No key file configured: the default one, in the user's Jupyter data directory.
     path = default_key_file()

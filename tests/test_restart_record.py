@@ -31,7 +31,7 @@ def frontend(cell_id: str, above: list[str], asks: list[dict[str, Any]] | None =
              record: dict[str, Any] | None = None, generated: tuple[str, ...] = ()
              ) -> dict[str, Any]:
     """Request metadata as the labextension sends it with an ask cell."""
-    sent: dict[str, Any] = {"protocol": 1, "generated": list(generated), "above": above}
+    sent: dict[str, Any] = {"protocol": 2, "generated": list(generated), "above": above}
     if asks is not None:
         sent["asks_above"] = asks
     meta: dict[str, Any] = {"jupyter_ci_frontend": sent, "cellId": cell_id}

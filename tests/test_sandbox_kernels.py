@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_ci.server import session_sandbox
 from jupyter_ci.server.sandbox import box
 from jupyter_ci.server.sandbox.box import Box, Limits, command
 from jupyter_ci.server.sandbox.provisioner import private_folder
+from jupyter_ci.server.sessions import sandbox as session_sandbox
 from tests.fakellm import FakeLLM, Turn
 from tests.nbrun import TEST_KEY
 from tests.test_gateway import _run_in_kernel, code_turn

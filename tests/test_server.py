@@ -23,7 +23,7 @@ from tornado.netutil import bind_sockets
 from jupyter_ci import providers
 from jupyter_ci.models.broker import ENV_MODEL, ENV_PROVIDERS, ENV_TOKEN, ENV_URL
 from jupyter_ci.models.turn_wire import TURN_PATH
-from jupyter_ci.server.broker import Broker, broker_url
+from jupyter_ci.server.broker.broker import Broker, broker_url
 from tests.service_fixtures import (
     NOTHING,
     OPENAI_KEY,

@@ -111,7 +111,7 @@ def test_a_refused_turn_says_what_to_do_and_loses_nothing(session: Session, tmp_
         "import os\nos.environ['JUPYTER_CI_BROKER_TOKEN'] = 'forged'\n"
         "from jupyter_ci.models.service import ServiceModel\n"
         "from jupyter_ci.models.resolve import ModelSettings, resolve_model\n"
-        "m = resolve_model('openai:gpt-test', ModelSettings())\n"
+        "m = resolve_model('openai:gpt-test', ModelSettings(), os.environ)\n"
         "print(type(m).__name__)\n"
         "from jupyter_ci.agent.types import Message, ModelRequest\n"
         "try:\n"

@@ -168,8 +168,9 @@ async def test_a_deprecated_model_answers_with_a_warning_event_and_a_log_line(
     fake.push(Turn("Hello."))
     sid = (await new_session(jp_fetch))["id"]
     events = await ask(jp_fetch, sid, prompt="say hello", model="anthropic:claude-sonnet-4-5")
-    assert events[0][0] == "warning", events
-    message = events[0][1]["message"]
+    # Said right after the ask starts, before the model is called.
+    assert [name for name, _ in events[:2]] == ["ask_start", "warning"], events
+    message = events[1][1]["message"]
     assert "deprecated" in message and "anthropic:claude-sonnet-5-5" in message
     assert events[-1][1]["status"] == "done" and events[-1][1]["answer"] == "Hello."
     assert message in caplog.text

@@ -15,7 +15,8 @@ from tornado.httpclient import HTTPClientError, HTTPResponse
 from traitlets.config import Config
 
 from jupyter_ci.models.broker import MANAGED
-from jupyter_ci.server import session_files, session_handlers
+from jupyter_ci.server.sessions import files as session_files
+from jupyter_ci.server.sessions import handlers as session_handlers
 from tests import openapi_check
 
 Fetch = Any
@@ -423,13 +424,13 @@ async def test_a_pooled_kernel_makes_creation_fast_and_runs_in_its_own_directory
     jp_fetch: Fetch, jp_serverapp: Any
 ) -> None:
     manager = jp_serverapp.web_app.settings["jupyter_ci_sessions"]
-    assert not manager._pool  # nothing is started before the REST API is used
+    assert not manager.kernels.pool  # nothing is started before the REST API is used
     await new_session(jp_fetch)  # the first one starts cold and fills the pool
     for _ in range(120):
-        if manager._pool:
+        if manager.kernels.pool:
             break
         await asyncio.sleep(0.25)
-    assert manager._pool, "the pool never filled"
+    assert manager.kernels.pool, "the pool never filled"
     started = time.monotonic()
     session = await new_session(jp_fetch)
     took = time.monotonic() - started
@@ -437,10 +438,10 @@ async def test_a_pooled_kernel_makes_creation_fast_and_runs_in_its_own_directory
     assert Path(where).name == session["id"] and took < 1.5, took
     # A pooled kernel shut down from elsewhere (JupyterLab lists it) is never handed out.
     for _ in range(120):
-        if manager._pool:
+        if manager.kernels.pool:
             break
         await asyncio.sleep(0.25)
-    gone = manager._pool[0]
+    gone = manager.kernels.pool[0]
     await jp_serverapp.kernel_manager.shutdown_kernel(gone.kernel_id, now=True)
     fresh = await new_session(jp_fetch)
     assert fresh["kernel_id"] != gone.kernel_id and not gone.directory.exists()

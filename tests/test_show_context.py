@@ -23,7 +23,7 @@ SECRET = "sk-proj-SECRETSECRETSECRET0123456789"
 SECRETS_CELL = (f"import os\napi_key = '{SECRET}'\nnotes = 'call with key {SECRET}'\n"
                 "leak = os.environ.get('OPENAI_API_KEY') or os.environ['ANTHROPIC_API_KEY']\n"
                 "rows = [1, 2, 3]")
-FRONTEND = {"jupyter_ci_frontend": {"protocol": 1, "generated": []}, "cellId": "ask-cell-1"}
+FRONTEND = {"jupyter_ci_frontend": {"protocol": 2, "generated": []}, "cellId": "ask-cell-1"}
 PART = re.compile(r"^\*\*(?P<name>.+?)\*\* · (?P<tokens>[\d,]+) tokens$", re.MULTILINE)
 
 
@@ -112,17 +112,17 @@ def kernel(fake: FakeLLM, tmp_path: Path) -> Iterator[Kernel]:
     started.close()
 
 
-def test_with_the_labextension_the_parts_go_to_the_panel_before_ask_end(
+def test_with_the_labextension_the_parts_go_to_the_panel_with_each_call(
     fake: FakeLLM, kernel: Kernel
 ) -> None:
     kernel.execute(SECRETS_CELL)
     fake.push(Turn("Done."))
     run = kernel.execute("%%ask --show-context\nsay done", FRONTEND)
     assert run.reply["content"]["status"] == "ok"
-    data = [d for d in run.comm_data() if d["type"] != "answer_delta"]
-    assert [d["type"] for d in data] == ["ask_start", "context", "ask_end"]
+    data = [d for d in run.comm_data() if d["type"] != "text"]
+    assert [d["type"] for d in data] == ["ask_start", "request_sent", "thinking", "ask_end"]
     context: dict[str, Any] = data[1]
-    assert context["ask_id"] == data[0]["ask_id"] and context["protocol"] == 1
+    assert context["ask_id"] == data[0]["ask_id"] and context["protocol"] == 2
     parts = context["parts"]
     assert [p["name"] for p in parts][:2] == ["System prompt", "Tool run_python"]
     assert all(set(p) == {"name", "tokens", "text"} for p in parts)
@@ -135,8 +135,8 @@ def test_with_the_labextension_the_parts_go_to_the_panel_before_ask_end(
     # Without the option the panel still gets its disclosure; the cell shows none.
     fake.push(Turn("Done again."))
     again = kernel.execute("%%ask\nsay done again", FRONTEND)
-    assert [d["type"] for d in again.comm_data() if d["type"] != "answer_delta"] == [
-        "ask_start", "context", "ask_end"]
+    assert [d["type"] for d in again.comm_data() if d["type"] != "text"] == [
+        "ask_start", "request_sent", "thinking", "ask_end"]
     shown = json.dumps([m["content"] for m in again.of_type("display_data",
                                                             "update_display_data")])
     assert "Sent in the last model call" not in shown

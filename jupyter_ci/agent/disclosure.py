@@ -14,9 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from jupyter_ci.agent.budget import estimate_tokens
-from jupyter_ci.agent.drive import Model
 from jupyter_ci.agent.prompts import CONTEXT_CLOSE, CONTEXT_OPEN
-from jupyter_ci.agent.types import Message, ModelReply, ModelRequest, OnText
+from jupyter_ci.agent.types import Message, ModelRequest
 
 # Sections of the kernel context start with a `## Title` line (budget.fit_sections).
 _SECTION = re.compile(r"\n\n(?=## )")
@@ -85,15 +84,3 @@ def total_tokens(parts: Sequence[Part]) -> int:
     """Add up the parts' estimates."""
     return sum(part.tokens for part in parts)
 
-
-@dataclass
-class Recording:
-    """A model wrapper that keeps the last request it passed on (what was sent)."""
-
-    model: Model
-    last: ModelRequest | None = None
-
-    def complete(self, request: ModelRequest, on_text: OnText) -> ModelReply:
-        """Keep `request`, then let the model answer it."""
-        self.last = request
-        return self.model.complete(request, on_text)

@@ -2,21 +2,36 @@
 
 Both forms share every decision through `_Turns`; they differ only in whether calling the
 model and running code are awaited. Hooks that belong to every door (approval, install
-policy, vision) go in `_Turns`, once.
+policy, vision) go in `_Turns`, once; what happens is told as events (agent/events.py).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Protocol
 
+from jupyter_ci.agent.disclosure import request_parts
+from jupyter_ci.agent.events import (
+    CodePreview,
+    Event,
+    RequestSent,
+    StepEnded,
+    StepSentBack,
+    StepStarted,
+    Text,
+    Thinking,
+    WaitingForUser,
+)
 from jupyter_ci.agent.install import checked_install
 from jupyter_ci.agent.loop import Action, AskLoop, CallModel, ConfirmInstall, Fail, Finish, RunCode
 from jupyter_ci.agent.partial import partial_code
 from jupyter_ci.agent.prompts import TOOL_NAME
 from jupyter_ci.agent.types import CodeResult, ModelReply, ModelRequest, OnText
 
+#: Receives each event of the ask (a Journal's `emit`).
+Emit = Callable[[Event], None]
 #: Puts a yes/no question to the user (the kernel's stdin) and says whether they said yes.
 Confirm = Callable[[str], bool]
 
@@ -53,73 +68,79 @@ class AsyncExecutor(Protocol):
         ...
 
 
-class View(Protocol):
-    """Shows an ask as it happens; it learns the current step from `step_start`."""
-
-    def text(self, delta: str) -> None:
-        """Show a piece of model text as it streams."""
-
-    def turn_end(self) -> None:
-        """The model's turn is complete."""
-
-    def step_start(self, run: RunCode) -> None:
-        """Code is about to run; outputs that follow belong to this step."""
-
-    def step_end(self, run: RunCode, result: CodeResult) -> None:
-        """The step's code finished (or failed, or timed out)."""
+#: Preview the code being written at most this often (each preview parses the arguments).
+PREVIEW_S = 0.1
 
 
 class _Turns:
-    """What happens around each model call and code run, for both forms of the driver."""
+    """What happens around each model call and code run, for both forms of the driver.
 
-    def __init__(self, loop: AskLoop, view: View, confirm: Confirm | None = None) -> None:
-        self.loop = loop
-        self.view = view
-        self.confirm = confirm
+    Every step of the ask becomes an event here (request sent, thinking, code preview, step
+    started and ended, waiting for the user): the doors only add the ask's start and end.
+    """
+
+    def __init__(self, loop: AskLoop, emit: Emit, confirm: Confirm | None = None) -> None:
+        self.loop, self.emit, self.confirm = loop, emit, confirm
+        #: The last attempt of each step that ran, and whether the last run failed: code
+        #: being written is a fix of that step when it failed, else the next step.
+        self.attempts: dict[int, int] = {}
+        self.failed: int | None = None
+        self.previewed_at = 0.0
 
     def request(self, action: CallModel) -> ModelRequest:
-        """The request of a model call; a view that previews code gets it as it streams."""
-        restart_fix = getattr(self.view, "restart_fix", None)
-        if action.restart is not None and restart_fix is not None:
-            restart_fix(action.restart)  # the model is sent back: say so, and which step
-        preview = getattr(self.view, "code_preview", None)
-        if preview is None:
-            return action.request
+        """Emit what is sent and that the model thinks; previews follow its code."""
+        if action.restart is not None:
+            self.failed = action.restart.step  # its next code is that step's, made whole
+            self.emit(StepSentBack(action.restart))
+        self.previewed_at = 0.0  # the first preview of each call goes at once
+        self.emit(RequestSent(tuple(request_parts(action.request))))
+        self.emit(Thinking())
+        return replace(action.request, on_tool_input=self._preview)
 
-        def on_tool_input(name: str, raw: str) -> None:
-            code = partial_code(raw) if name == TOOL_NAME else None
-            if code:
-                preview(code)
+    def _preview(self, name: str, raw: str) -> None:
+        now = time.monotonic()
+        if name != TOOL_NAME or now - self.previewed_at < PREVIEW_S:
+            return
+        code = partial_code(raw)
+        if code:
+            self.previewed_at = now
+            step = self.failed if self.failed is not None else max(self.attempts, default=0) + 1
+            self.emit(CodePreview(step, self.attempts.get(step, 0) + 1, code))
 
-        return replace(action.request, on_tool_input=on_tool_input)
+    def text(self, delta: str) -> None:
+        """Emit a piece of the model's text."""
+        self.emit(Text(delta))
 
     def replied(self, reply: ModelReply) -> Action:
-        self.view.turn_end()
         return self.loop.on_reply(reply)
 
     def before_run(self, run: RunCode) -> None:
-        self.view.step_start(run)
+        self.attempts[run.step] = run.attempt
+        self.emit(StepStarted(run))
 
     def ran(self, run: RunCode, result: CodeResult) -> Action:
         if run.kind == "install":
             result = checked_install(run.package, result)
-        self.view.step_end(run, result)
+        self.failed = None if result.ok else run.step
+        self.emit(StepEnded(run, result))
         return self.loop.on_result(result)
 
     def confirmed(self, action: ConfirmInstall) -> Action:
         # Nobody to ask (the policy said "ask" where no one can answer) is a no.
-        approved = self.confirm is not None and self.confirm(action.question)
-        return self.loop.on_install_answer(approved)
+        if self.confirm is None:
+            return self.loop.on_install_answer(False)
+        self.emit(WaitingForUser(action.question))
+        return self.loop.on_install_answer(self.confirm(action.question))
 
 
-def drive(loop: AskLoop, model: Model, executor: Executor, view: View,
+def drive(loop: AskLoop, model: Model, executor: Executor, emit: Emit,
           confirm: Confirm | None = None) -> str:
     """Run the ask to its end and return the answer; raise the AskError that ended it."""
-    turns = _Turns(loop, view, confirm)
+    turns = _Turns(loop, emit, confirm)
     action = loop.start()
     while True:
         if isinstance(action, CallModel):
-            action = turns.replied(model.complete(turns.request(action), view.text))
+            action = turns.replied(model.complete(turns.request(action), turns.text))
         elif isinstance(action, ConfirmInstall):
             action = turns.confirmed(action)
         elif isinstance(action, RunCode):
@@ -130,13 +151,13 @@ def drive(loop: AskLoop, model: Model, executor: Executor, view: View,
 
 
 async def drive_async(loop: AskLoop, model: AsyncModel, executor: AsyncExecutor,
-                      view: View) -> str:
+                      emit: Emit) -> str:
     """Run the ask to its end from an event loop; the same decisions as `drive`."""
-    turns = _Turns(loop, view)  # no one to ask here (a REST client has no stdin)
+    turns = _Turns(loop, emit)  # no one to ask here (a REST client has no stdin)
     action = loop.start()
     while True:
         if isinstance(action, CallModel):
-            action = turns.replied(await model.complete(turns.request(action), view.text))
+            action = turns.replied(await model.complete(turns.request(action), turns.text))
         elif isinstance(action, ConfirmInstall):
             action = turns.confirmed(action)
         elif isinstance(action, RunCode):

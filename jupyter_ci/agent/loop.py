@@ -5,13 +5,23 @@ from __future__ import annotations
 import json
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from typing import Literal
+from dataclasses import dataclass, replace
 
 from jupyter_ci.agent import install as packages
+from jupyter_ci.agent.actions import (
+    Action,
+    CallModel,
+    ConfirmInstall,
+    Fail,
+    Finish,
+    Limits,
+    RunCode,
+    StepKind,
+    Unresolved,
+)
 from jupyter_ci.agent.errors import AskError, AskInterrupted, KernelDied, LimitReached
 from jupyter_ci.agent.feedback import Redact, format_error, invalid_call, not_run, tool_result
-from jupyter_ci.agent.images import ImagePicker, Vision
+from jupyter_ci.agent.images import ImagePicker
 from jupyter_ci.agent.prompts import RUN_PYTHON, SYSTEM_PROMPT, TOOL_NAME, user_message
 from jupyter_ci.agent.restart import RestartCheck, RestartProblem, restart_message
 from jupyter_ci.agent.types import (
@@ -25,73 +35,6 @@ from jupyter_ci.agent.types import (
 
 
 @dataclass(frozen=True)
-class Limits:
-    """Hard limits of one ask, enforced in code."""
-
-    max_steps: int = 10
-    max_fixes: int = 3
-    timeout: float = 60.0
-    max_output_chars: int = 20_000
-    max_tokens: int = 400_000
-    max_reply_tokens: int = 4_096
-    #: Whether (and how many, how large) the images runs display reach the model.
-    vision: Vision = field(default_factory=Vision)
-
-
-@dataclass(frozen=True)
-class CallModel:
-    """Call the model with this request and feed the reply to `on_reply`."""
-
-    request: ModelRequest
-    #: Set when the model is sent back because a kept step would fail after a restart.
-    restart: RestartProblem | None = None
-
-
-#: The model's code; `%pip install` of a package it lacked; its code again after the install.
-StepKind = Literal["code", "install", "retry"]
-
-
-@dataclass(frozen=True)
-class RunCode:
-    """Run this code and feed the result to `on_result`; a retry of a step has attempt > 1."""
-
-    code: str
-    step: int
-    attempt: int
-    call_id: str
-    #: Seconds the run may take before it is interrupted.
-    timeout: float = 60.0
-    kind: StepKind = "code"
-    #: The package an "install" step installs, or a "retry" step was run again after.
-    package: str = ""
-
-
-@dataclass(frozen=True)
-class ConfirmInstall:
-    """Ask the user `question`; feed whether they said yes to `on_install_answer`."""
-
-    package: str
-    question: str
-
-
-@dataclass(frozen=True)
-class Finish:
-    """The ask is done; show the answer."""
-
-    answer: str
-
-
-@dataclass(frozen=True)
-class Fail:
-    """The ask ended without an answer."""
-
-    error: AskError
-
-
-Action = CallModel | RunCode | ConfirmInstall | Finish | Fail
-
-
-@dataclass(frozen=True)
 class _Missing:
     """A run that failed for want of a package, held while the package is installed."""
 
@@ -100,29 +43,27 @@ class _Missing:
     install: packages.Install
 
 
-@dataclass(frozen=True)
-class Unresolved:
-    """The model answered while the last attempt of a step still failed."""
-
-    step: int
-    error: str
-    #: The names the step would miss after a restart, when that is what is unresolved.
-    names: tuple[str, ...] = ()
-
-    def describe(self) -> str:
-        """Say so in the words the cell, the panel and the REST result use."""
-        return f"done with an unresolved error in step {self.step}: {self.error}"
-
-    def to_json(self) -> dict[str, int | str | list[str]]:
-        """Return the step and error (and missing names) for records and events."""
-        found: dict[str, int | str | list[str]] = {"step": self.step, "error": self.error}
-        if self.names:
-            found["names"] = list(self.names)
-        return found
+__all__ = ["Action", "AskLoop", "CallModel", "ConfirmInstall", "Fail", "Finish", "Limits",
+           "RunCode", "StepKind", "Unresolved", "parse_arguments"]
 
 
 class AskLoop:
     """Drive one ask: model turns, code runs, limits; the caller does all I/O."""
+
+    tool_calls_made = 0
+    failures_in_a_row = 0
+    tokens_used = 0
+    step = 0
+    attempt = 0
+    last_error = ""
+    answer: str | None = None
+    #: Set when the model answers without fixing the step that failed last.
+    unresolved: Unresolved | None = None
+    #: The step being made self-contained, and how often the check sent the model back.
+    _redo: int | None = None
+    _restart_asks = 0
+    _running: RunCode | None = None
+    _missing: _Missing | None = None
 
     def __init__(
         self,
@@ -144,15 +85,6 @@ class AskLoop:
         self.history = tuple(history)
         self.prompt = prompt
         self.messages: list[Message] = [Message("user", user_message(prompt, context))]
-        self.tool_calls_made = 0
-        self.failures_in_a_row = 0
-        self.tokens_used = 0
-        self.step = 0
-        self.attempt = 0
-        self.last_error = ""
-        self.answer: str | None = None
-        #: Set when the model answers without fixing the step that failed last.
-        self.unresolved: Unresolved | None = None
         #: (step, code) of each successful run, in order: what the notebook keeps.
         self.succeeded: list[tuple[int, str]] = []
         #: Code of the attempts that failed: what the notebook does not keep.
@@ -162,14 +94,9 @@ class AskLoop:
         #: The code each step's cell holds now: its last attempt's.
         self.cells: dict[int, str] = {}
         self._attempts: dict[int, int] = {}
-        #: The step being made self-contained, and how often the check sent the model back.
-        self._redo: int | None = None
-        self._restart_asks = 0
         #: Chooses each run's images for the model, within the ask's cap.
         self.images = ImagePicker(self.limits.vision)
         self._pending: deque[ToolCall] = deque()
-        self._running: RunCode | None = None
-        self._missing: _Missing | None = None
         #: Normalised package name -> what became of installing it in this ask.
         self._tried: dict[str, str] = {}
 

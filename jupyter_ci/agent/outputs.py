@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from jupyter_ci.agent.feedback import human_size
@@ -35,6 +35,10 @@ class OutputEvent:
     wait: bool = False
     #: replace: the whole list after a display was updated in place.
     outputs: tuple[Output, ...] = ()
+    #: The list as it stands after the change (its owner fills it in).
+    now: tuple[Output, ...] = ()
+    #: A clear waits for the next output: `now` is still what is shown.
+    clear_pending: bool = False
 
 
 OnOutput = Callable[[OutputEvent], None]
@@ -140,7 +144,8 @@ class OutputList:
         if self.on_event is None:
             return
         try:
-            self.on_event(event)
+            self.on_event(replace(event, now=tuple(self.outputs),
+                                  clear_pending=self.clear_pending))
         except Exception:
             # This may run on the kernel's IOPub thread: raising there would lose the message.
             log.exception("output listener failed")

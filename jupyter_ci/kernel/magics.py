@@ -15,9 +15,10 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
 from jupyter_ci import secret_rules
-from jupyter_ci.agent.disclosure import Recording, request_parts
+from jupyter_ci.agent.disclosure import request_parts
 from jupyter_ci.agent.drive import Model, drive
 from jupyter_ci.agent.errors import AskError, AskInterrupted
+from jupyter_ci.agent.events import AskEnded, AskStarted, AskStatus, Journal, Notice, Outcome
 from jupyter_ci.agent.install import yes
 from jupyter_ci.agent.loop import AskLoop, CallModel, Limits
 from jupyter_ci.agent.memory import Memory
@@ -27,12 +28,8 @@ from jupyter_ci.kernel import headless_store, rerun, reuse, safe_markdown
 from jupyter_ci.kernel.answer_links import link_files
 from jupyter_ci.kernel.context import environment_section
 from jupyter_ci.kernel.options import AskOptions, help_text, parse_options
-from jupyter_ci.kernel.protocol import RequestInfo, current_request
-from jupyter_ci.kernel.record import (
-    AskInfo,
-    ask_record,
-    prompt_hash,
-)
+from jupyter_ci.kernel.protocol import AskInfo, RequestInfo, current_request
+from jupyter_ci.kernel.record import prompt_hash
 from jupyter_ci.kernel.restart_check import (
     RanAsk,
     asks_above,
@@ -43,10 +40,10 @@ from jupyter_ci.kernel.restart_check import (
     restart_problems,
     up_to_date,
 )
-from jupyter_ci.kernel.views import AskView, InlineView, show_markdown, show_sent
+from jupyter_ci.kernel.views import InlineView, show_markdown, show_sent
 from jupyter_ci.models import retiring
-from jupyter_ci.models.base import ChatModel
-from jupyter_ci.models.broker import own_credentials
+from jupyter_ci.models.base import ChatModel, SeesImages
+from jupyter_ci.models.broker import own_credentials, refreshed_environ
 from jupyter_ci.models.resolve import resolve_model
 
 #: Kernel-only names listed for the model at most.
@@ -87,60 +84,61 @@ class AskMagics(Magics):
             return
         if headless is not None and opts.refresh and opts.pin:
             show_markdown(reuse.REFRESH_PINNED_NOTE)
-        model = resolve_model(opts.model, self.settings.model_settings())
+        model = self._resolve(opts.model)
         if opts.new:
             self.memory.clear()
         path = (info.frontend or {}).get("path")
         ask = AskInfo(uuid.uuid4().hex[:12], opts.prompt, model.id, info.cell_id,
                       (info.record or {}).get("ask_id"), self.ipython.execution_count - 1,
                       path if isinstance(path, str) else None)
-        view = self._view(ask, info.has_frontend)
-        self._ask(opts, ask, model, view, phash, info, headless)
+        self._ask(opts, ask, model, phash, info, headless)
 
-    def _ask(self, opts: AskOptions, ask: AskInfo, model: ChatModel, view: AskView,
-             phash: str, info: RequestInfo, headless: str | None = None) -> None:
-        loop, above = self._new_loop(opts, info, model.id, headless is not None)
-        sent = Recording(model)
+    def _ask(self, opts: AskOptions, ask: AskInfo, model: ChatModel, phash: str,
+             info: RequestInfo, headless: str | None = None) -> None:
+        loop, above = self._new_loop(opts, info, model, headless is not None)
         if ask.replace_ask_id:
             self.replaced_asks.add(ask.replace_ask_id)
         folder = working_folder()  # before a step changes directory
-        view.start()
+        journal = self._journal(ask, phash, info.has_frontend, opts.show_context)
+        journal.emit(AskStarted(ask.ask_id, ask.prompt, model.id))
         warning = retiring.note(model.id)
         if warning:
-            view.note(warning)  # a retiring model still answers: said, not refused
+            journal.emit(Notice(warning))  # a retiring model still answers: said, not refused
         results: dict[str, Any] = {}
         try:
-            answer = self._drive(loop, sent, view, folder, results)
+            answer = self._drive(loop, model, journal, folder, results)
         except (KeyboardInterrupt, AskError) as exc:
             self._ran(info, ask, loop)
-            self._disclose(view, sent, opts.show_context)
             error = exc if isinstance(exc, AskError) else AskInterrupted(
                 "The ask was interrupted.", "Cells run so far keep their results.")
-            status = "interrupted" if isinstance(error, AskInterrupted) else "failed"
+            status: AskStatus = "interrupted" if isinstance(error, AskInterrupted) else "failed"
             # A follow-up ("why did that fail?") needs to know what happened.
             self.memory.remember(opts.prompt, loop.transcript(), f"(The ask {status}: {error})")
-            view.fail(error, status, ask_record(ask, phash, status, str(error), loop.step,
-                                                loop.tokens_used))
+            journal.emit(AskEnded(Outcome(status, error=error, steps=loop.step,
+                                          tokens=loop.tokens_used)))
             raise error from None
         self._ran(info, ask, loop)
         self.memory.remember(opts.prompt, loop.transcript(), answer)
         if folder is not None:
             # Shown (and recorded) with the files it mentions as links; remembered as written.
             answer = link_files(answer, folder)
-        unresolved = loop.unresolved.to_json() if loop.unresolved else None
-        record = ask_record(ask, phash, "done", answer, loop.step, loop.tokens_used, unresolved)
-        self._disclose(view, sent, opts.show_context)
+        self._restart_notice(above, loop, journal)
+        journal.emit(AskEnded(Outcome("done", answer, unresolved=loop.unresolved,
+                                      steps=loop.step, tokens=loop.tokens_used)))
+        if headless is not None and loop.unresolved is None:
+            # The next headless run of this cell replays these steps instead of asking.
+            rerun.keep(headless, model.id, answer, loop.succeeded, results, loop.limits,
+                       loop.redact or str)
+
+    def _restart_notice(self, above: frozenset[str] | None, loop: AskLoop,
+                        journal: Journal) -> None:
+        """Warn when a step left failing would also fail after a restart."""
         # The loop checked before it called the ask done; a step left failing skipped that.
         if above is not None and loop.unresolved is not None and not loop.unresolved.names:
             problems = restart_problems(above, loop.succeeded, self.ipython.transform_cell,
                                         self.ipython.user_ns_hidden)
             if problems:
-                view.note(describe(problems))
-        view.finish(answer, record)
-        if headless is not None and loop.unresolved is None:
-            # The next headless run of this cell replays these steps instead of asking.
-            rerun.keep(headless, model.id, answer, loop.succeeded, results, loop.limits,
-                       loop.redact or str)
+                journal.emit(Notice(describe(problems)))
 
     def _ran(self, info: RequestInfo, ask: AskInfo, loop: AskLoop) -> None:
         """Remember the cells an ask left, for a later ask's stale `above` (Run All)."""
@@ -149,18 +147,20 @@ class AskMagics(Magics):
                 ask.ask_id, tuple(loop.cells[step] for step in sorted(loop.cells)))
 
     @staticmethod
-    def _disclose(view: AskView, sent: Recording, in_cell: bool) -> None:
-        """Show what the last model call sent: in the cell when asked; always to the panel."""
-        if sent.last is None:
-            return
-        if in_cell:
-            view.sent(request_parts(sent.last))
-            return
-        disclose = getattr(view, "disclose", None)  # the labextension's per-ask disclosure
-        if disclose is not None:
-            disclose(request_parts(sent.last))
+    def _journal(ask: AskInfo, phash: str, has_frontend: bool, show_context: bool) -> Journal:
+        """The ask's journal and its encoders: the cell alone, or the cell and the comm."""
+        journal = Journal()
+        if not has_frontend:
+            journal.encoders.append(InlineView(ask, show_context))
+            return journal
+        from jupyter_ci.kernel.comm import CommEncoder
+        from jupyter_ci.kernel.frontend import LogView
 
-    def _new_loop(self, opts: AskOptions, info: RequestInfo, model_id: str,
+        cell = LogView(ask, show_context)
+        journal.encoders += [cell, CommEncoder(ask, phash, journal, cell.log.snapshot)]
+        return journal
+
+    def _new_loop(self, opts: AskOptions, info: RequestInfo, model: SeesImages | None,
                   headless: bool = False) -> tuple[AskLoop, frozenset[str] | None]:
         """Build the ask's loop, its context collected and redacted; also the names above."""
         from jupyter_ci.kernel.context import collect_context
@@ -177,28 +177,30 @@ class AskMagics(Magics):
         check = None if above is None else restart_check(
             above, self.ipython.transform_cell, self.ipython.user_ns_hidden)
         return AskLoop(opts.prompt, context=context, history=history,
-                       limits=self._limits(opts, model_id), redact=redactor,
+                       limits=self._limits(opts, model), redact=redactor,
                        install=install, check=check), above
 
     def _dry_run(self, opts: AskOptions, info: RequestInfo) -> None:
         """Show what the ask would send; call no model, run nothing, remember nothing."""
+        model: ChatModel | None = None
         try:
-            model = resolve_model(opts.model, self.settings.model_settings()).id
+            model = self._resolve(opts.model)
         except AskError as exc:
-            model = f"no model ({exc.message})"
+            said = f"no model ({exc.message})"
+        else:
+            said = model.id
         first = self._new_loop(opts, info, model)[0].start()
         assert isinstance(first, CallModel), "an ask begins with a model call"
-        show_sent(model, request_parts(first.request), dry_run=True)
+        show_sent(said, request_parts(first.request), dry_run=True)
 
     def _replay(self, opts: AskOptions, info: RequestInfo, source: str) -> bool:
         """Headless: run the steps an earlier headless run of this cell kept, not the model."""
         kept = headless_store.load(source)
         if kept is None:
             return False
-        replay = rerun.Replay(self.ipython, opts.prompt, self._limits(opts, ""),
+        replay = rerun.Replay(self.ipython, opts.prompt, self._limits(opts, None),
                               Redactor(own_credentials(os.environ)), info.cell_id)
-        summary = replay.run(source, kept, lambda: resolve_model(
-            opts.model, self.settings.model_settings()))
+        summary = replay.run(source, kept, lambda: self._resolve(opts.model))
         if summary is None:
             return False
         self.memory.remember_summary(opts.prompt, summary)
@@ -234,22 +236,13 @@ class AskMagics(Magics):
                 "that uses one of them must define it again (load or compute it), so the "
                 "notebook still runs top to bottom after a restart.")
 
-    def _drive(self, loop: AskLoop, model: Model, view: AskView, folder: Path | None,
+    def _drive(self, loop: AskLoop, model: Model, journal: Journal, folder: Path | None,
                results: dict[str, Any]) -> str:
         from jupyter_ci.kernel.executor import ShellExecutor
 
         executor = rerun.KeepResults(ShellExecutor(
-            self.ipython, on_output=view.output, passthrough=view.passthrough, workdir=folder),
-            results)
-
-        def confirm(question: str) -> bool:
-            # The user is asked now, not the model: the log must not count "thinking".
-            waiting = getattr(view, "waiting_for_user", None)
-            if waiting is not None:
-                waiting()
-            return self._confirm(question)
-
-        return drive(loop, model, executor, view, confirm=confirm)
+            self.ipython, on_output=journal.output, passthrough=False, workdir=folder), results)
+        return drive(loop, model, executor, journal.emit, confirm=self._confirm)
 
     def _can_ask(self, info: RequestInfo) -> bool:
         """Tell whether someone can answer a question on stdin during this request."""
@@ -270,15 +263,19 @@ class AskMagics(Magics):
         """Show the recorded answer instead of asking, when the notebook holds one."""
         return reuse.reuse(opts, info, phash, self.ipython.user_ns, self.memory)
 
-    def _view(self, ask: AskInfo, has_frontend: bool) -> AskView:
-        if has_frontend:
-            from jupyter_ci.kernel.frontend import FrontendView
+    def _limits(self, opts: AskOptions, model: SeesImages | None) -> Limits:
+        return self.settings.limits(model, opts.max_steps, opts.max_fixes, opts.timeout)
 
-            return FrontendView(ask)
-        return InlineView(ask)
+    def _resolve(self, spec: str | None) -> ChatModel:
+        """Resolve the ask's model; behind a broker, ask it first what it serves now.
 
-    def _limits(self, opts: AskOptions, model_id: str) -> Limits:
-        return self.settings.limits(model_id, opts.max_steps, opts.max_fixes, opts.timeout)
+        A key pasted in the panel after the kernel started is known only to the broker;
+        what it says is kept in this kernel's environment, so later asks need not ask again.
+        """
+        settings = self.settings.model_settings()
+        env = refreshed_environ(spec or settings.default, os.environ)
+        os.environ.update({k: v for k, v in env.items() if os.environ.get(k) != v})
+        return resolve_model(spec, settings, os.environ)
 
 
 # `%%ask?` shows the parser's own usage and option help, so they cannot drift apart.

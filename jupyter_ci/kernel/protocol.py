@@ -1,4 +1,4 @@
-"""The kernel's side of the kernel <-> JupyterLab protocol (docs/protocol.md, version 1).
+"""The kernel's side of the kernel <-> JupyterLab protocol (docs/protocol.md, version 2).
 
 The twin of labextension/src/protocol.ts: the names both sides use, and what a cell's
 execute_request carries, read once per ask.
@@ -12,7 +12,7 @@ from typing import Any
 from IPython.core.interactiveshell import InteractiveShell
 
 #: The protocol version the labextension announces in every execute_request.
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 #: The comm target the kernel opens one comm on per ask.
 COMM_TARGET = "jupyter_ci"
 #: The key of the frontend announcement in execute_request metadata.
@@ -37,6 +37,62 @@ class RequestInfo:
     def has_frontend(self) -> bool:
         """Tell whether the jupyter-ci labextension sent this request."""
         return self.frontend is not None and self.frontend.get("protocol") == PROTOCOL_VERSION
+
+
+@dataclass(frozen=True)
+class AskInfo:
+    """Who is asking what: one ask's identity."""
+
+    ask_id: str
+    prompt: str
+    model: str
+    cell_id: str | None = None
+    replace_ask_id: str | None = None
+    #: The %%ask cell's own count; its execute_reply reports the last generated cell's.
+    execution_count: int | None = None
+    #: The notebook's path as the frontend named it: a reloaded page finds its ask by it.
+    notebook: str | None = None
+
+
+def message(ask_id: str, event: dict[str, Any]) -> dict[str, Any]:
+    """Put an event's JSON form in the comm's envelope: the ask it belongs to, the version."""
+    return {**event, "ask_id": ask_id, "protocol": PROTOCOL_VERSION}
+
+
+def ask_start(info: AskInfo, event: dict[str, Any]) -> dict[str, Any]:
+    """The comm's opening message: the ask's start, and where the browser shows it."""
+    return message(info.ask_id, {
+        **event, "cell_id": info.cell_id, "replace_ask_id": info.replace_ask_id,
+        "execution_count": info.execution_count})
+
+
+def ask_state(info: AskInfo, comm_id: str, live: bool, log: list[str],
+              events: list[dict[str, Any]]) -> dict[str, Any]:
+    """Where an ask stands, for a page that missed its start (reloaded, or a second tab)."""
+    return message(info.ask_id, {
+        "type": "ask_state", "cell_id": info.cell_id, "notebook": info.notebook,
+        "comm_id": comm_id, "live": live, "log": log,
+        "messages": [ask_start(info, event) if event["type"] == "ask_start"
+                     else message(info.ask_id, event) for event in events]})
+
+
+@dataclass(frozen=True)
+class Reused:
+    """A re-run that reused its recorded answer, as the panel is told (`ask_reused`)."""
+
+    ask_id: str
+    cell_id: str | None
+    prompt: str
+    model: str
+    answer: str
+    steps: int
+    pin: str
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the comm message."""
+        return message(self.ask_id, {
+            "type": "ask_reused", "cell_id": self.cell_id, "prompt": self.prompt,
+            "model": self.model, "answer": self.answer, "steps": self.steps, "pin": self.pin})
 
 
 def request_info(parent: dict[str, Any]) -> RequestInfo:

@@ -11,12 +11,13 @@ import datetime
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from jupyter_ci.agent.errors import RecordWouldFail
-from jupyter_ci.kernel.protocol import METADATA_KEY, RequestInfo
+from jupyter_ci.agent.events import Outcome
+from jupyter_ci.kernel.protocol import METADATA_KEY, AskInfo, RequestInfo
 
 RECORD_VERSION = 1
 # Scanning is for headless runs of a notebook folder, not for crawling a whole disk.
@@ -25,40 +26,91 @@ MAX_NOTEBOOK_BYTES = 20_000_000
 MAX_SCAN_BYTES = 100_000_000  # read per ask, over all candidates
 
 
-@dataclass(frozen=True)
-class AskInfo:
-    """Who is asking what: one ask's identity."""
-
-    ask_id: str
-    prompt: str
-    model: str
-    cell_id: str | None = None
-    replace_ask_id: str | None = None
-    #: The %%ask cell's own count; its execute_reply reports the last generated cell's.
-    execution_count: int | None = None
-    #: The notebook's path as the frontend named it: a reloaded page finds its ask by it.
-    notebook: str | None = None
-
-
 #: Hex digits of the prompt hash in a pin.
 PIN_CHARS = 10
 
 
-def ask_record(ask: AskInfo, phash: str, status: str, answer: str, steps: int, tokens: int,
-               unresolved: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Build the record the browser keeps in the %%ask cell's metadata."""
-    from jupyter_ci.kernel.signing import sign
+@dataclass(frozen=True)
+class AskRecord:
+    """The record the browser keeps in the %%ask cell's metadata (docs/protocol.md §4)."""
 
-    record = {
-        "version": RECORD_VERSION, "ask_id": ask.ask_id, "prompt_hash": phash,
-        "model": ask.model, "status": status, "answer": answer, "steps": steps,
-        "tokens": tokens,
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-    }
-    if unresolved is not None:
-        # Still "done" (its cells and answer stand and are reused), but not a clean one.
-        record["unresolved"] = unresolved
-    return sign(record, ask.prompt)
+    ask_id: str
+    prompt_hash: str
+    model: str
+    #: "done", "failed" or "interrupted".
+    status: str
+    #: The answer; for an ask that ended without one, what ended it.
+    answer: str
+    steps: int
+    tokens: int
+    created: str
+    #: The step left failing when the model answered anyway (step, error, names, message).
+    unresolved: dict[str, Any] | None = None
+    signature: str | None = None
+    version: int = RECORD_VERSION
+    #: The metadata it was read from: a signature covers that, as it was written.
+    read_from: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def of(cls, ask: AskInfo, phash: str, outcome: Outcome) -> AskRecord:
+        """Read an ask's outcome as its record (unsigned)."""
+        answer = outcome.answer if outcome.error is None else str(outcome.error)
+        return cls(ask.ask_id, phash, ask.model, outcome.status, answer, outcome.steps,
+                   outcome.tokens, datetime.datetime.now(datetime.timezone.utc).isoformat(),
+                   outcome.unresolved_json())
+
+    @classmethod
+    def from_json(cls, data: object) -> AskRecord | None:
+        """Read a record from a cell's metadata; None when it is not one."""
+        if not isinstance(data, dict):
+            return None
+        text = {name: data.get(name, "") for name in ("ask_id", "prompt_hash", "model",
+                                                      "status", "answer", "created")}
+        numbers = {name: data.get(name, 0) for name in ("steps", "tokens", "version")}
+        strings = {k: v for k, v in text.items() if isinstance(v, str)}
+        ints = {k: v for k, v in numbers.items() if isinstance(v, int) and not isinstance(
+            v, bool)}
+        if len(strings) < len(text) or len(ints) < len(numbers):
+            return None
+        unresolved, signature = data.get("unresolved"), data.get("signature")
+        return cls(strings["ask_id"], strings["prompt_hash"], strings["model"],
+                   strings["status"], strings["answer"], ints["steps"], ints["tokens"],
+                   strings["created"], unresolved if isinstance(unresolved, dict) else None,
+                   signature if isinstance(signature, str) else None, ints["version"], data)
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the record as the cell's metadata holds it."""
+        record: dict[str, Any] = {
+            "version": self.version, "ask_id": self.ask_id, "prompt_hash": self.prompt_hash,
+            "model": self.model, "status": self.status, "answer": self.answer,
+            "steps": self.steps, "tokens": self.tokens, "created": self.created}
+        if self.unresolved is not None:
+            # Still "done" (its cells and answer stand and are reused), but not a clean one.
+            record["unresolved"] = self.unresolved
+        if self.signature is not None:
+            record["signature"] = self.signature
+        return record
+
+    def signed(self, prompt: str) -> dict[str, Any]:
+        """Return the record signed by this user's kernel for `prompt` (the one place)."""
+        from jupyter_ci.kernel.signing import sign
+
+        return sign(replace(self, signature=None).to_json(), prompt)
+
+    def verified(self, prompt: str) -> bool:
+        """Tell whether this user's kernel signed this record for this exact prompt."""
+        from jupyter_ci.kernel.signing import verify
+
+        return verify(self.read_from or self.to_json(), prompt)
+
+    def done_for(self, phash: str) -> bool:
+        """Tell whether it is a finished answer of the ask with this prompt hash."""
+        return self.status == "done" and self.prompt_hash == phash
+
+    @property
+    def pin(self) -> str:
+        """Return the `--pin` for its `%%ask` line."""
+        return pin_of(self.prompt_hash)
 
 
 def _record_of(cell: dict[str, Any]) -> dict[str, Any] | None:
@@ -106,25 +158,19 @@ def prompt_hash(prompt: str, model_option: str | None) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()[:32]
 
 
-def _done(record: dict[str, Any] | None, phash: str) -> bool:
-    if record is None:
-        return False
-    return bool(record.get("status") == "done" and record.get("prompt_hash") == phash)
-
-
 @dataclass(frozen=True)
 class Reuse:
     """What a re-run found: the record to reuse, if any."""
 
-    record: dict[str, Any] | None = None
+    record: AskRecord | None = None
     #: A finished record of this very ask was there, but this user's kernel did not sign it.
     unverified: bool = False
 
 
-def would_fail(record: dict[str, Any], namespace: Mapping[str, Any]) -> RecordWouldFail | None:
+def would_fail(record: AskRecord, namespace: Mapping[str, Any]) -> RecordWouldFail | None:
     """Say why a record's cells would fail now: they read names only a lost run defined."""
     # Set when the ask ended "unresolved" because a step was never made self-contained.
-    unresolved = record.get("unresolved")
+    unresolved = record.unresolved
     names = unresolved.get("names") if isinstance(unresolved, dict) else None
     missing = [n for n in names or [] if isinstance(n, str) and n not in namespace]
     if not missing or not isinstance(unresolved, dict):
@@ -139,15 +185,13 @@ def would_fail(record: dict[str, Any], namespace: Mapping[str, Any]) -> RecordWo
 
 def reusable_from_request(info: RequestInfo, phash: str, prompt: str) -> Reuse:
     """Find the record when this user signed it and the browser shows all its cells."""
-    from jupyter_ci.kernel.signing import verify
-
-    if not info.has_frontend or not _done(info.record, phash):
+    record = AskRecord.from_json(info.record)
+    if not info.has_frontend or record is None or not record.done_for(phash):
         return Reuse()
-    assert info.record is not None and info.frontend is not None
-    if not verify(info.record, prompt):
+    if not record.verified(prompt):
         return Reuse(unverified=True)  # not written by this user's kernel: ask the model
-    generated = info.frontend.get("generated") or []
-    return Reuse(info.record if len(generated) == info.record.get("steps") else None)
+    generated = (info.frontend or {}).get("generated") or []
+    return Reuse(record if len(generated) == record.steps else None)
 
 
 def notebook_candidates(cwd: Path) -> list[Path]:
@@ -171,14 +215,14 @@ def _source(cell: dict[str, Any]) -> str:
 
 
 def _matching_records(cells: list[Any], phash: str, code: str, cell_id: str | None
-                      ) -> list[dict[str, Any]]:
+                      ) -> list[AskRecord]:
     """Return the done records of this very cell (same source and id) with all its cells."""
     found = []
     for index, cell in enumerate(cells):
-        record = _record_of(cell) if isinstance(cell, dict) else None
-        if (record is not None and _done(record, phash) and _source(cell) == code
+        record = AskRecord.from_json(_record_of(cell)) if isinstance(cell, dict) else None
+        if (record is not None and record.done_for(phash) and _source(cell) == code
                 and (cell_id is None or cell.get("id") == cell_id)
-                and len(generated_after(cells, index)) == record.get("steps")):
+                and len(generated_after(cells, index)) == record.steps):
             found.append(record)
     return found
 
@@ -193,7 +237,7 @@ def reusable_on_disk(phash: str, prompt: str, code: str, cwd: Path,
     cell id when the frontend sent one). The record must be signed by this user, or the
     notebook trusted with `jupyter trust`.
     """
-    from jupyter_ci.kernel.signing import notebook_trusted, verify
+    from jupyter_ci.kernel.signing import notebook_trusted
 
     budget, unverified = MAX_SCAN_BYTES, False
     for path in notebook_candidates(cwd):
@@ -211,7 +255,7 @@ def reusable_on_disk(phash: str, prompt: str, code: str, cwd: Path,
             continue  # an unreadable notebook simply isn't a match
         records = _matching_records(cells, phash, code, cell_id) if isinstance(
             cells, list) else []
-        signed = [record for record in records if verify(record, prompt)]
+        signed = [record for record in records if record.verified(prompt)]
         if signed:
             return Reuse(signed[0])
         if records and notebook_trusted(raw):

@@ -18,13 +18,14 @@ from IPython.core.interactiveshell import InteractiveShell
 
 from jupyter_ci.agent.drive import Executor
 from jupyter_ci.agent.errors import AskInterrupted, ModelConfigError
+from jupyter_ci.agent.events import Journal, StepEnded, StepStarted
 from jupyter_ci.agent.feedback import Redact, tool_result
 from jupyter_ci.agent.loop import Limits, RunCode
 from jupyter_ci.agent.reanswer import reanswer_request, reanswer_text
 from jupyter_ci.agent.types import CodeResult
 from jupyter_ci.kernel import headless_store
 from jupyter_ci.kernel.headless_store import Kept, KeptAnswer
-from jupyter_ci.kernel.record import AskInfo
+from jupyter_ci.kernel.protocol import AskInfo
 from jupyter_ci.kernel.views import InlineView, LiveMarkdown, show_markdown
 from jupyter_ci.models.base import ChatModel
 
@@ -145,16 +146,16 @@ class Replay:
         """Run each step inline, in order; None (after saying so) when one fails now."""
         from jupyter_ci.kernel.executor import ShellExecutor
 
-        view = InlineView(AskInfo("replay", self.prompt, "", self.cell_id, None, None))
+        journal = Journal([InlineView(AskInfo("replay", self.prompt, "", self.cell_id))])
         # With its working folder, as in the ask, so files written count the same.
-        executor = ShellExecutor(self.shell, on_output=view.output,
-                                 passthrough=view.passthrough, workdir=_cwd())
+        executor = ShellExecutor(self.shell, on_output=journal.output, passthrough=False,
+                                 workdir=_cwd())
         results = []
         for number, code in enumerate(steps, 1):
             run = RunCode(code, number, 1, f"replay-{number}", self.limits.timeout)
-            view.step_start(run)
+            journal.emit(StepStarted(run))
             result = executor.run(code, self.limits.timeout)
-            view.step_end(run, result)
+            journal.emit(StepEnded(run, result))
             if not result.ok:
                 show_markdown(REPLAY_FAILED_NOTE.format(step=number))
                 return None

@@ -62,18 +62,17 @@ def reuse(opts: AskOptions, info: RequestInfo, phash: str, namespace: dict[str, 
     failing = would_fail(record, namespace)
     if failing is not None:
         raise failing  # said, and Run All stops here rather than in the cell below
-    steps = record.get("steps", 0)
+    steps = record.steps
     cells = "the generated cell below holds" if steps == 1 else (
         f"the {steps} generated cells below hold")
     show_markdown(
-        f"*Reusing the earlier answer ({record.get('model', 'model')}): {cells} its code. "
-        "Edit the prompt or run with `--refresh` to ask again.*\n\n"
-        + str(record.get("answer", ""))
+        f"*Reusing the earlier answer ({record.model or 'model'}): {cells} its code. "
+        "Edit the prompt or run with `--refresh` to ask again.*\n\n" + record.answer
     )
     # The recorded text is not put in the model's mouth: only that the ask was reused.
     memory.remember_summary(opts.prompt, REUSED_SUMMARY)
     if info.has_frontend:
-        from jupyter_ci.kernel.frontend import announce_reuse
+        from jupyter_ci.kernel.comm import announce_reuse
 
         announce_reuse(info.cell_id, opts.prompt, record)
     return True

@@ -7,20 +7,31 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from IPython.display import display
 
 from jupyter_ci.agent.disclosure import Part, total_tokens
-from jupyter_ci.agent.drive import View
-from jupyter_ci.agent.errors import AskError
+from jupyter_ci.agent.events import (
+    AskEnded,
+    AskStarted,
+    Event,
+    Notice,
+    Outcome,
+    OutputsChanged,
+    RequestSent,
+    StepEnded,
+    StepSentBack,
+    StepStarted,
+    Text,
+)
 from jupyter_ci.agent.feedback import strip_ansi
 from jupyter_ci.agent.loop import RunCode
 from jupyter_ci.agent.outputs import OutputEvent
 from jupyter_ci.agent.restart import RestartProblem
 from jupyter_ci.agent.types import CodeResult, Output
 from jupyter_ci.kernel.capture import OWN_DISPLAYS
-from jupyter_ci.kernel.record import AskInfo
+from jupyter_ci.kernel.protocol import AskInfo
 from jupyter_ci.kernel.safe_markdown import bundle, collapsed
 from jupyter_ci.kernel.safe_outputs import inert_bundle
 
@@ -28,30 +39,6 @@ from jupyter_ci.kernel.safe_outputs import inert_bundle
 REFRESH_S = 0.1
 #: Lines of a running step's printed output shown under its code.
 TAIL_LINES = 5
-
-
-class AskView(View, Protocol):
-    """The driver's view, plus the ask's start and end and whether outputs reach the cell."""
-
-    passthrough: bool
-
-    def start(self) -> None:
-        """The ask begins."""
-
-    def output(self, event: OutputEvent) -> None:
-        """A change of the current step's outputs."""
-
-    def note(self, text: str) -> None:
-        """Warn about the notebook the ask left (e.g. what a restart would break)."""
-
-    def finish(self, answer: str, record: dict[str, Any]) -> None:
-        """The ask ended with an answer; `record` goes into the %%ask cell's metadata."""
-
-    def fail(self, error: AskError, status: str, record: dict[str, Any]) -> None:
-        """The ask ended without an answer."""
-
-    def sent(self, parts: Sequence[Part]) -> None:
-        """Show what the ask sent the model last (`--show-context`)."""
 
 
 @dataclass
@@ -138,19 +125,18 @@ def fenced(text: str, language: str) -> str:
     return f"{fence}{language}\n{text.rstrip()}\n{fence}"
 
 
-def summary(model: str, record: dict[str, Any]) -> str:
+def summary(model: str, outcome: Outcome) -> str:
     """Say what an ask took: model, steps and tokens."""
-    steps, tokens = record.get("steps", 0), record.get("tokens", 0)
-    return f"{model} · {steps} step{'s' * (steps != 1)} · {tokens:,} tokens"
+    steps = outcome.steps
+    return f"{model} · {steps} step{'s' * (steps != 1)} · {outcome.tokens:,} tokens"
 
 
-def ending(model: str, record: dict[str, Any], done: str = "Done: ") -> str:
+def ending(model: str, outcome: Outcome, done: str = "Done: ") -> str:
     """Say how an answered ask ended: done, or done with a step still failing."""
-    unresolved = record.get("unresolved")
-    if isinstance(unresolved, dict):
-        return (f"Done with an unresolved error in step {unresolved.get('step')}: "
-                f"{unresolved.get('error')} ({summary(model, record)})")
-    return f"{done}{summary(model, record)}"
+    if outcome.unresolved is not None:
+        said = outcome.unresolved.describe()
+        return f"{said[:1].upper()}{said[1:]} ({summary(model, outcome)})"
+    return f"{done}{summary(model, outcome)}"
 
 
 #: The most characters of a step's description in the log.
@@ -190,19 +176,71 @@ def step_title(run: RunCode, narration: str = "") -> str:
 
 
 @dataclass
+class Narration:
+    """What the model said before each step: kept, and shown above its answer."""
+
+    said: list[str] = field(default_factory=list)
+    #: The text of the model's turn under way (narration or the answer).
+    turn: str = ""
+
+    def text(self, delta: str) -> str:
+        """Take streamed text; return it as shown (a new turn is its own paragraph)."""
+        if not self.turn and self.said:
+            delta = "\n\n" + delta
+        self.turn += delta
+        return delta
+
+    def step(self) -> str:
+        """A step starts: the turn's text was narration; return it."""
+        narration = self.turn.strip()
+        if narration:
+            self.said.append(narration)
+        self.turn = ""
+        return narration
+
+    def sent_back(self) -> str:
+        """The answer was sent back (no narration): return the narration alone."""
+        self.turn = ""
+        return "\n\n".join(self.said)
+
+    def above(self, answer: str) -> str:
+        """Return the answer with the narration above it."""
+        return "\n\n".join([*self.said, answer.strip()])
+
+
+@dataclass
+class Disclosure:
+    """What the last model call sent, shown folded at the ask's end with --show-context."""
+
+    model: str
+    show: bool = False
+    last: RequestSent | None = None
+
+    def keep(self, event: RequestSent) -> None:
+        """Remember the request."""
+        self.last = event
+
+    def shown(self) -> None:
+        """Show the last request, when asked to."""
+        if self.show and self.last is not None:
+            show_sent(self.model, self.last.parts)
+
+
+@dataclass
 class InlineView:
     """Everything inline: narration, each step's code and final outputs, the answer.
 
-    Outputs are captured, not passed through: while an attempt runs, the step's header shows
-    the tail of its printed output; when it ends, a successful attempt's outputs are shown
-    under its code, and a failed one collapses into a line ("attempt 1 failed: NameError:
-    ..."), so a headless notebook holds each step once, with no `error` output for a failure
-    the model fixed. A failure nobody fixed (the ask failed, or the model answered over it)
-    keeps its outputs, the traceback as text.
+    An encoder of the ask's events (agent/events.py). Outputs are captured, not passed
+    through: while an attempt runs, the step's header shows the tail of its printed output;
+    when it ends, a successful attempt's outputs are shown under its code, and a failed one
+    collapses into a line ("attempt 1 failed: NameError: ..."), so a headless notebook holds
+    each step once, with no `error` output for a failure the model fixed. A failure nobody
+    fixed (the ask failed, or the model answered over it) keeps its outputs, the traceback
+    as text.
     """
 
     info: AskInfo
-    passthrough: bool = False
+    show_context: bool = False
     _turn: LiveMarkdown | None = None
     #: The last model turn shown: at the end, the answer.
     _last_turn: LiveMarkdown | None = None
@@ -212,25 +250,45 @@ class InlineView:
     _tail: str = ""
     #: The last attempt, while it failed and no retry came yet.
     _failed: tuple[RunCode, CodeResult] | None = None
+    _sent: Disclosure | None = None
 
-    def start(self) -> None:
-        """Show who is being asked."""
-        self._status.set(f"*Asking {self.info.model}…*")
+    def __call__(self, event: Event) -> None:
+        """Show one event of the ask."""
+        if not isinstance(event, Text):
+            self._turn_end()
+        match event:
+            case AskStarted():
+                self._status.set(f"*Asking {self.info.model}…*")
+            case Text(delta):
+                self._turn = self._turn or LiveMarkdown()
+                self._turn.append(delta)
+            case RequestSent():
+                self._disclosure().keep(event)
+            case StepStarted(run):
+                self._step_start(run)
+            case OutputsChanged(change=change):
+                self._output(change)
+            case StepEnded(run, result):
+                self._step_end(run, result)
+            case StepSentBack(problem):
+                self._sent_back(problem)
+            case Notice(message):
+                show_markdown(f"*⚠ {message}*")
+            case AskEnded(outcome):
+                self._end(outcome)
 
-    def text(self, delta: str) -> None:
-        """Stream model text into this turn's Markdown."""
-        if self._turn is None:
-            self._turn = LiveMarkdown()
-        self._turn.append(delta)
+    def _disclosure(self) -> Disclosure:
+        self._sent = self._sent or Disclosure(self.info.model, self.show_context)
+        return self._sent
 
-    def turn_end(self) -> None:
+    def _turn_end(self) -> None:
         """Show the rest of this turn's text."""
         if self._turn is not None:
             self._turn.flush()
             self._last_turn = self._turn
         self._turn = None
 
-    def step_start(self, run: RunCode) -> None:
+    def _step_start(self, run: RunCode) -> None:
         """Show the step's code; its outputs follow when it ends."""
         self._failed = None  # a retry: the failed attempt stays a collapsed line
         self._last_turn = None  # the text before a step was narration, not the answer
@@ -239,10 +297,10 @@ class InlineView:
         self._header = LiveMarkdown()
         self._header.set(self._code + "\n\n*running…*")
 
-    def output(self, event: OutputEvent) -> None:
+    def _output(self, change: OutputEvent) -> None:
         """Show the last lines printed so far under the code, as a live preview."""
-        out = event.output
-        if self._header is None or event.kind != "add" or out is None or \
+        out = change.output
+        if self._header is None or change.kind != "add" or out is None or \
                 out.get("output_type") != "stream":
             return
         self._tail = (self._tail + str(out.get("text", "")))[-4000:]
@@ -251,7 +309,7 @@ class InlineView:
         if time.monotonic() - self._header.shown_at >= REFRESH_S:
             self._header.flush()
 
-    def step_end(self, run: RunCode, result: CodeResult) -> None:
+    def _step_end(self, run: RunCode, result: CodeResult) -> None:
         """Show a successful attempt's outputs; collapse a failed one into a line."""
         header = self._header or LiveMarkdown()
         self._header = None
@@ -262,16 +320,12 @@ class InlineView:
         header.set(f"*{step_title(run)}: {attempt_failure(run, result)}.*")
         self._failed = (run, result)
 
-    def note(self, text: str) -> None:
-        """Show a warning line in the cell."""
-        show_markdown(f"*⚠ {text}*")
-
-    def restart_fix(self, problem: RestartProblem) -> None:
+    def _sent_back(self, problem: RestartProblem) -> None:
         """Say that the model was sent back to make a step self-contained."""
         if self._last_turn is not None:
             self._last_turn.set("")  # its answer was sent back: a new one comes
             self._last_turn = None
-        self.note(problem.notice())
+        show_markdown(f"*⚠ {problem.notice()}*")
 
     def _show_unfixed(self) -> None:
         """Show the outputs of a failed attempt that no retry replaced."""
@@ -282,21 +336,21 @@ class InlineView:
                           f"{code_block(run.code)}")
             publish(result.outputs, errors_as_text=True)
 
-    def finish(self, answer: str, record: dict[str, Any]) -> None:
-        """The answer was streamed already; show it as finished (files linked), then status."""
-        if self._last_turn is not None and self._last_turn.text.strip() != answer.strip():
+    def _end(self, outcome: Outcome) -> None:
+        """Show the answer as finished (files linked), what was sent if asked, the status.
+
+        A failed ask's error itself is raised in the cell; the status line stays honest.
+        """
+        answer = outcome.answer
+        if outcome.status == "done" and self._last_turn is not None and \
+                self._last_turn.text.strip() != answer.strip():
             self._last_turn.set(answer)
         self._show_unfixed()
-        self._status.set(f"*{ending(self.info.model, record, done='')}*")
-
-    def sent(self, parts: Sequence[Part]) -> None:
-        """Show what was sent, folded."""
-        show_sent(self.info.model, parts)
-
-    def fail(self, error: AskError, status: str, record: dict[str, Any]) -> None:
-        """The error itself is raised in the cell; keep the status line honest."""
-        self._show_unfixed()
-        self._status.set(f"*{self.info.model} · ask {status}*")
+        self._disclosure().shown()
+        if outcome.status == "done":
+            self._status.set(f"*{ending(self.info.model, outcome, done='')}*")
+        else:
+            self._status.set(f"*{self.info.model} · ask {outcome.status}*")
 
 
 def attempt_failure(run: RunCode, result: CodeResult) -> str:

@@ -12,17 +12,18 @@ from tornado.ioloop import PeriodicCallback
 
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.models.broker import ENV_SOCKET, ENV_TOKEN, ENV_URL
-from jupyter_ci.server.broker import BROKER_ROUTE, Broker, broker_url
-from jupyter_ci.server.broker_socket import BrokerSocket
+from jupyter_ci.server.broker.broker import BROKER_ROUTE, Broker, broker_url
+from jupyter_ci.server.broker.kernels import hook_kernel_manager
+from jupyter_ci.server.broker.keys import key_file_to_read, stored_keys
+from jupyter_ci.server.broker.model_service import ModelService
+from jupyter_ci.server.broker.service_handlers import service_routes
+from jupyter_ci.server.broker.unix_socket import BrokerSocket
+from jupyter_ci.server.broker.upstream import make_client
 from jupyter_ci.server.handlers import routes
 from jupyter_ci.server.hardening import make_non_dumpable
-from jupyter_ci.server.kernels import hook_kernel_manager
-from jupyter_ci.server.keys import key_file_to_read, stored_keys
-from jupyter_ci.server.model_service import ModelService
 from jupyter_ci.server.sandbox.environ import ENV_BROKER_SOCKET, ENV_HIDE
-from jupyter_ci.server.service_handlers import service_routes
-from jupyter_ci.server.sessions import SessionManager
-from jupyter_ci.server.upstream import make_client
+from jupyter_ci.server.sessions.manager import SessionManager
+from jupyter_ci.server.sessions.ports import ModelPort
 
 #: The kernelspecs the package carries ("Python 3 (sandboxed)").
 KERNELS = Path(__file__).parent / "sandbox" / "kernels"
@@ -42,7 +43,7 @@ class JupyterCIApp(ExtensionApp):
         self.broker = Broker.take_from_environ(os.environ, stored)
         self.broker.budget.per_kernel = self.ci.max_tokens_per_kernel
         self.broker.budget.per_server = self.ci.max_tokens_per_server
-        # Each kernel gets its own token in the env of its start (see server/kernels.py).
+        # Each kernel gets its own token in the env of its start (see server/broker/kernels.py).
         hook_kernel_manager(self._server().kernel_manager, self.broker, self.log)
         self.client = make_client(self.ci.request_timeout)
         self.service = ModelService(self.broker, self.ci.request_timeout, self.ci.retries,
@@ -52,9 +53,11 @@ class JupyterCIApp(ExtensionApp):
         # and it resolves --port=0 and port retries); the loop's first callback runs
         # after that and before the server can accept a request that starts a kernel.
         self._server().io_loop.add_callback(self._publish_environ)
+        # Sessions reach the model service only through their port (sessions/ports.py);
+        # typed here so that mypy checks the service fits it.
+        models: ModelPort = self.service
         self.sessions = SessionManager(self._server().kernel_manager,
-                                       Path(self._server().root_dir), self.ci, self.log,
-                                       self.service)
+                                       Path(self._server().root_dir), self.ci, self.log, models)
         self._publish_sandbox()
         self._server().io_loop.add_callback(self._start_sessions)
         self._server().io_loop.add_callback(self._start_warming)

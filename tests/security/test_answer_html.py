@@ -74,7 +74,7 @@ def test_an_answer_full_of_html_shows_none_of_it_live(
     fake: FakeLLM, kernel: Kernel, frontend: bool
 ) -> None:
     fake.push(Turn(tool_calls=[("run_python", {"code": "x = 1"})], text=XSS), Turn(XSS))
-    meta = {"jupyter_ci_frontend": {"protocol": 1, "generated": []}, "cellId": "c"} \
+    meta = {"jupyter_ci_frontend": {"protocol": 2, "generated": []}, "cellId": "c"} \
         if frontend else {}
     run = kernel.execute("%%ask\nsummarise", meta)
     data = [m["content"]["data"] for m in run.of_type("display_data", "update_display_data")]

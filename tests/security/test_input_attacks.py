@@ -21,8 +21,8 @@ from tornado.httpclient import HTTPClientError, HTTPResponse
 
 from jupyter_ci.agent.types import ModelReply, ToolCall
 from jupyter_ci.models import recording
-from jupyter_ci.server.broker import Broker
-from jupyter_ci.server.keys import (
+from jupyter_ci.server.broker.broker import Broker
+from jupyter_ci.server.broker.keys import (
     KeyFileError,
     key_file_to_read,
     parse_key_file,
@@ -148,7 +148,7 @@ def test_a_legacy_keys_env_is_read_when_keys_json_is_absent(
     assert key_file_to_read("") == str(legacy)
     assert stored_keys(key_file_to_read(""), {}, LOG) == {"OPENAI_API_KEY": PASTED}
     # Remembering a key writes keys.json, keeping what keys.env held; keys.json wins then.
-    from jupyter_ci.server.keys import default_key_file
+    from jupyter_ci.server.broker.keys import default_key_file
 
     remember_keys(default_key_file(), {"ANTHROPIC_API_KEY": ANTHROPIC_KEY})
     assert key_file_to_read("") == str(folder / "keys.json")

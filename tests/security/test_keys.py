@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from jupyter_ci.config import JupyterCI
-from jupyter_ci.server.broker import Broker
-from jupyter_ci.server.keys import (
+from jupyter_ci.server.broker.broker import Broker
+from jupyter_ci.server.broker.keys import (
     KeyFileError,
     keyring_keys,
     parse_key_file,

@@ -19,7 +19,7 @@ import pytest
 
 from jupyter_ci.models.broker import ENV_URL
 from jupyter_ci.models.turn_wire import TURN_PATH
-from jupyter_ci.server.service_handlers import TurnHandler
+from jupyter_ci.server.broker.service_handlers import TurnHandler
 from tests.service_fixtures import (
     Upstream,
     bearer,

@@ -21,7 +21,7 @@ from tornado.httpclient import AsyncHTTPClient, HTTPClientError
 
 from jupyter_ci.models.broker import ENV_URL
 from jupyter_ci.models.turn_wire import TURN_PATH, read_turn
-from jupyter_ci.server.model_service import TOOLS, reserve_for
+from jupyter_ci.server.broker.model_service import TOOLS, reserve_for
 from tests.fakellm_wire import Turn
 from tests.service_fixtures import (
     KERNEL,

@@ -15,8 +15,8 @@ import pytest
 
 from jupyter_ci.models.broker import ENV_PROVIDERS, INFO_PATH
 from jupyter_ci.models.turn_wire import TURN_PATH
-from jupyter_ci.server.broker import Broker
-from jupyter_ci.server.model_service import ModelService
+from jupyter_ci.server.broker.broker import Broker
+from jupyter_ci.server.broker.model_service import ModelService
 from tests.service_fixtures import (
     Upstream,
     bearer,

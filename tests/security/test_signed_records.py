@@ -39,7 +39,7 @@ def forged(**extra: Any) -> dict[str, Any]:
 def frontend_meta(record: dict[str, Any]) -> dict[str, Any]:
     """Request metadata as JupyterLab sends it for the %%ask cell with one generated cell."""
     return {"jupyter_ci": record, "cellId": "ask-cell",
-            "jupyter_ci_frontend": {"protocol": 1, "generated": ["gen-1"]}}
+            "jupyter_ci_frontend": {"protocol": 2, "generated": ["gen-1"]}}
 
 
 def shown(run: Execution) -> str:
@@ -95,7 +95,7 @@ def test_a_record_this_user_signed_is_reused_and_not_put_in_the_models_mouth(
         assert fake.calls() == 2 and "Reusing the earlier answer" in shown(again)
         fake.push(Turn("Follow-up."))
         fresh.execute("%%ask\nand then?", {
-            "cellId": "c2", "jupyter_ci_frontend": {"protocol": 1, "generated": []}})
+            "cellId": "c2", "jupyter_ci_frontend": {"protocol": 2, "generated": []}})
     finally:
         fresh.close()
     # Its memory says an answer was reused, without the recorded text as the model's words.

@@ -16,8 +16,13 @@ from urllib.parse import quote, urlsplit
 from jupyter_ci import providers
 from jupyter_ci.models.broker import ENV_MODEL, ENV_PROVIDERS, ENV_SOCKET, ENV_TOKEN, ENV_URL
 from jupyter_ci.providers import ProviderSpec
-from jupyter_ci.server.credentials import Budget, Credentials
-from jupyter_ci.server.errors import BadBrokerToken, BadRequest, NoProviderKey, UnknownProvider
+from jupyter_ci.server.broker.credentials import Budget, Credentials
+from jupyter_ci.server.broker.errors import (
+    BadBrokerToken,
+    BadRequest,
+    NoProviderKey,
+    UnknownProvider,
+)
 
 #: Route of the broker under the server's base_url; kernels append `/<provider>`.
 BROKER_ROUTE = "jupyter-ci/broker"

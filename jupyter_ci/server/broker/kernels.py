@@ -31,7 +31,7 @@ from logging import Logger
 from typing import Any
 
 from jupyter_ci.models.broker import ENV_MODEL, ENV_PROVIDERS, ENV_TOKEN, ENV_URL
-from jupyter_ci.server.broker import Broker
+from jupyter_ci.server.broker.broker import Broker
 from jupyter_ci.server.gateway import is_gateway
 from jupyter_ci.server.sandbox.environ import (
     ENV_BROKER_SOCKET,

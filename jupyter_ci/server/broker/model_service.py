@@ -22,7 +22,7 @@ from typing import Any, cast
 from jupyter_ci import secret_rules
 from jupyter_ci.agent.errors import AskError, LimitReached, ModelConfigError, ModelUnavailable
 from jupyter_ci.agent.prompts import RUN_PYTHON
-from jupyter_ci.agent.types import ModelReply, ModelRequest, OnText, ToolSpec
+from jupyter_ci.agent.types import ModelReply, ModelRequest, ToolSpec
 from jupyter_ci.models.base import AsyncChatModel, Endpoint, Preparable, Usage
 from jupyter_ci.models.resolve import (
     PANEL_HINT,
@@ -31,8 +31,8 @@ from jupyter_ci.models.resolve import (
     parse_model_id,
 )
 from jupyter_ci.models.turn_wire import Turn, tool_input_event
-from jupyter_ci.server.broker import Broker, Provider
-from jupyter_ci.server.errors import BrokerError
+from jupyter_ci.server.broker.broker import Broker, Provider
+from jupyter_ci.server.broker.errors import BrokerError
 
 #: The tools a turn may offer the model: the one code tool (by name; schemas are ours).
 TOOLS: dict[str, ToolSpec] = {RUN_PYTHON.name: RUN_PYTHON}
@@ -137,6 +137,18 @@ class ModelService:
         if self.log is not None:
             self.log.warning("jupyter-ci: %s", message)
 
+    def open_budget(self, holder: str) -> None:
+        """Start counting the tokens of `holder` (a session's asks; kernels open at start)."""
+        self.broker.budget.open(holder)
+
+    def close_budget(self, holder: str) -> None:
+        """Forget `holder`'s budget (its session is gone)."""
+        self.broker.budget.close(holder)
+
+    def held_keys(self) -> list[str]:
+        """Return the provider keys the server holds, for a REST ask to redact."""
+        return [p.api_key for p in self.broker.providers.values() if p.api_key]
+
     def forget(self) -> None:
         """Drop adapters built with keys that were replaced (the panel's keys form)."""
         held = {(p.base_url, p.api_key) for p in self.broker.providers.values()}
@@ -188,13 +200,3 @@ def _streaming(request: ModelRequest, emit: Emit) -> ModelRequest:
         sent[0] = raw
 
     return replace(request, on_tool_input=on_tool_input)
-
-
-def as_text_sink(on_text: OnText) -> Emit:
-    """Adapt a plain text callback (a REST ask's view) to the service's events."""
-
-    def emit(event: dict[str, Any]) -> None:
-        if isinstance(text := event.get("text"), str):
-            on_text(text)
-
-    return emit

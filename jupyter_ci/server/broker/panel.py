@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from jupyter_ci import providers
-from jupyter_ci.server.broker import Provider
+from jupyter_ci.server.broker.broker import Provider
 
 
 def no_provider() -> str:

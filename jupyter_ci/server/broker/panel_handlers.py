@@ -1,27 +1,22 @@
-"""HTTP handlers: the panel's config and keys routes; the route table of all routes."""
+"""HTTP handlers of the JupyterLab panel: its config, and the keys pasted in it."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
 from logging import Logger
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
 from jupyter_ci.config import JupyterCI
-from jupyter_ci.server import session_handlers as s
-from jupyter_ci.server.broker import Broker
-from jupyter_ci.server.errors import BadRequest
+from jupyter_ci.server.broker.broker import Broker
+from jupyter_ci.server.broker.errors import BadRequest
+from jupyter_ci.server.broker.panel import panel_config
+from jupyter_ci.server.broker.pasted_keys import KEYS_BODY, accept_key
 from jupyter_ci.server.jsonbody import BadJSON, parse_json
-from jupyter_ci.server.model_service import ModelService
-from jupyter_ci.server.panel import panel_config
-from jupyter_ci.server.pasted_keys import KEYS_BODY, accept_key
-from jupyter_ci.server.service_handlers import service_routes
-from jupyter_ci.server.session_file_handler import FileHandler
-from jupyter_ci.server.sessions import SessionManager
 
 if TYPE_CHECKING:
     import httpx
@@ -80,27 +75,3 @@ class KeysHandler(APIHandler):
         self.set_status(400)
         self.finish(json.dumps({"message": message}))
 
-
-def routes(
-    ci: JupyterCI, service: ModelService, client: httpx.AsyncClient, log: Logger,
-    sessions: SessionManager, publish: Callable[[], None],
-) -> list[tuple[str, type[web.RequestHandler], dict[str, Any]]]:
-    """Return the extension's routes, relative to the server's base_url."""
-    session = {"manager": sessions, "ci": ci}
-    broker = service.broker
-    base, sid = "/jupyter-ci/sessions", s.SID
-    return [
-        (r"/jupyter-ci/config", ConfigHandler, {"ci": ci, "broker": broker}),
-        (r"/jupyter-ci/keys", KeysHandler,
-         {"ci": ci, "broker": broker, "client": client, "log": log, "publish": publish}),
-        *service_routes(ci, service, log),
-        (r"/jupyter-ci/openapi.json", s.OpenAPIHandler, session),
-        (base, s.SessionsHandler, session),
-        (rf"{base}/{sid}", s.SessionHandler, session),
-        (rf"{base}/{sid}/restart", s.RestartHandler, session),
-        (rf"{base}/{sid}/execute", s.ExecuteHandler, session),
-        (rf"{base}/{sid}/ask", s.AskHandler, session),
-        (rf"{base}/{sid}/notebook", s.NotebookHandler, session),
-        (rf"{base}/{sid}/files", s.FilesHandler, session),
-        (rf"{base}/{sid}/files/(?P<path>.+)", FileHandler, session),
-    ]

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jupyter_ci.config import JupyterCI
-from jupyter_ci.server.broker import Broker, Provider
-from jupyter_ci.server.errors import BadRequest
-from jupyter_ci.server.keys import KeyFileError, default_key_file, remember_keys
-from jupyter_ci.server.panel import panel_config
-from jupyter_ci.server.upstream import why_failed
+from jupyter_ci.server.broker.broker import Broker, Provider
+from jupyter_ci.server.broker.errors import BadRequest
+from jupyter_ci.server.broker.keys import KeyFileError, default_key_file, remember_keys
+from jupyter_ci.server.broker.panel import panel_config
+from jupyter_ci.server.broker.upstream import why_failed
 
 if TYPE_CHECKING:
     import httpx

@@ -28,10 +28,10 @@ from jupyter_ci.models.turn_wire import (
     read_turn,
     reply_json,
 )
-from jupyter_ci.server.broker import BROKER_ROUTE, Broker, presented_token
-from jupyter_ci.server.errors import BodyTooLarge, BrokerError
+from jupyter_ci.server.broker.broker import BROKER_ROUTE, Broker, presented_token
+from jupyter_ci.server.broker.errors import BodyTooLarge, BrokerError
+from jupyter_ci.server.broker.model_service import TOOLS, ModelService
 from jupyter_ci.server.jsonbody import BadJSON, parse_json
-from jupyter_ci.server.model_service import TOOLS, ModelService
 
 #: HTTP status of an ask error answered before the stream starts.
 _STATUS = {LimitReached: 429, ModelConfigError: 400}

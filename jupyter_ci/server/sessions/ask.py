@@ -11,21 +11,32 @@ from __future__ import annotations
 
 import asyncio
 import os
+import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
 from jupyter_ci.agent.drive import drive_async
 from jupyter_ci.agent.errors import AskError
-from jupyter_ci.agent.loop import AskLoop, Limits, RunCode
+from jupyter_ci.agent.events import (
+    AskEnded,
+    AskStarted,
+    Encoder,
+    Event,
+    FilesWritten,
+    Journal,
+    Notice,
+    Outcome,
+    StepEnded,
+)
+from jupyter_ci.agent.loop import AskLoop, Limits
 from jupyter_ci.agent.memory import Memory
-from jupyter_ci.agent.outputs import OutputEvent
 from jupyter_ci.agent.secrets import Redactor
 from jupyter_ci.agent.types import CodeResult, ModelReply, ModelRequest, OnText
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.models import retiring
-from jupyter_ci.models.base import ChatModel
+from jupyter_ci.models.base import ChatModel, SeesImages
 from jupyter_ci.models.broker import ENV_TOKEN
 from jupyter_ci.models.recording import Recording
 from jupyter_ci.models.recording import write as write_recording
@@ -35,17 +46,15 @@ from jupyter_ci.models.resolve import (
     resolve_model,
 )
 from jupyter_ci.models.turn_wire import Turn
-from jupyter_ci.server.model_service import ModelService, as_text_sink
-from jupyter_ci.server.session_results import execute_result, markdown_cell
-from jupyter_ci.server.sessions import Session, SessionError, SessionManager
+from jupyter_ci.providers import model_sees_images
+from jupyter_ci.server.sessions.errors import SessionError
+from jupyter_ci.server.sessions.manager import SessionManager
+from jupyter_ci.server.sessions.ports import ModelPort, as_text_sink, ask_token_id
+from jupyter_ci.server.sessions.results import markdown_cell
+from jupyter_ci.server.sessions.session import Session
 
 #: Sends one server-sent event: (event name, data).
 Emit = Callable[[str, dict[str, Any]], None]
-
-
-def ask_token_id(sid: str) -> str:
-    """Name the budget holder of a session's asks (closed with the session)."""
-    return f"ask:{sid}"
 
 
 @dataclass(frozen=True)
@@ -58,9 +67,9 @@ class AskRequest:
     max_steps: int | None = None
     max_fixes: int | None = None
 
-    def limits(self, ci: JupyterCI, model_id: str) -> Limits:
+    def limits(self, ci: JupyterCI, model: SeesImages) -> Limits:
         """The ask's limits: the request's where given, else the server's settings."""
-        return ci.limits(model_id, self.max_steps, self.max_fixes, self.timeout)
+        return ci.limits(model, self.max_steps, self.max_fixes, self.timeout)
 
 
 #: The fields an ask's body may hold.
@@ -70,11 +79,12 @@ FIELDS = tuple(f.name for f in fields(AskRequest))
 class ServiceTurns:
     """The driver's model: each turn streams through the model service, in this process."""
 
-    def __init__(self, service: ModelService, holder: str, model_id: str, record_dir: str
+    def __init__(self, service: ModelPort, holder: str, model_id: str, record_dir: str
                  ) -> None:
         self.service, self.holder, self.id = service, holder, model_id
         self.record_dir = Path(record_dir) if record_dir else None
         self.turns: list[ModelReply] = []
+        self.sees_images = model_sees_images(model_id)
 
     async def complete(self, request: ModelRequest, on_text: OnText) -> ModelReply:
         """Stream one turn on the event loop (no thread); cancelling stops the provider."""
@@ -96,6 +106,7 @@ class InProcessTurns:
 
     def __init__(self, model: ChatModel) -> None:
         self.model, self.id = model, model.id
+        self.sees_images = model.sees_images
 
     async def complete(self, request: ModelRequest, on_text: OnText) -> ModelReply:
         """Call it in a worker thread (a replay reads files), its text back on the loop."""
@@ -110,57 +121,28 @@ class InProcessTurns:
 Turns = ServiceTurns | InProcessTurns
 
 
-@dataclass
-class EventView:
-    """The driver's view: every event of the ask becomes a server-sent event."""
+def sse(emit: Emit) -> Encoder:
+    """The REST encoding of an ask: each event a server-sent event named by its type."""
 
-    emit: Emit
-    steps: dict[int, dict[str, Any]] = field(default_factory=dict)
+    def encode(event: Event) -> None:
+        data = event.to_json()
+        emit(data["type"], data)
 
-    def text(self, delta: str) -> None:
-        """Stream the model's text."""
-        self.emit("text", {"delta": delta})
-
-    def turn_end(self) -> None:
-        """A model turn ended (nothing to send: the next event says what follows)."""
-
-    def step_start(self, run: RunCode) -> None:
-        """A step's code is about to run."""
-        self.emit("step_start", {"step": run.step, "attempt": run.attempt, "code": run.code})
-
-    def output(self, event: OutputEvent) -> None:
-        """A change of the running step's outputs."""
-        if event.kind == "add":
-            self.emit("output", {"output": event.output})
-        elif event.kind == "clear":
-            self.emit("clear_output", {"wait": event.wait})
-        else:
-            self.emit("set_outputs", {"outputs": list(event.outputs)})
-
-    def step_end(self, run: RunCode, result: CodeResult) -> None:
-        """A step's code finished; the last attempt of each step is what the steps list keeps."""
-        error = result.error
-        done = {"step": run.step, "attempt": run.attempt, "code": run.code,
-                "status": execute_result(result, [])["status"],
-                "execution_count": result.execution_count,
-                "duration_ms": round(result.duration_s * 1000, 1),
-                "error": {"ename": error.ename, "evalue": error.evalue} if error else None}
-        self.steps[run.step] = {**done, "outputs": list(result.outputs)}
-        self.emit("step_end", done)
+    return encode
 
 
 class SessionSteps:
     """The executor the driver uses: runs in the session (its lock held by the ask)."""
 
-    def __init__(self, manager: SessionManager, session: Session, view: EventView) -> None:
-        self.manager, self.session, self.view = manager, session, view
+    def __init__(self, manager: SessionManager, session: Session, journal: Journal) -> None:
+        self.manager, self.session, self.journal = manager, session, journal
 
     async def run(self, code: str, timeout: float) -> CodeResult:
-        """Run one step's code, streaming its outputs."""
+        """Run one step's code, streaming its outputs and saying which files it wrote."""
         result, files = await self.manager.run_locked(self.session, code, timeout,
-                                                      self.view.output)
+                                                      self.journal.output)
         if files:
-            self.view.emit("files", {"files": files})
+            self.journal.emit(FilesWritten(self.journal.step, tuple(files)))
         return result
 
 
@@ -186,12 +168,12 @@ def parse(body: dict[str, Any]) -> AskRequest:
 async def resolve(manager: SessionManager, session: Session, model: str | None
                   ) -> tuple[Turns, Redactor]:
     """Pick the ask's model in the model service, and what to redact from the kernel's words."""
-    service: ModelService | None = manager.service
+    service: ModelPort | None = manager.service
     if service is None:
         raise SessionError("This server has no model service: asks are not available.")
     model = confine_replay(model, session.directory, manager.ci.record_dir)
     holder = ask_token_id(session.id)
-    service.broker.budget.open(holder)
+    service.open_budget(holder)
     # No fallback_model here, on purpose: it lets a demo notebook run before a key is set
     # (a replay beside it); a REST client with no model configured is told what to set.
     settings = replace(manager.ci.model_settings(), fallback="")
@@ -206,8 +188,7 @@ async def resolve(manager: SessionManager, session: Session, model: str | None
     except AskError as error:
         raise SessionError(str(error)) from None
     # Redacted: every provider key the server holds, and the kernel's own credential.
-    keys = [p.api_key for p in service.broker.providers.values() if p.api_key]
-    return turns, Redactor([*keys, *_kernel_token(manager, session)])
+    return turns, Redactor([*service.held_keys(), *_kernel_token(manager, session)])
 
 
 def confine_replay(model: str | None, directory: Path, record_dir: str) -> str | None:
@@ -246,41 +227,47 @@ def _kernel_token(manager: SessionManager, session: Session) -> list[str]:
 
 async def ask(manager: SessionManager, session: Session, request: AskRequest,
               chat: Turns, redactor: Redactor, emit: Emit) -> dict[str, Any]:
-    """Run one ask in the session (its lock held by the caller); return the final event."""
-    view = EventView(emit)
+    """Run one ask in the session (its lock held by the caller); return its result."""
+    journal = Journal([sse(emit)])
     if session.memory is None:
         session.memory = Memory(manager.ci.memory_tokens)
     memory: Memory = session.memory
     loop = AskLoop(request.prompt, context=f"Working directory: {session.directory.name}/ "
                    "(files you write there can be downloaded by the user).",
-                   history=memory.messages(), limits=request.limits(manager.ci, chat.id),
+                   history=memory.messages(), limits=request.limits(manager.ci, chat),
                    redact=redactor,
                    # A REST client has no stdin to answer on: "never" unless "always".
                    install=manager.ci.install_policy(can_ask=False))
     session.history.append(markdown_cell(f"**Ask:** {request.prompt}"))
+    journal.emit(AskStarted(uuid.uuid4().hex[:12], request.prompt, chat.id))
     warning = retiring.note(chat.id)
     if warning:  # a retiring model still answers: said, not refused
         manager.log.warning("jupyter-ci: session %s: %s", session.id, warning)
-        emit("warning", {"message": warning})
+        journal.emit(Notice(warning))
     try:
-        answer = await drive_async(loop, chat, SessionSteps(
-            manager, session, view), view)
+        answer = await drive_async(loop, chat, SessionSteps(manager, session, journal),
+                                   journal.emit)
     except AskError as error:
         memory.remember(request.prompt, loop.transcript(), f"(The ask failed: {error})")
-        return {"status": "failed", "answer": "", "error": {
-            "message": error.message, "hint": error.hint, "type": type(error).__name__},
-            "steps": _steps(view), "usage": {"tokens": loop.tokens_used}}
-    memory.remember(request.prompt, loop.transcript(), answer)
-    session.history.append(markdown_cell(answer))
-    result: dict[str, Any] = {"status": "done", "answer": answer, "steps": _steps(view),
-                              "usage": {"tokens": loop.tokens_used}}
-    if loop.unresolved is not None:
+        outcome = Outcome("failed", error=error, steps=loop.step, tokens=loop.tokens_used)
+    else:
+        memory.remember(request.prompt, loop.transcript(), answer)
+        session.history.append(markdown_cell(answer))
+        outcome = Outcome("done", answer, unresolved=loop.unresolved, steps=loop.step,
+                          tokens=loop.tokens_used)
+    journal.emit(AskEnded(outcome))
+    return result(outcome, journal.ended())
+
+
+def result(outcome: Outcome, ended: list[StepEnded]) -> dict[str, Any]:
+    """Read the ask's outcome as the API's result, with each step's last attempt."""
+    steps = [{**{k: v for k, v in end.to_json().items() if k != "type"},
+              "outputs": list(end.result.outputs)} for end in ended]
+    found: dict[str, Any] = {"status": outcome.status, "answer": outcome.answer,
+                             "steps": steps, "usage": {"tokens": outcome.tokens}}
+    if outcome.error is not None:
+        found["error"] = outcome.error_json()
+    if outcome.unresolved is not None:
         # Answered, but a step still fails: a client that checks for "done" must not pass it.
-        result.update(status="unresolved", unresolved={
-            **loop.unresolved.to_json(), "message": loop.unresolved.describe()})
-    return result
-
-
-def _steps(view: EventView) -> list[dict[str, Any]]:
-    return [view.steps[k] for k in sorted(view.steps)]
-
+        found.update(status="unresolved", unresolved=outcome.unresolved_json())
+    return found

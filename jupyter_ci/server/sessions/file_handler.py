@@ -10,9 +10,9 @@ from jupyter_core.utils import ensure_async
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from jupyter_ci.server import session_files
-from jupyter_ci.server.session_handlers import Refused, SessionAPIHandler
-from jupyter_ci.server.sessions import SessionError
+from jupyter_ci.server.sessions import files
+from jupyter_ci.server.sessions.errors import SessionError
+from jupyter_ci.server.sessions.handlers import Refused, SessionAPIHandler
 
 T = TypeVar("T")
 #: Bytes tornado may read past the upload limit, so the handler sees the overflow.
@@ -23,7 +23,7 @@ _OVERFLOW_BYTES = 1024 * 1024
 class FileHandler(SessionAPIHandler):
     """GET (download), PUT (upload, raw body) or DELETE one file of a session."""
 
-    _upload: session_files.Upload | None = None
+    _upload: files.Upload | None = None
     _too_large = False
     _body_read = False
 
@@ -40,7 +40,7 @@ class FileHandler(SessionAPIHandler):
         try:
             if int(self.request.headers.get("Content-Length") or 0) > limit:
                 raise Refused(413, "upload_too_large", _too_large(limit))
-            self._upload = _file_op(self.path_kwargs["path"], session_files.Upload,
+            self._upload = _file_op(self.path_kwargs["path"], files.Upload,
                                     self._target(), limit)
         except (SessionError, ValueError) as error:
             return self.fail(error if isinstance(error, SessionError) else Refused(
@@ -59,9 +59,9 @@ class FileHandler(SessionAPIHandler):
                 self._upload = None
                 self.fail(Refused(413, "upload_too_large", _too_large(self.ci.max_upload_bytes)))
 
-    def _target(self) -> session_files.Target:
+    def _target(self) -> files.Target:
         directory = self.manager.directory(self.path_kwargs["sid"])
-        return _file_op(self.path_kwargs["path"], session_files.resolve, directory,
+        return _file_op(self.path_kwargs["path"], files.resolve, directory,
                         self.path_kwargs["path"])
 
     @web.authenticated
@@ -89,14 +89,14 @@ class FileHandler(SessionAPIHandler):
     async def get(self, sid: str, path: str) -> None:
         """Send the file's bytes (as an attachment: never rendered on Jupyter's origin)."""
         try:
-            file = _file_op(path, session_files.open_file, self._target())
+            file = _file_op(path, files.open_file, self._target())
         except SessionError as error:
             return self.fail(error)
         self.set_header("Content-Type", "application/octet-stream")
         self.set_header("Content-Disposition", "attachment")
         self.set_header("X-Content-Type-Options", "nosniff")
         with file:
-            async for chunk in session_files.chunks(file):
+            async for chunk in files.chunks(file):
                 self.write(chunk)
                 await self.flush()
         self.finish()
@@ -106,7 +106,7 @@ class FileHandler(SessionAPIHandler):
     async def delete(self, sid: str, path: str) -> None:
         """Remove the file."""
         try:
-            _file_op(path, session_files.remove, self._target())
+            _file_op(path, files.remove, self._target())
         except SessionError as error:
             return self.fail(error)
         self.set_status(204)
@@ -129,14 +129,14 @@ class FileHandler(SessionAPIHandler):
 
 
 def _file_op(path: str, fn: Callable[..., T], *args: Any) -> T:
-    """Call an operation of session_files; map what it refuses to the API's errors."""
+    """Call an operation of files.py; map what it refuses to the API's errors."""
     try:
         return fn(*args)
-    except session_files.PathRefused as error:
+    except files.PathRefused as error:
         raise Refused(400, "bad_path", str(error)) from None
-    except session_files.NoSuchFile as error:
+    except files.NoSuchFile as error:
         raise Refused(404, "no_such_file", str(error)) from None
-    except session_files.FilesUnsupported as error:
+    except files.FilesUnsupported as error:
         raise Refused(409, "files_unavailable", str(error)) from None
     except OSError as error:  # the system refuses (permissions, a race)
         raise Refused(400, "file_error", f"{path!r}: {error.strerror or error}.") from None

@@ -1,4 +1,4 @@
-"""HTTP handlers of the REST sessions (thin: the work is in sessions.py and session_files.py).
+"""HTTP handlers of the REST sessions (thin: the work is in manager.py, ask.py and files.py).
 
 Every route is behind Jupyter's authentication and authorizer (resource `jupyter_ci`), answers
 JSON, and reports errors as `{"message", "reason"}` with a 4xx status, never a traceback.
@@ -21,14 +21,17 @@ from tornado import web
 from jupyter_ci.agent.outputs import OutputEvent
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.models.broker import MANAGED
-from jupyter_ci.server import session_ask, session_files
 from jupyter_ci.server.jsonbody import BadJSON, parse_json
 from jupyter_ci.server.sandbox.environ import unsafe
-from jupyter_ci.server.session_results import execute_result, notebook
-from jupyter_ci.server.sessions import Session, SessionError, SessionManager
+from jupyter_ci.server.sessions import ask, files
+from jupyter_ci.server.sessions.errors import SessionError
+from jupyter_ci.server.sessions.manager import SessionManager
+from jupyter_ci.server.sessions.results import execute_result, notebook
+from jupyter_ci.server.sessions.session import Session
 
 SID = r"(?P<sid>[^/]+)"  # any id: an unknown one gets our JSON 404
-OPENAPI = Path(__file__).with_name("openapi.json")
+#: The document of the sessions API, beside the route table in server/.
+OPENAPI = Path(__file__).parent.parent / "openapi.json"
 _MAX_TIMEOUT_S = 24 * 3600.0
 #: Seconds of silence after which a stream sends an SSE comment, so that proxies and clients'
 #: read timeouts (httpx, nginx: 60 s) do not cut a long quiet run, which would interrupt it.
@@ -326,10 +329,10 @@ class ExecuteHandler(StreamingHandler):
         session = self.manager.get(sid)
         if "text/event-stream" in self.request.headers.get("Accept", ""):
             async def work(send: Callable[[bytes], None]) -> dict[str, Any]:
-                result, files = await self.manager.run_locked(
+                result, changed = await self.manager.run_locked(
                     session, code, timeout or self.ci.timeout,
                     lambda event: send(output_event(event)))
-                return execute_result(result, files)
+                return execute_result(result, changed)
 
             return await self.stream(session, work)
         result = await self.manager.execute(sid, code, timeout)
@@ -345,13 +348,13 @@ class AskHandler(StreamingHandler):
     @authorized
     async def post(self, sid: str) -> None:
         """Ask {"prompt", "model"?, "timeout"?, "max_steps"?, "max_fixes"?} in the session."""
-        request = session_ask.parse(self.fields(session_ask.FIELDS))
+        request = ask.parse(self.fields(ask.FIELDS))
         session = self.manager.get(sid)
-        chat, redactor = await session_ask.resolve(self.manager, session, request.model)
+        chat, redactor = await ask.resolve(self.manager, session, request.model)
 
         async def work(send: Callable[[bytes], None]) -> dict[str, Any]:
-            return await session_ask.ask(self.manager, session, request, chat, redactor,
-                                         lambda event, data: send(sse(event, data)))
+            return await ask.ask(self.manager, session, request, chat, redactor,
+                                 lambda event, data: send(sse(event, data)))
 
         await self.stream(session, work)
 
@@ -365,7 +368,8 @@ class NotebookHandler(SessionAPIHandler):
         """Return the notebook."""
         session = self.manager.get(sid)
         # nbformat validates every cell it makes: off the event loop.
-        self.finish(json.dumps(await asyncio.to_thread(notebook, session)))
+        self.finish(json.dumps(await asyncio.to_thread(
+            notebook, session.history, session.kernel_name, session.id)))
 
 
 class FilesHandler(SessionAPIHandler):
@@ -376,7 +380,7 @@ class FilesHandler(SessionAPIHandler):
     async def get(self, sid: str) -> None:
         """List every file with its size and type."""
         directory = self.manager.directory(sid)
-        self.finish(json.dumps(await asyncio.to_thread(session_files.listing, directory)))
+        self.finish(json.dumps(await asyncio.to_thread(files.listing, directory)))
 
 
 class OpenAPIHandler(SessionAPIHandler):

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from nbformat import v4
 
 from jupyter_ci.agent.outputs import binary_size, cap_output, cut_note, output_size
 from jupyter_ci.agent.types import CodeResult, Output
-
-if TYPE_CHECKING:
-    from jupyter_ci.server.sessions import Session
 
 # nbformat is unannotated: these say what its constructors return.
 _NEW_CELL: dict[str, Callable[..., dict[str, Any]]] = {
@@ -110,12 +107,11 @@ class History:
                 "metadata": {}}
 
 
-def notebook(session: Session) -> dict[str, Any]:
-    """Return the session's history as an nbformat v4 notebook (validated cell by cell)."""
+def notebook(history: History, kernel_name: str, session_id: str) -> dict[str, Any]:
+    """Return a session's history as an nbformat v4 notebook (validated cell by cell)."""
     cells = [_NEW_CELL[entry["cell_type"]](**{k: v for k, v in entry.items()
                                               if k != "cell_type"})
-             for entry in list(session.history)]
-    kernelspec = {"name": session.kernel_name, "display_name": session.kernel_name,
-                  "language": "python"}
+             for entry in list(history)]
+    kernelspec = {"name": kernel_name, "display_name": kernel_name, "language": "python"}
     return _new_notebook(cells=cells, metadata={"kernelspec": kernelspec,
-                                                 "jupyter_ci": {"session": session.id}})
+                                                 "jupyter_ci": {"session": session_id}})
