@@ -45,7 +45,10 @@ def _ci_state():
 def ci_run(line, cell):
     timeout, passthrough = line.split()
     seen, before = [], _ci_state()
-    executor = ShellExecutor(get_ipython(), on_output=lambda e: seen.append(dataclasses.asdict(e)),
+    def seen_event(e):
+        seen.append({{"kind": e.kind, "output": e.output, "wait": e.wait,
+                      "outputs": list(e.outputs)}})
+    executor = ShellExecutor(get_ipython(), on_output=seen_event,
                              passthrough=passthrough == "True")
     result = executor.run(cell, float(timeout))
     restored = [a == b for a, b in zip(before, _ci_state())]

@@ -102,9 +102,18 @@ class OutputsChanged:
 
     step: int
     change: OutputEvent
-    outputs: tuple[Output, ...]
-    #: A clear_output(wait=True) waits for the next output: the list above is still shown.
-    clear_pending: bool = False
+
+    @property
+    def outputs(self) -> tuple[Output, ...]:
+        """Return the step's outputs as they stand (read from their list when asked)."""
+        source = self.change.source
+        return source.snapshot() if source is not None else ()
+
+    @property
+    def clear_pending(self) -> bool:
+        """Tell whether a clear_output(wait=True) waits for the next output."""
+        source = self.change.source
+        return source is not None and source.clear_pending
 
     def to_json(self) -> dict[str, Any]:
         """Return the event's JSON form: the change (the list is the sum of the changes)."""
@@ -223,8 +232,9 @@ class AskEnded:
         return {"type": "ask_end", **self.outcome.to_json()}
 
 
-Event = (AskStarted | RequestSent | Thinking | Text | CodePreview | StepStarted | OutputsChanged
-         | StepEnded | FilesWritten | StepSentBack | Notice | WaitingForUser | AskEnded)
+Event = (AskStarted | RequestSent | Thinking | Text | CodePreview | StepStarted
+         | OutputsChanged | StepEnded | FilesWritten | StepSentBack | Notice | WaitingForUser
+         | AskEnded)
 #: Receives each event of an ask as it happens (an encoder).
 Encoder = Callable[[Event], None]
 
@@ -261,7 +271,7 @@ class Journal:
 
     def output(self, change: OutputEvent) -> None:
         """Emit a change of the running step's outputs (an executor's listener)."""
-        self.emit(OutputsChanged(self.step, change, change.now, change.clear_pending))
+        self.emit(OutputsChanged(self.step, change))
 
     def catch_up(self) -> list[dict[str, Any]]:
         """Return the ask so far as JSON events a page applies in order.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from jupyter_ci.agent.feedback import human_size
@@ -35,10 +35,9 @@ class OutputEvent:
     wait: bool = False
     #: replace: the whole list after a display was updated in place.
     outputs: tuple[Output, ...] = ()
-    #: The list as it stands after the change (its owner fills it in).
-    now: tuple[Output, ...] = ()
-    #: A clear waits for the next output: `now` is still what is shown.
-    clear_pending: bool = False
+    #: The list that changed, to read as it stands when needed (copying it at every change
+    #: of a flood of prints would cost the square of their number).
+    source: OutputList | None = field(default=None, compare=False, repr=False)
 
 
 OnOutput = Callable[[OutputEvent], None]
@@ -94,7 +93,7 @@ class OutputList:
                 self.clear_pending = False
             self.outputs.append(output)
             self.shown.append(display_id)
-            self._emit(OutputEvent("add", output=output))
+            self._emit(OutputEvent("add", output=output, source=self))
 
     def clear(self, wait: bool) -> None:
         """Clear the outputs now, or at the next output when `wait`."""
@@ -102,7 +101,7 @@ class OutputList:
             self.clear_pending = wait
             if not wait:
                 self._forget()
-            self._emit(OutputEvent("clear", wait=wait))
+            self._emit(OutputEvent("clear", wait=wait, source=self))
 
     def update(self, display_id: str, data: dict[str, Any], metadata: dict[str, Any]) -> None:
         """Replace the data of every output showing `display_id`."""
@@ -118,7 +117,7 @@ class OutputList:
                 if shown == display_id:
                     self.outputs[index] = {**self.outputs[index], "data": data,
                                            "metadata": metadata}
-            self._emit(OutputEvent("replace", outputs=tuple(self.outputs)))
+            self._emit(OutputEvent("replace", outputs=tuple(self.outputs), source=self))
 
     def _forget(self) -> None:
         """Drop every output, remembering which displays they showed."""
@@ -135,6 +134,11 @@ class OutputList:
         with self.lock:
             return list(self.elsewhere.values())
 
+    def snapshot(self) -> tuple[Output, ...]:
+        """Return the outputs as they stand now."""
+        with self.lock:
+            return tuple(self.outputs)
+
     def merged(self) -> list[Output]:
         """Return the outputs with consecutive stream outputs of one name joined."""
         with self.lock:
@@ -144,8 +148,7 @@ class OutputList:
         if self.on_event is None:
             return
         try:
-            self.on_event(replace(event, now=tuple(self.outputs),
-                                  clear_pending=self.clear_pending))
+            self.on_event(event)
         except Exception:
             # This may run on the kernel's IOPub thread: raising there would lose the message.
             log.exception("output listener failed")

@@ -103,7 +103,7 @@ class CappedOutputs(OutputList):
             self.sizes.append(size)
             self.held += size
             self._fit()
-            self._emit(OutputEvent("add", output=output))
+            self._emit(OutputEvent("add", output=output, source=self))
 
     def update(self, display_id: str, data: dict[str, Any], metadata: dict[str, Any]) -> None:
         """Update a display, its new data cut to half the limit too."""
