@@ -101,8 +101,9 @@ def test_sync_and_async_drivers_make_the_same_decisions() -> None:
     assert answer == async_answer == "Done."
     assert sync_view.events == async_view.events
     assert sync_view.events == [
-        "request_sent", "thinking", "start:1.1:7.5", "end:1:error", "request_sent", "thinking",
-        "start:1.2:7.5", "end:1:ok", "request_sent", "thinking", "text:Do", "text:ne."]
+        "request_sent", "thinking", "usage", "start:1.1:7.5", "end:1:error", "request_sent",
+        "thinking", "usage", "start:1.2:7.5", "end:1:ok", "request_sent", "thinking", "text:Do",
+        "text:ne.", "usage"]
     # The timeout travels on RunCode, not through the driver's own knowledge of limits.
     assert sync_runner.timeouts == async_runner.inner.timeouts == [7.5, 7.5]
 

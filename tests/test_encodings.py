@@ -75,9 +75,9 @@ async def test_the_comm_sse_and_the_cell_carry_the_same_events(
         jp_fetch, sid, prompt="add two and three", model="openai:gpt-test")]
     assert shape(comm) == shape(sse)
     call = ["request_sent", "thinking"]
-    step = ["code_preview", "step_start", "output", "step_end"]
+    step = ["code_preview", "usage", "step_start", "output", "step_end"]
     assert shape(comm) == ["ask_start", *call, "text", *step, *call, *step, *call, *step,
-                           *call, "text", "ask_end"]
+                           *call, "text", "usage", "ask_end"]
     assert steps(comm) == steps(sse) and len(steps(comm)) == 6
     assert outputs(comm) == outputs(sse) == [(1, ""), (1, "total 5\n"), (2, "twice 10\n")]
     comm_end, sse_end = comm[-1], next(e for e in sse if e["type"] == "ask_end")

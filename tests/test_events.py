@@ -44,7 +44,8 @@ def test_every_event_has_one_json_form_whose_type_names_it() -> None:
     run = RunCode("x = 1", 1, 1, "c1")
     samples: list[Event] = [
         AskStarted("a1", "go", "openai:m"), events.RequestSent((Part("System prompt", "hi"),)),
-        events.Thinking(), events.Text("he"), events.CodePreview(1, 1, "x ="),
+        events.Thinking(), events.Text("he"), events.Usage(10, 2, 12),
+        events.CodePreview(1, 1, "x ="),
         StepStarted(run), StepEnded(run, CodeResult("ok", duration_s=0.25)),
         events.FilesWritten(1, ()), events.Notice("retiring"), events.WaitingForUser("Install?"),
         AskEnded(Outcome("done", "ok")),
@@ -140,8 +141,10 @@ def test_the_driver_tells_a_whole_ask_as_events_and_previews_the_next_step() -> 
     answer = drive(AskLoop("go", limits=Limits(max_fixes=3)), model, Runner(), collected)
     assert answer == "Done."
     kinds = [e["type"] for e in collected.seen if e["type"] not in ("text", "code_preview")]
-    assert kinds == ["request_sent", "thinking", "step_start", "step_end"] * 2 + [
-        "request_sent", "thinking"]
+    assert kinds == ["request_sent", "thinking", "usage", "step_start", "step_end"] * 2 + [
+        "request_sent", "thinking", "usage"]
+    usage = [e for e in collected.seen if e["type"] == "usage"]
+    assert usage[-1]["ask_tokens"] == sum(u["input_tokens"] + u["output_tokens"] for u in usage)
     previews = [(e["step"], e["attempt"]) for e in collected.seen if e["type"] == "code_preview"]
     # The second call writes the fix of step 1 (it failed): attempt 2 of step 1.
     assert previews == [(1, 1), (1, 2)]

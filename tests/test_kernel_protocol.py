@@ -38,7 +38,7 @@ def test_with_the_labextension_steps_go_over_the_comm_not_into_the_cell(
     assert run.reply["content"]["status"] == "ok"
     data = run.comm_data()
     # (Previews of code being written: test_the_code_is_previewed_as_the_model_writes_it.)
-    sent_then = ["request_sent", "thinking"]
+    sent_then = ["request_sent", "thinking", "usage"]
     assert [d["type"] for d in data if d["type"] not in ("text", "code_preview")] == [
         "ask_start", *sent_then, "step_start", "output", "step_end", *sent_then,
         "step_start", "output", "step_end", *sent_then, "step_start", "output", "step_end",

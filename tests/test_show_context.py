@@ -120,7 +120,8 @@ def test_with_the_labextension_the_parts_go_to_the_panel_with_each_call(
     run = kernel.execute("%%ask --show-context\nsay done", FRONTEND)
     assert run.reply["content"]["status"] == "ok"
     data = [d for d in run.comm_data() if d["type"] != "text"]
-    assert [d["type"] for d in data] == ["ask_start", "request_sent", "thinking", "ask_end"]
+    assert [d["type"] for d in data] == ["ask_start", "request_sent", "thinking", "usage",
+                                         "ask_end"]
     context: dict[str, Any] = data[1]
     assert context["ask_id"] == data[0]["ask_id"] and context["protocol"] == 2
     parts = context["parts"]
@@ -136,7 +137,7 @@ def test_with_the_labextension_the_parts_go_to_the_panel_with_each_call(
     fake.push(Turn("Done again."))
     again = kernel.execute("%%ask\nsay done again", FRONTEND)
     assert [d["type"] for d in again.comm_data() if d["type"] != "text"] == [
-        "ask_start", "request_sent", "thinking", "ask_end"]
+        "ask_start", "request_sent", "thinking", "usage", "ask_end"]
     shown = json.dumps([m["content"] for m in again.of_type("display_data",
                                                             "update_display_data")])
     assert "Sent in the last model call" not in shown

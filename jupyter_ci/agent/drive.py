@@ -22,6 +22,7 @@ from jupyter_ci.agent.events import (
     StepStarted,
     Text,
     Thinking,
+    Usage,
     WaitingForUser,
 )
 from jupyter_ci.agent.install import checked_install
@@ -112,7 +113,9 @@ class _Turns:
         self.emit(Text(delta))
 
     def replied(self, reply: ModelReply) -> Action:
-        return self.loop.on_reply(reply)
+        action = self.loop.on_reply(reply)
+        self.emit(Usage(reply.input_tokens, reply.output_tokens, self.loop.tokens_used))
+        return action
 
     def before_run(self, run: RunCode) -> None:
         self.attempts[run.step] = run.attempt

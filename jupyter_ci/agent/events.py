@@ -70,6 +70,20 @@ class Text:
 
 
 @dataclass(frozen=True)
+class Usage:
+    """The tokens of the model's turn just ended, and of the whole ask so far."""
+
+    input_tokens: int
+    output_tokens: int
+    ask_tokens: int
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the event's JSON form."""
+        return {"type": "usage", "input_tokens": self.input_tokens,
+                "output_tokens": self.output_tokens, "ask_tokens": self.ask_tokens}
+
+
+@dataclass(frozen=True)
 class CodePreview:
     """The code of a step the model is still writing (a fix of the last step if it failed)."""
 
@@ -232,7 +246,7 @@ class AskEnded:
         return {"type": "ask_end", **self.outcome.to_json()}
 
 
-Event = (AskStarted | RequestSent | Thinking | Text | CodePreview | StepStarted
+Event = (AskStarted | RequestSent | Thinking | Text | Usage | CodePreview | StepStarted
          | OutputsChanged | StepEnded | FilesWritten | StepSentBack | Notice | WaitingForUser
          | AskEnded)
 #: Receives each event of an ask as it happens (an encoder).
