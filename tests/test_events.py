@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 import typing
 from dataclasses import dataclass, field
 from typing import Any
@@ -148,3 +150,34 @@ def test_the_driver_tells_a_whole_ask_as_events_and_previews_the_next_step() -> 
     previews = [(e["step"], e["attempt"]) for e in collected.seen if e["type"] == "code_preview"]
     # The second call writes the fix of step 1 (it failed): attempt 2 of step 1.
     assert previews == [(1, 1), (1, 2)]
+
+
+def test_reading_the_ask_while_outputs_stream_in_on_another_thread_does_not_deadlock() -> None:
+    # In a kernel the IOPub thread emits outputs holding its list's lock, while the main
+    # thread emits a step's end and the comm reads the journal for late pages.
+    journal = Journal()
+    run = RunCode("print(1)", 1, 1, "c1")
+    journal.emit(StepStarted(run))
+    outputs = OutputList(journal.output)
+    outputs.add(out("a\n"))
+    inside, caught = threading.Event(), []
+
+    def stream() -> None:
+        with outputs.lock:
+            inside.set()
+            time.sleep(0.05)  # the main thread now reads the journal
+            outputs.add(out("b\n"))
+
+    def encoder(event: Event) -> None:
+        if isinstance(event, StepEnded):
+            threading.Thread(target=stream, daemon=True).start()
+            inside.wait(5)
+            caught.append(journal.catch_up())
+
+    journal.encoders.append(encoder)
+    main = threading.Thread(target=journal.emit, args=(StepEnded(run, CodeResult("ok")),),
+                            daemon=True)
+    main.start()
+    main.join(10)
+    assert not main.is_alive(), "deadlocked"
+    assert caught[0][1]["outputs"] == [out("a\n"), out("b\n")]

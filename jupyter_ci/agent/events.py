@@ -267,8 +267,10 @@ class Journal:
     outputs: dict[int, OutputsChanged] = field(default_factory=dict)
     #: The step whose outputs arrive now.
     step: int = 0
-    # Outputs arrive on the kernel's IOPub thread as well as the main one.
-    lock: threading.RLock = field(default_factory=threading.RLock)
+    # Outputs arrive on the kernel's IOPub thread as well as the main one. Held only to keep
+    # events, never while encoding or reading an output list: the IOPub thread holds its
+    # list's lock when it emits, so holding ours around a list's would deadlock.
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
     def emit(self, event: Event) -> None:
         """Keep what a late page needs of `event` and give it to every encoder."""
@@ -280,8 +282,8 @@ class Journal:
                 self.outputs.pop(event.run.step, None)  # a new attempt starts empty
             elif isinstance(event, OutputsChanged):
                 self.outputs[event.step] = event
-            for encode in self.encoders:
-                encode(event)
+        for encode in self.encoders:
+            encode(event)
 
     def output(self, change: OutputEvent) -> None:
         """Emit a change of the running step's outputs (an executor's listener)."""
@@ -294,17 +296,17 @@ class Journal:
         them, so the next output replaces them as it does live.
         """
         with self.lock:
-            last_start = {e.run.step: i for i, e in enumerate(self.placed)
-                          if isinstance(e, StepStarted)}
-            events: list[dict[str, Any]] = []
-            for i, event in enumerate(self.placed):
-                events.append(event.to_json())
-                if isinstance(event, StepStarted) and last_start[event.run.step] == i:
-                    events += self._outputs_now(event.run.step)
-            return events
+            placed, outputs = list(self.placed), dict(self.outputs)
+        last_start = {e.run.step: i for i, e in enumerate(placed) if isinstance(e, StepStarted)}
+        events: list[dict[str, Any]] = []
+        for i, event in enumerate(placed):
+            events.append(event.to_json())
+            if isinstance(event, StepStarted) and last_start[event.run.step] == i:
+                events += self._outputs_now(event.run.step, outputs.get(event.run.step))
+        return events
 
-    def _outputs_now(self, step: int) -> list[dict[str, Any]]:
-        now = self.outputs.get(step)
+    @staticmethod
+    def _outputs_now(step: int, now: OutputsChanged | None) -> list[dict[str, Any]]:
         if now is None:
             return [{"type": "set_outputs", "step": step, "outputs": []}]
         shown = [{"type": "set_outputs", "step": step, "outputs": list(now.outputs)}]
