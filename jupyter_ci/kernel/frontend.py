@@ -18,6 +18,7 @@ from jupyter_ci.agent.events import (
     Event,
     Notice,
     Outcome,
+    OutputsChanged,
     RequestSent,
     StepEnded,
     StepSentBack,
@@ -127,7 +128,8 @@ class LogView:
 
     def __call__(self, event: Event) -> None:
         """Show one event of the ask in the cell."""
-        if not isinstance(event, Text) and self._answer is not None:
+        # Flushed when the model's turn ends; outputs arrive on the IOPub thread, many.
+        if not isinstance(event, Text | CodePreview | OutputsChanged) and self._answer is not None:
             self._answer.flush()
         match event:
             case AskStarted():

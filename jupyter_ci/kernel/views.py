@@ -15,6 +15,7 @@ from jupyter_ci.agent.disclosure import Part, total_tokens
 from jupyter_ci.agent.events import (
     AskEnded,
     AskStarted,
+    CodePreview,
     Event,
     Notice,
     Outcome,
@@ -254,8 +255,8 @@ class InlineView:
 
     def __call__(self, event: Event) -> None:
         """Show one event of the ask."""
-        if not isinstance(event, Text):
-            self._turn_end()
+        if not isinstance(event, Text | CodePreview | OutputsChanged):
+            self._turn_end()  # the model's turn ended: what comes next is not its text
         match event:
             case AskStarted():
                 self._status.set(f"*Asking {self.info.model}…*")
