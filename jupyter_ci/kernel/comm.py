@@ -18,6 +18,7 @@ from jupyter_ci.agent.events import (
     Event,
     Journal,
     Outcome,
+    OutputsChanged,
     StepEnded,
     StepSentBack,
     StepStarted,
@@ -72,7 +73,8 @@ class CommEncoder:
             if time.monotonic() - self._text_sent_at >= TEXT_S:
                 self._send_text()
             return
-        self._send_text()
+        if not isinstance(event, OutputsChanged):  # those come on the IOPub thread
+            self._send_text()
         if isinstance(event, AskEnded):
             self._end(event.outcome, event.to_json())
             return
