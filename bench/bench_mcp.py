@@ -1,0 +1,113 @@
+"""Measure the MCP execute round trip against the REST one, side by side in one run.
+
+Prints ratios, not pass/fail: these machines are noisy, so each figure is compared with its
+baseline measured in the same run, interleaved, on one server.
+
+    python bench/bench_mcp.py [--rounds 30]
+
+1. REST: `jupyter_ci.client.AsyncClient` execute of `x = 1` (what the MCP tools call);
+2. MCP over the server's Streamable HTTP door (/jupyter-ci/mcp): `tools/call execute`, with
+   the SDK's own client (one extra hop: the door calls the REST API on loopback);
+3. MCP over stdio: `jupyter-ci mcp` as a subprocess, `tools/call execute` (two extra hops:
+   the pipe, then HTTP to the server).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from pathlib import Path
+
+from bench_sessions import start_server
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamablehttp_client
+
+from jupyter_ci.client import AsyncClient
+
+Call = Callable[[], Awaitable[object]]
+
+
+async def timed(call: Call) -> float:
+    """Return the seconds `await call()` took."""
+    start = time.perf_counter()
+    await call()
+    return time.perf_counter() - start
+
+
+async def mcp_session(stack: AsyncExitStack, transport: str, url: str, token: str
+                      ) -> ClientSession:
+    """Open an MCP client session over `transport` ("http" or "stdio")."""
+    if transport == "http":
+        read, write, _ = await stack.enter_async_context(streamablehttp_client(
+            f"{url}/jupyter-ci/mcp", headers={"Authorization": f"token {token}"}))
+    else:
+        command = Path(sys.executable).parent / "jupyter-ci"
+        params = StdioServerParameters(command=str(command), args=["mcp", "--url", url],
+                                       env={**os.environ, "JUPYTER_CI_TOKEN": token})
+        read, write = await stack.enter_async_context(stdio_client(params))
+    session = await stack.enter_async_context(ClientSession(read, write))
+    await session.initialize()
+    return session
+
+
+async def mcp_call(session: ClientSession, sid: str) -> Call:
+    """Return a call of the execute tool in session `sid` (checked once)."""
+    async def call() -> object:
+        return await session.call_tool("execute", {"code": "x = 1", "session_id": sid})
+
+    first = await session.call_tool("execute", {"code": "x = 1", "session_id": sid})
+    assert not first.isError, first
+    return call
+
+
+async def bench(url: str, token: str, rounds: int) -> None:
+    """Interleave REST, MCP over HTTP and MCP over stdio executes; print medians, ratios."""
+    async with AsyncExitStack() as stack:
+        client = await stack.enter_async_context(AsyncClient(url, token))
+        calls: dict[str, Call] = {}
+        rest = await client.session()
+        stack.push_async_callback(rest.delete)
+        calls["REST execute (AsyncClient)"] = lambda: rest.execute("x = 1")
+        for transport in ("http", "stdio"):
+            session = await mcp_session(stack, transport, url, token)
+            started = await client.session()
+            stack.push_async_callback(started.delete)
+            calls[f"MCP execute ({transport})"] = await mcp_call(session, started.id)
+        for _ in range(5):  # warm every path
+            for call in calls.values():
+                await call()
+        times: dict[str, list[float]] = {name: [] for name in calls}
+        for _ in range(rounds):
+            for name, call in calls.items():
+                times[name].append(await timed(call))
+    base = statistics.median(times["REST execute (AsyncClient)"])
+    for name, values in times.items():
+        median = statistics.median(values)
+        print(f"{name:34} {median * 1000:7.2f} ms   ratio {median / base:5.2f}x   "
+              f"(p90 {sorted(values)[int(0.9 * (len(values) - 1))] * 1000:6.2f} ms)")
+
+
+def main() -> None:
+    """Start one server and measure the three paths against it."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=30)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as root:
+        server, url, token = start_server(root, 1, 10)
+        try:
+            asyncio.run(bench(url, token, args.rounds))
+        finally:
+            server.terminate()
+            server.wait(30)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+"""A tornado handler that serves an ASGI app: the bridge from Jupyter Server to the MCP SDK.
+
+Jupyter Server is tornado; the SDK's Streamable HTTP transport is ASGI. The handler builds the
+ASGI scope from the tornado request, hands the (already read) body to `receive`, then reports
+`http.disconnect` once the client hangs up, and streams each `http.response.body` back with a
+flush, so server-sent events reach the client as they are sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from jupyter_server.base.handlers import APIHandler
+from tornado import httputil
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+def asgi_scope(request: httputil.HTTPServerRequest, root_path: str = "") -> Scope:
+    """Build the ASGI HTTP scope of a tornado request."""
+    host, _, port = (request.host or "localhost").rpartition(":")
+    server = (host, int(port)) if host and port.isdigit() else (request.host, None)
+    client_ip = request.remote_ip or "127.0.0.1"
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": request.version.removeprefix("HTTP/") or "1.1",
+        "method": request.method,
+        "scheme": request.protocol,
+        "path": request.path,
+        "raw_path": request.path.encode(),
+        "query_string": request.query.encode(),
+        "root_path": root_path,
+        "headers": [(name.lower().encode("latin-1"), value.encode("latin-1"))
+                    for name, value in request.headers.get_all()],
+        "client": (client_ip, 0),
+        "server": server,
+    }
+
+
+class ASGIHandler(APIHandler):
+    """Serve one request with an ASGI app (subclasses add Jupyter's auth to each method)."""
+
+    app: ASGIApp
+    _disconnected: asyncio.Event | None = None
+    _started = False
+
+    async def serve(self) -> None:
+        """Run the app on this request, streaming its response."""
+        self._disconnected = asyncio.Event()
+        body_sent = False
+
+        async def receive() -> Message:
+            nonlocal body_sent
+            if not body_sent:
+                body_sent = True
+                return {"type": "http.request", "body": self.request.body or b"",
+                        "more_body": False}
+            assert self._disconnected is not None
+            await self._disconnected.wait()
+            return {"type": "http.disconnect"}
+
+        await self.app(asgi_scope(self.request), receive, self._send)
+        if not self._finished:
+            self.finish(set_content_type=self._headers.get("Content-Type", "text/plain"))
+
+    async def _send(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self._start(message)
+        elif message["type"] == "http.response.body":
+            await self._body(message)
+
+    def _start(self, message: Message) -> None:
+        self._started = True
+        self.set_status(int(message["status"]))
+        self.clear_header("Content-Type")
+        for name, value in message.get("headers", []):
+            key, text = bytes(name).decode("latin-1"), bytes(value).decode("latin-1")
+            if key.lower() == "content-length":
+                continue  # tornado sets it (or chunks) itself
+            self.add_header(key, text)
+
+    async def _body(self, message: Message) -> None:
+        if self._finished or self.request.connection is None:
+            return
+        chunk = bytes(message.get("body", b""))
+        if chunk:
+            self.write(chunk)
+        if message.get("more_body", False):
+            try:
+                await self.flush()
+            except Exception:  # the client hung up: on_connection_close tells the app
+                self._hung_up()
+            return
+        self.finish(set_content_type=self._headers.get("Content-Type", "text/plain"))
+
+    def on_connection_close(self) -> None:
+        """Tell the app the client went away (it ends the stream it serves)."""
+        super().on_connection_close()
+        self._hung_up()
+
+    def on_finish(self) -> None:
+        """A finished response has no client left to wait for."""
+        self._hung_up()
+
+    def _hung_up(self) -> None:
+        if self._disconnected is not None:
+            self._disconnected.set()

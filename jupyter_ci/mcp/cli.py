@@ -1,0 +1,81 @@
+"""`jupyter-ci mcp`: serve jupyter-ci's MCP tools on stdio, against a running Jupyter server.
+
+    jupyter-ci mcp --url http://localhost:8888            # token from $JUPYTER_CI_TOKEN
+    claude mcp add jupyter-ci -e JUPYTER_CI_TOKEN=... -- jupyter-ci mcp --url http://...
+
+The tools go through the server's REST sessions API; sessions this process started are
+closed when its client disconnects.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+from mcp.server.fastmcp import Context
+
+from jupyter_ci.client import AsyncClient, AsyncSession, CodeInterpreterError
+from jupyter_ci.mcp.tools import Connection, build_server
+
+#: Where the token is read from when --token is not given (kept off the command line).
+TOKEN_VARS = ("JUPYTER_CI_TOKEN", "JUPYTER_TOKEN")
+URL_VAR = "JUPYTER_CI_URL"
+
+
+class StdioBackend:
+    """One client for the process, with the token it was started with."""
+
+    def __init__(self, url: str, token: str | None) -> None:
+        self._client = AsyncClient(url, token)
+
+    def client(self, ctx: Context[Any, Any, Any]) -> AsyncClient:
+        """Return the process's client."""
+        return self._client
+
+    async def closed(self, connection: Connection) -> None:
+        """Close the sessions this connection started, then the connection pool."""
+        for sid in sorted(connection.started):
+            # A server that went first took its sessions with it.
+            with contextlib.suppress(CodeInterpreterError, httpx.HTTPError):
+                await AsyncSession(self._client.http, {"id": sid}).delete()
+        await self._client.http.aclose()
+
+
+def parser() -> argparse.ArgumentParser:
+    """Return the command line's parser."""
+    top = argparse.ArgumentParser(prog="jupyter-ci", description="jupyter-ci's commands.")
+    commands = top.add_subparsers(dest="command", required=True)
+    mcp = commands.add_parser("mcp", help="Serve jupyter-ci's MCP tools on stdio.",
+                              description=__doc__,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    mcp.add_argument("--url", default=os.environ.get(URL_VAR, "http://localhost:8888"),
+                     help=f"The Jupyter server's URL (default: ${URL_VAR}, else "
+                     "http://localhost:8888).")
+    mcp.add_argument("--token", default=None,
+                     help="The server's token (default: $JUPYTER_CI_TOKEN, else "
+                     "$JUPYTER_TOKEN); prefer the variable, which other users cannot see.")
+    return top
+
+
+def token_from(given: str | None, environ: dict[str, str] | os._Environ[str]) -> str | None:
+    """Return the token given, else the first variable of TOKEN_VARS that is set."""
+    return given or next((environ[v] for v in TOKEN_VARS if environ.get(v)), None)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run `jupyter-ci mcp` (stdio) until the client disconnects."""
+    args = parser().parse_args(argv)
+    token = token_from(args.token, os.environ)
+    if not token:
+        print("jupyter-ci mcp: no token: set $JUPYTER_CI_TOKEN (or pass --token); "
+              "`jupyter server list` shows the server's.", file=sys.stderr)
+    build_server(StdioBackend(args.url, token)).run("stdio")
+
+
+if __name__ == "__main__":
+    main()

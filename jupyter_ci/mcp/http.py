@@ -1,0 +1,190 @@
+"""The MCP door on the server itself: Streamable HTTP at /jupyter-ci/mcp, behind Jupyter's auth.
+
+The SDK's session manager is ASGI; `MCPHandler` (a tornado handler, see asgi.py) checks
+Jupyter's authentication and authorizer first, then hands the request over. The manager's
+task group runs from the first request until the extension stops.
+
+The tools call the REST sessions API on the server's own address (loopback), forwarding the
+caller's own credentials (its Authorization header, or its cookie and XSRF header): every call
+is authenticated and authorized again exactly as a REST call of that user would be, the limits
+and checks of the REST handlers apply once, and no credential is minted or borrowed (the
+server's own token is never used). The SDK is imported at the first request, not when the
+server starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import json
+from logging import Logger
+from typing import TYPE_CHECKING, Any
+
+import httpx
+from jupyter_server.auth.decorator import authorized
+from tornado import web
+
+from jupyter_ci.client import AsyncClient
+from jupyter_ci.mcp.asgi import ASGIHandler
+from jupyter_ci.server.sessions.handlers import NO_TOKEN
+
+if TYPE_CHECKING:
+    from jupyter_server.serverapp import ServerApp
+    from mcp.server.fastmcp import Context
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+    from jupyter_ci.mcp.tools import Connection
+
+ROUTE = "/jupyter-ci/mcp"
+#: The request headers that carry who the caller is, passed on to the loopback calls.
+FORWARDED = ("authorization", "cookie", "x-xsrftoken")
+#: Seconds the MCP sessions get to end when the server stops.
+STOP_S = 5.0
+
+
+def loopback_url(server: ServerApp) -> tuple[str, httpx.AsyncBaseTransport]:
+    """Return the server's own base URL and a transport that reaches it from this process."""
+    base = server.base_url.rstrip("/")
+    if server.sock:
+        return f"http://localhost{base}", httpx.AsyncHTTPTransport(uds=server.sock)
+    ip = server.ip if server.ip not in ("", "0.0.0.0", "localhost") else "127.0.0.1"
+    host = "[::1]" if ip == "::" else f"[{ip}]" if ":" in ip else ip
+    scheme = "https" if server.certfile else "http"
+    # Our own certificate is often self-signed, and this connection never leaves the host.
+    return f"{scheme}://{host}:{server.port}{base}", httpx.AsyncHTTPTransport(
+        verify=not server.certfile)
+
+
+class _Forwarding(AsyncClient):
+    """An AsyncClient over a shared connection pool, with one request's credentials."""
+
+    def __init__(self, http: httpx.AsyncClient) -> None:
+        self.http = http
+
+
+class LoopbackBackend:
+    """The tools' REST client in the server: loopback, as the caller of each request."""
+
+    def __init__(self, server: ServerApp, timeout: float = 300.0) -> None:
+        self.url, self.transport = loopback_url(server)
+        self.timeout = timeout
+
+    def client(self, ctx: Context[Any, Any, Any]) -> AsyncClient:
+        """Return a client carrying the credentials of the HTTP request behind this call."""
+        request = ctx.request_context.request
+        headers = getattr(request, "headers", {})
+        forwarded = {name: headers[name] for name in FORWARDED if name in headers}
+        # trust_env off: a proxy set for the server's own downloads must not see these calls.
+        return _Forwarding(httpx.AsyncClient(
+            base_url=self.url + "/", headers=forwarded, transport=self.transport,
+            timeout=self.timeout, trust_env=False))
+
+    async def closed(self, connection: Connection) -> None:
+        """Leave its sessions to the idle culler: the caller's credentials are gone now."""
+
+
+class MCPDoor:
+    """The SDK's session manager, started at the first request and stopped with the server."""
+
+    def __init__(self, server: ServerApp, log: Logger) -> None:
+        self.server, self.log = server, log
+        self.manager: StreamableHTTPSessionManager | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._ready = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._starting = asyncio.Lock()
+        self.backend: LoopbackBackend | None = None
+
+    async def start(self) -> StreamableHTTPSessionManager:
+        """Return the running session manager, starting it on first use."""
+        async with self._starting:
+            if self._task is None:
+                # The SDK takes ~0.3 s to import: not on the event loop.
+                await asyncio.to_thread(importlib.import_module, "jupyter_ci.mcp.tools")
+                from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+                from jupyter_ci.mcp.tools import build_server
+
+                self.backend = LoopbackBackend(self.server)
+                mcp = build_server(self.backend)
+                self.manager = StreamableHTTPSessionManager(app=mcp._mcp_server)
+                self._task = asyncio.ensure_future(self._run(self.manager))
+        await self._ready.wait()
+        if self.manager is None or self._task is None or self._task.done():
+            raise web.HTTPError(503, "The MCP server is not running (stopped, or it failed "
+                                "to start: see the server's log).")
+        return self.manager
+
+    async def _run(self, manager: StreamableHTTPSessionManager) -> None:
+        # The manager's task group must be entered and left in one task: this one.
+        try:
+            async with manager.run():
+                self._ready.set()
+                await self._stop.wait()
+        except Exception:
+            self.log.exception("jupyter-ci: the MCP server stopped")
+        finally:
+            self._ready.set()  # requests waiting for it are told it is not running
+
+    async def stop(self) -> None:
+        """End the MCP sessions and the manager's task group."""
+        if self._task is None:
+            return
+        self._stop.set()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self._task, STOP_S)
+        if self.backend is not None:
+            await self.backend.transport.aclose()
+
+
+class MCPHandler(ASGIHandler):
+    """POST (messages), GET (the server's stream), DELETE (end an MCP session)."""
+
+    auth_resource = "jupyter_ci"
+
+    def initialize(self, door: MCPDoor) -> None:
+        """Keep the door."""
+        self.door = door
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        """Say what a refused request lacks (tornado's own words name an XSRF cookie)."""
+        if status_code == 403 and not self._signed_in():
+            self.set_header("Content-Type", "application/json")
+            self.finish(json.dumps({"message": NO_TOKEN, "reason": "invalid_token"}))
+            return
+        super().write_error(status_code, **kwargs)
+
+    def _signed_in(self) -> bool:
+        try:
+            return self.current_user is not None
+        except RuntimeError:  # refused before Jupyter authenticated it
+            return False
+
+    async def _serve(self) -> None:
+        manager = await self.door.start()
+        self.app = manager.handle_request
+        await self.serve()
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        """Serve one MCP message (a reply or a stream of server-sent events)."""
+        await self._serve()
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        """Serve the MCP session's stream of server-initiated messages."""
+        await self._serve()
+
+    @web.authenticated
+    @authorized
+    async def delete(self) -> None:
+        """End an MCP session."""
+        await self._serve()
+
+
+def routes(door: MCPDoor) -> list[tuple[str, type[web.RequestHandler], dict[str, Any]]]:
+    """Return the MCP door's route, relative to the server's base_url."""
+    return [(ROUTE, MCPHandler, {"door": door})]

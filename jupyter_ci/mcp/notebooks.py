@@ -1,0 +1,97 @@
+"""MCP tools over the user's own notebooks: which are open with a kernel, and what they hold.
+
+Read-only, through Jupyter's own REST API (`/api/sessions`, `/api/contents`) with the same
+client and credentials as the session tools. Running code in a notebook's kernel so that it
+lands as a cell in JupyterLab needs the labextension's comm, and is not offered here.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+from urllib.parse import quote
+
+from mcp.server.fastmcp import Context, FastMCP
+from mcp.types import CallToolResult, ContentBlock, ImageContent, TextContent, ToolAnnotations
+from pydantic import Field
+
+from jupyter_ci.client.formats import raise_for
+from jupyter_ci.mcp import results
+from jupyter_ci.mcp.tools import Backend, Connection
+
+#: Characters of one output's text given back, and of one cell's source.
+OUTPUT_CHARS = 4_000
+_IMAGES = ("image/png", "image/jpeg")
+
+
+def _joined(value: Any) -> str:
+    return "".join(value) if isinstance(value, list) else str(value or "")
+
+
+def _clipped(value: str, limit: int = OUTPUT_CHARS) -> str:
+    if len(value) <= limit:
+        return value
+    half = limit // 2
+    return f"{value[:half]}\n[… {len(value) - limit} characters cut …]\n{value[-half:]}"
+
+
+def output_text(output: dict[str, Any]) -> str:
+    """Return what one nbformat output shows as text (images and HTML noted)."""
+    kind = output.get("output_type")
+    if kind == "stream":
+        return _clipped(_joined(output.get("text")))
+    if kind == "error":
+        return f"{output.get('ename')}: {output.get('evalue')}"
+    data = output.get("data", {})
+    if "text/plain" in data:
+        return _clipped(_joined(data["text/plain"]))
+    return "[" + ", ".join(data) + " output]"
+
+
+def cells_content(notebook: dict[str, Any]) -> list[ContentBlock]:
+    """Render a notebook's cells and outputs as text, its images as image content."""
+    lines: list[str] = []
+    images: list[ContentBlock] = []
+    for index, cell in enumerate(notebook.get("cells", [])):
+        kind = cell.get("cell_type", "code")
+        count = cell.get("execution_count")
+        head = f"# cell {index} ({kind}" + (f", [{count}]" if count else "") + ")"
+        lines += [head, _clipped(_joined(cell.get("source")), results.MAX_TEXT_CHARS // 10)]
+        for output in cell.get("outputs", []):
+            lines.append("## output: " + output_text(output))
+            for mime in _IMAGES:
+                data = output.get("data", {}).get(mime)
+                if data and len(images) < results.MAX_IMAGES and \
+                        len(str(data)) <= results.MAX_IMAGE_CHARS:
+                    images.append(ImageContent(type="image", data=_joined(data).replace(
+                        "\n", ""), mimeType=mime))
+    text = "\n".join(lines)[:results.MAX_TEXT_CHARS] or "(an empty notebook)"
+    return [TextContent(type="text", text=text), *images]
+
+
+def notebook_tools(server: FastMCP[Connection], backend: Backend) -> None:
+    """Add the tools over the user's own notebooks."""
+
+    @server.tool(annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False))
+    async def list_notebooks(ctx: Context[Any, Connection, Any]) -> list[dict[str, Any]]:
+        """List the notebooks open in Jupyter with a running kernel (path, kernel name,
+        kernel state)."""
+        response = await backend.client(ctx).http.get("api/sessions")
+        raise_for(response)
+        return [{"path": s.get("path"), "name": s.get("name"), "type": s.get("type"),
+                 "kernel": {k: (s.get("kernel") or {}).get(k) for k in (
+                     "id", "name", "execution_state", "last_activity")}}
+                for s in response.json()]
+
+    @server.tool(annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False))
+    async def read_notebook(ctx: Context[Any, Connection, Any], path: Annotated[
+            str, Field(description="The notebook's path, relative to Jupyter's root, as "
+                       "list_notebooks gives it.")]) -> CallToolResult:
+        """Read a notebook of the user's (as last saved): each cell's source and outputs,
+        images as images."""
+        response = await backend.client(ctx).http.get(
+            f"api/contents/{quote(path.lstrip('/'))}", params={"content": "1"})
+        raise_for(response)
+        model = response.json()
+        if model.get("type") != "notebook":
+            return results.text(f"{path} is a {model.get('type')}, not a notebook.", True)
+        return CallToolResult(content=cells_content(model.get("content") or {}))

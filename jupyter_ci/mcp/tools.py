@@ -1,0 +1,229 @@
+"""The MCP tools of jupyter-ci: sessions, execute, ask, files, the session's notebook (and,
+in notebooks.py, the user's own notebooks, read-only).
+
+Every tool goes through the REST sessions API with `jupyter_ci.client.AsyncClient`, which a
+`Backend` hands out per call: the stdio server keeps one for its process, the server's own
+Streamable HTTP door makes one per request carrying that request's own credentials.
+A tool that names no session uses the connection's default one, started on first use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Protocol
+
+from mcp.server.fastmcp import Context, FastMCP
+from mcp.types import CallToolResult, ToolAnnotations
+from pydantic import Field
+
+from jupyter_ci.client import AsyncClient, AsyncSession, CodeInterpreterError
+from jupyter_ci.client.formats import raise_for
+from jupyter_ci.mcp import results
+
+INSTRUCTIONS = (
+    "jupyter-ci runs Python in stateful Jupyter kernels (sessions): variables, imports and "
+    "files persist between `execute` calls of one session. Tools that take `session_id` use "
+    "this connection's default session when it is omitted (started on first use). `ask` "
+    "hands a whole task to jupyter-ci's own agent, which writes and runs the code itself."
+)
+
+SessionId = Annotated[str | None, Field(
+    description="The session to use (from start_session); omitted: this connection's "
+    "default session, started on first use.")]
+
+
+class Backend(Protocol):
+    """Where the tools reach the REST API, and with whose credentials."""
+
+    def client(self, ctx: Context[Any, Any, Any]) -> AsyncClient:
+        """Return the client for this tool call."""
+        ...
+
+    async def closed(self, connection: Connection) -> None:
+        """Clean up after an MCP connection that ended."""
+        ...
+
+
+@dataclass
+class Connection:
+    """What one MCP connection (a stdio process, an HTTP MCP session) keeps between calls."""
+
+    default: str | None = None
+    started: set[str] = field(default_factory=set)
+    #: Held while the default session starts, so that calls at once start one, not several.
+    starting: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+def _connection(ctx: Context[Any, Any, Any]) -> Connection:
+    state = ctx.request_context.lifespan_context
+    assert isinstance(state, Connection), "the server's lifespan makes one per connection"
+    return state
+
+
+async def _session(ctx: Context[Any, Any, Any], backend: Backend,
+                   session_id: str | None) -> AsyncSession:
+    """Return the session named, or the connection's default one (started if need be)."""
+    client = backend.client(ctx)
+    if session_id:
+        return AsyncSession(client.http, {"id": session_id})
+    connection = _connection(ctx)
+    async with connection.starting:
+        if connection.default is None:
+            session = await client.session()
+            connection.default = session.id
+            connection.started.add(session.id)
+            return session
+    return AsyncSession(client.http, {"id": connection.default})
+
+
+def build_server(backend: Backend) -> FastMCP[Connection]:
+    """Return the MCP server whose tools call the REST API through `backend`."""
+
+    @asynccontextmanager
+    async def lifespan(_: FastMCP[Connection]) -> AsyncIterator[Connection]:
+        connection = Connection()
+        try:
+            yield connection
+        finally:
+            await backend.closed(connection)
+
+    # WARNING: FastMCP calls logging.basicConfig with it, so INFO would make every library
+    # (httpx: each loopback request) log to the stderr of the server or of the stdio client.
+    server: FastMCP[Connection] = FastMCP("jupyter-ci", instructions=INSTRUCTIONS,
+                                          lifespan=lifespan, log_level="WARNING")
+    _session_tools(server, backend)
+    _run_tools(server, backend)
+    _file_tools(server, backend)
+    _read_tools(server, backend)
+    from jupyter_ci.mcp.notebooks import notebook_tools  # it builds on this module's types
+
+    notebook_tools(server, backend)
+    return server
+
+
+def _session_tools(server: FastMCP[Connection], backend: Backend) -> None:
+    @server.tool(annotations=ToolAnnotations(openWorldHint=False))
+    async def start_session(ctx: Context[Any, Connection, Any], kernel_name: Annotated[
+            str | None, Field(description="A kernelspec name; omitted: the server's "
+                              "default (sandboxed where the sandbox works).")] = None,
+    ) -> dict[str, Any]:
+        """Start a new Python session (a kernel with a working directory of its own) and
+        make it this connection's default; return its info (id, sandboxed, ...)."""
+        session = await backend.client(ctx).session(
+            **({"kernel_name": kernel_name} if kernel_name else {}))
+        _connection(ctx).default = session.id
+        _connection(ctx).started.add(session.id)
+        return session.info
+
+    @server.tool(annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False))
+    async def list_sessions(ctx: Context[Any, Connection, Any]) -> list[dict[str, Any]]:
+        """List the server's sessions (id, kernel, status, sandboxed, ...)."""
+        response = await backend.client(ctx).http.get("jupyter-ci/sessions")
+        raise_for(response)
+        return list(response.json())
+
+    @server.tool(annotations=ToolAnnotations(destructiveHint=True, openWorldHint=False))
+    async def close_session(ctx: Context[Any, Connection, Any],
+                            session_id: SessionId = None) -> str:
+        """Close a session: its kernel is shut down and its directory removed."""
+        session = await _session(ctx, backend, session_id)
+        await session.delete()
+        connection = _connection(ctx)
+        connection.started.discard(session.id)
+        if connection.default == session.id:
+            connection.default = None
+        return f"Session {session.id} closed."
+
+
+def _run_tools(server: FastMCP[Connection], backend: Backend) -> None:
+    @server.tool(annotations=ToolAnnotations(openWorldHint=False))
+    async def execute(ctx: Context[Any, Connection, Any], code: Annotated[
+            str, Field(description="The Python code to run.")],
+            session_id: SessionId = None, timeout: Annotated[float | None, Field(
+                description="Seconds before the run is interrupted (the session stays "
+                "usable); omitted: the server's default.", gt=0)] = None,
+    ) -> CallToolResult:
+        """Run Python code in a stateful Jupyter session: print output, the last
+        expression's value, errors (with traceback) come back as text, plots as images."""
+        session = await _session(ctx, backend, session_id)
+        # Omitted, not None, when not given: the client reads None as "no deadline".
+        run = await (session.execute(code, timeout=timeout) if timeout
+                     else session.execute(code))
+        return results.run_result(run)
+
+    @server.tool(annotations=ToolAnnotations(openWorldHint=True))
+    async def ask(ctx: Context[Any, Connection, Any], prompt: Annotated[
+            str, Field(description="The task, in plain words.")],
+            session_id: SessionId = None, model: Annotated[str | None, Field(
+                description="provider:model, e.g. openai:gpt-4.1; omitted: the server's "
+                "default.")] = None,
+    ) -> CallToolResult:
+        """Hand a task to jupyter-ci's own agent (the %%ask loop) in a session: it writes
+        and runs code until done, with the server's model keys; progress is reported as
+        each step runs; the answer comes back."""
+        session = await _session(ctx, backend, session_id)
+        narrator, sent = results.Narrator(), 0
+        async for event, data in session.ask(prompt, **({"model": model} if model else {})):
+            if event == "result":
+                return results.ask_result(data)
+            if event == "error":
+                return results.text(str(data.get("message")), error=True)
+            for message in narrator.messages(event, data):
+                sent += 1
+                await ctx.report_progress(sent, None, message)
+        return results.text("The ask's stream ended without a result.", error=True)
+
+
+def _file_tools(server: FastMCP[Connection], backend: Backend) -> None:
+    @server.tool(annotations=ToolAnnotations(openWorldHint=False))
+    async def upload_file(ctx: Context[Any, Connection, Any], path: Annotated[
+            str, Field(description="Where in the session's directory, e.g. data/sales.csv.")],
+            content: Annotated[str, Field(description="The file's content: text, or base64 "
+                                          "when `is_base64` is true.")],
+            is_base64: Annotated[bool, Field(
+                description="Whether `content` is base64 (for binary files).")] = False,
+            session_id: SessionId = None) -> dict[str, Any]:
+        """Write a file into the session's working directory; return its entry."""
+        try:
+            data = base64.b64decode(content, validate=True) if is_base64 \
+                else content.encode()
+        except binascii.Error as error:
+            raise ValueError(f"`content` is not valid base64: {error}") from None
+        return await (await _session(ctx, backend, session_id)).upload(path, data)
+
+    @server.tool(annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False))
+    async def download_file(ctx: Context[Any, Connection, Any], path: Annotated[
+            str, Field(description="A path in the session's directory.")],
+            session_id: SessionId = None) -> CallToolResult:
+        """Read a file of the session: text as text, images as images, else base64."""
+        session = await _session(ctx, backend, session_id)
+        return results.file_result(path, await session.download(path))
+
+
+
+def _read_tools(server: FastMCP[Connection], backend: Backend) -> None:
+    @server.tool(annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False))
+    async def list_files(ctx: Context[Any, Connection, Any],
+                         session_id: SessionId = None) -> list[dict[str, Any]]:
+        """List the files of the session's directory (path, size, mime)."""
+        session = await _session(ctx, backend, session_id)
+        response = await session.http.get(f"jupyter-ci/sessions/{session.id}/files")
+        raise_for(response)
+        return list(response.json())
+
+    @server.tool(annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False))
+    async def get_notebook(ctx: Context[Any, Connection, Any],
+                           session_id: SessionId = None) -> str:
+        """Return the session's executes and asks as an nbformat v4 notebook (JSON)."""
+        session = await _session(ctx, backend, session_id)
+        response = await session.http.get(f"jupyter-ci/sessions/{session.id}/notebook")
+        raise_for(response)
+        return results.notebook_text(response.json())
+
+
+__all__ = ["Backend", "CodeInterpreterError", "Connection", "build_server"]
