@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from jupyter_ci.agent.budget import trim_middle
+from jupyter_ci.agent.chart_text import CHART_MIME, chart_text
 from jupyter_ci.agent.images import ImagePicker, Picked
 from jupyter_ci.agent.types import CodeResult, ErrorInfo, FileInfo, Output, ToolResult
 
@@ -55,6 +56,8 @@ def _format_data(data: dict[str, object], image_note: str | None = None) -> str:
                 notes.append(f"[{mime} image shown to the user]")
     if "text/html" in data and plain is None:
         notes.append("[HTML output shown to the user]")
+    if CHART_MIME in data:  # the chart's numbers, which its picture only shows
+        notes.append(chart_text(data[CHART_MIME]))
     text = "".join(plain) if isinstance(plain, list) else str(plain or "")
     # A figure's text/plain is "<Figure size …>": the note says more.
     if notes and text.startswith("<Figure"):

@@ -1,0 +1,145 @@
+"""Render a chart's JSON (kernel/structured) as a few lines of text the model reads.
+
+The model then learns a chart's numbers instead of guessing them from pixels. The JSON comes
+from the kernel, where model-written code could have put anything under this MIME type: every
+field is read defensively and every part of the text is bounded.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+#: The MIME type of a matplotlib figure's data (schema: jupyter_ci/kernel/structured).
+CHART_MIME = "application/vnd.jupyter-ci.chart+json"
+#: Axes, series per Axes, points (or bars) per series told to the model.
+MAX_AXES = 6
+MAX_SERIES = 6
+MAX_POINTS = 8
+MAX_BARS = 12
+MAX_LABEL = 60
+MAX_CHARS = 3_000
+
+
+def chart_text(chart: object) -> str:
+    """Describe a chart JSON in a few bounded lines; an unreadable one gets a short note."""
+    if not isinstance(chart, dict):
+        return "[chart data unreadable]"
+    title = _label(chart.get("title"))
+    lines = [f"[Chart data{': ' + title if title else ''}]"]
+    axes = _list(chart.get("axes"))
+    for number, ax in enumerate(axes[:MAX_AXES], 1):
+        if isinstance(ax, dict):
+            lines.extend(_axes(number, ax))
+    if len(axes) > MAX_AXES:
+        lines.append(f"[… {len(axes) - MAX_AXES} more Axes not described]")
+    if chart.get("truncated"):
+        lines.append("[the chart data left some Axes out]")
+    return _bounded(lines)
+
+
+def _bounded(lines: list[str]) -> str:
+    """Join whole lines up to MAX_CHARS, with a note of what was left out."""
+    kept: list[str] = []
+    size = 0
+    for line in lines:
+        size += len(line) + 1
+        if size > MAX_CHARS - 80:  # room for the note
+            kept.append(f"[… {len(lines) - len(kept)} more lines of chart data not shown]")
+            break
+        kept.append(line)
+    return "\n".join(kept)
+
+
+def _axes(number: int, ax: dict[str, Any]) -> list[str]:
+    kind = _label(ax.get("type")) or "unknown"
+    title = _label(ax.get("title"))
+    head = f"Axes {number}: {kind} chart{f' {title!r}' if title else ''}"
+    parts = [head, *(f"{name}: {_axis(ax.get(name))}" for name in ("x", "y"))]
+    lines = ["; ".join(parts)]
+    series = _list(ax.get("series"))
+    lines.extend(f"- {_series(s)}" for s in series[:MAX_SERIES] if isinstance(s, dict))
+    total = ax.get("series_count")
+    hidden = (total if isinstance(total, int) else len(series)) - min(len(series), MAX_SERIES)
+    if hidden > 0:
+        lines.append(f"- … and {hidden} more series")
+    return lines
+
+
+def _axis(axis: object) -> str:
+    if not isinstance(axis, dict):
+        return "?"
+    label = _label(axis.get("label"))
+    scale = _label(axis.get("scale")) or "linear"
+    limits = _list(axis.get("limits"))
+    span = f", {_value(limits[0])} to {_value(limits[1])}" if len(limits) == 2 else ""
+    if categories := _list(axis.get("categories")):
+        scale, span = "categories:", f" {_few(categories)}"
+    return f"{label!r} ({scale}{span})" if label else f"({scale}{span})"
+
+
+def _series(series: dict[str, Any]) -> str:
+    kind = _label(series.get("type")) or "series"
+    label = _label(series.get("label"))
+    name = f"{kind} {label!r}" if label else kind
+    count = series.get("count")
+    cut = " (sampled)" if series.get("truncated") else ""
+    if kind == "histogram":
+        edges, heights = _list(series.get("edges")), _list(series.get("heights"))
+        span = f" from {_value(edges[0])} to {_value(edges[-1])}" if edges else ""
+        return f"{name} ({len(heights)} bins{span}): counts {_few(heights)}{cut}"
+    if kind == "pie":
+        pairs = zip(_list(series.get("labels")), _list(series.get("fractions")), strict=False)
+        return f"{name}: " + _bars([(n, f"{_value(v, 100)}%") for n, v in pairs])
+    if "heights" in series:
+        pairs = zip(_list(series.get("labels")), _list(series.get("heights")), strict=False)
+        return f"{name} ({count} bars{cut}): " + _bars([(n, _value(v)) for n, v in pairs])
+    points = [p for p in _list(series.get("points")) if isinstance(p, list) and len(p) == 2]
+    return f"{name} ({count} points{cut}): {_points(points)}"
+
+
+def _points(points: list[list[Any]]) -> str:
+    """Show a few points (head and tail of many) and the range of y."""
+    if len(points) <= MAX_POINTS:
+        shown = [_point(p) for p in points]
+    else:
+        half = MAX_POINTS // 2
+        shown = [*map(_point, points[:half]), "…", *map(_point, points[-(half - 1):])]
+    ys = [y for _, y in points if isinstance(y, int | float) and math.isfinite(y)]
+    span = f"; y from {_value(min(ys))} to {_value(max(ys))}" if len(points) > 2 and ys else ""
+    return ", ".join(shown) + span
+
+
+def _point(point: list[Any]) -> str:
+    return f"({_value(point[0])}, {_value(point[1])})"
+
+
+def _bars(pairs: list[tuple[Any, str]]) -> str:
+    shown = [f"{_value(name)}={value}" for name, value in pairs[:MAX_BARS]]
+    if len(pairs) > MAX_BARS:
+        shown.append(f"… {len(pairs) - MAX_BARS} more")
+    return ", ".join(shown)
+
+
+def _few(values: list[Any]) -> str:
+    shown = [_value(v) for v in values[:MAX_BARS]]
+    return ", ".join(shown + ([f"… {len(values) - MAX_BARS} more"]
+                              if len(values) > MAX_BARS else []))
+
+
+def _value(value: object, scale: float = 1) -> str:
+    """Write a number in 4 significant digits, a label as it is (bounded)."""
+    if isinstance(value, bool) or value is None:
+        return "null" if value is None else str(value)
+    if isinstance(value, int | float):
+        return f"{value * scale:.4g}"
+    return _label(value)
+
+
+def _label(value: object) -> str:
+    text = value if isinstance(value, str) else ""
+    return text if len(text) <= MAX_LABEL else text[:MAX_LABEL - 1] + "…"
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []

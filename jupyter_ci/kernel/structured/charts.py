@@ -1,0 +1,261 @@
+"""Read a matplotlib Figure's data from its Axes into the chart JSON (schema: __init__.py)."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+VERSION = 1
+#: Axes of a figure, series of one Axes, and points (or bars) of one series kept.
+MAX_AXES = 16
+MAX_SERIES = 20
+MAX_POINTS = 500
+#: Points of a whole figure: many series share it (but each keeps at least MIN_POINTS).
+MAX_FIGURE_POINTS = 5_000
+MIN_POINTS = 20
+
+#: Turns a value in an axis' data coordinates into JSON (a number, a date, a category).
+Convert = Callable[[float], Any]
+
+
+def figure_chart(fig: Any) -> dict[str, Any] | None:
+    """Return the chart JSON of a Figure, or None when it shows no data we can read."""
+    try:
+        return _figure(fig)
+    except Exception:  # a figure we cannot read still shows its PNG: never break a display
+        log.debug("jupyter-ci: could not read a figure's data", exc_info=True)
+        return None
+
+
+def _figure(fig: Any) -> dict[str, Any] | None:
+    all_axes = list(fig.axes)
+    kept = all_axes[:MAX_AXES]
+    count = sum(min(len(_artists(ax)[0]), MAX_SERIES) for ax in kept)
+    limit = max(MIN_POINTS, min(MAX_POINTS, MAX_FIGURE_POINTS // max(count, 1)))
+    axes = [entry for entry in (_axes(ax, limit) for ax in kept) if entry is not None]
+    if not axes:
+        return None
+    title = fig.get_suptitle() if hasattr(fig, "get_suptitle") else ""
+    chart: dict[str, Any] = {"version": VERSION, "title": str(title or ""), "axes": axes}
+    if len(all_axes) > MAX_AXES:
+        chart.update(axes_count=len(all_axes), truncated=True)
+    return chart
+
+
+def _artists(ax: Any) -> tuple[list[tuple[str, Any]], set[str]]:
+    """Return the Axes' readable artists as (type, artist), and the kinds of the rest."""
+    from matplotlib.collections import PathCollection
+    from matplotlib.container import BarContainer
+    from matplotlib.patches import Wedge
+
+    found: list[tuple[str, Any]] = [("line", line) for line in ax.get_lines()
+                                    if line.get_visible()]
+    other: set[str] = set()
+    for collection in ax.collections:
+        if isinstance(collection, PathCollection):
+            found.append(("scatter", collection))
+        else:
+            other.add(type(collection).__name__)
+    in_bars: set[int] = set()
+    for container in ax.containers:
+        if isinstance(container, BarContainer):
+            found.append(("bar", container))
+            in_bars.update(id(patch) for patch in container.patches)
+    wedges = [patch for patch in ax.patches if isinstance(patch, Wedge)]
+    if wedges:
+        found.append(("pie", wedges))
+    other.update(type(patch).__name__ for patch in ax.patches
+                 if id(patch) not in in_bars and not isinstance(patch, Wedge))
+    other.update(type(image).__name__ for image in ax.images)
+    return found, other
+
+
+def _axes(ax: Any, limit: int) -> dict[str, Any] | None:
+    artists, other = _artists(ax)
+    title = ax.get_title() or ax.get_title("left") or ax.get_title("right")
+    if not artists and not title:
+        return None  # a colorbar, an inset with nothing of its own
+    x, y = _axis(ax, ax.xaxis), _axis(ax, ax.yaxis)
+    convert = (_converter(ax.xaxis), _converter(ax.yaxis))
+    series = [_series(kind, artist, ax, convert, limit)
+              for kind, artist in artists[:MAX_SERIES]]
+    kinds = {entry["type"] for entry in series}
+    entry: dict[str, Any] = {
+        "type": kinds.pop() if len(kinds) == 1 else ("mixed" if kinds else "empty"),
+        "title": str(title), "x": x, "y": y, "series": series,
+        "series_count": len(artists)}
+    if len(artists) > MAX_SERIES:
+        entry["truncated"] = True
+    if ax.name != "rectilinear":
+        entry["projection"] = str(ax.name)
+    if other:
+        entry["not_read"] = sorted(other)
+    return entry
+
+
+def _axis(ax: Any, axis: Any) -> dict[str, Any]:
+    """Describe one axis: label, scale, limits, and its categories when it has them."""
+    limits = ax.get_xlim() if axis is ax.xaxis else ax.get_ylim()
+    convert = _converter(axis)
+    out: dict[str, Any] = {"label": str(axis.get_label_text()), "scale": str(axis.get_scale()),
+                           "limits": [convert(limits[0]), convert(limits[1])]}
+    kind = _kind(axis)
+    if kind != "number":
+        out["kind"] = kind
+    if kind == "category":
+        out["categories"] = list(_ticks(axis).values())[:MAX_POINTS]
+    return out
+
+
+def _kind(axis: Any) -> str:
+    """Tell whether an axis shows numbers, dates or named categories."""
+    from matplotlib import category, dates, ticker
+
+    formatter = axis.get_major_formatter()
+    if isinstance(formatter, category.StrCategoryFormatter | ticker.FixedFormatter):
+        return "category"
+    # set_xticks(ticks, labels) and bar(tick_label=...) (and pandas' bar plots) name the
+    # ticks with a FuncFormatter over a FixedLocator.
+    if isinstance(formatter, ticker.FuncFormatter) and isinstance(
+            axis.get_major_locator(), ticker.FixedLocator):
+        return "category"
+    if isinstance(formatter, dates.DateFormatter | dates.AutoDateFormatter
+                  | dates.ConciseDateFormatter) or _periods(formatter) is not None:
+        return "date"
+    return "number"
+
+
+def _periods(formatter: Any) -> Any:
+    """Return the frequency of pandas' time-series axis (values are Period ordinals), or None."""
+    return getattr(formatter, "freq", None) if (
+        type(formatter).__name__ == "TimeSeries_DateFormatter") else None
+
+
+def _ticks(axis: Any) -> dict[float, str]:
+    """Map each tick's position to its label (formatted now, whether or not drawn yet)."""
+    labels = [label.get_text() for label in axis.get_majorticklabels()]
+    return {round(float(loc), 9): text for loc, text in zip(axis.get_majorticklocs(), labels,
+                                                           strict=False) if text}
+
+
+def _converter(axis: Any) -> Convert:
+    kind = _kind(axis)
+    if kind == "date":
+        freq = _periods(axis.get_major_formatter())
+        return _date if freq is None else lambda value: _period(value, freq)
+    if kind == "category":
+        ticks = _ticks(axis)
+        return lambda value: ticks.get(round(float(value), 9), _number(value))
+    return _number
+
+
+def _period(value: Any, freq: Any) -> str | None:
+    """Write a pandas Period ordinal as its period ("2024-01-01", "2024-01", "2024Q1")."""
+    from pandas import Period
+
+    return str(Period(ordinal=round(value), freq=freq)) if math.isfinite(value) else None
+
+
+def _number(value: Any) -> float | int | None:
+    """Return a finite number as JSON has it (NaN and infinities are not JSON: null)."""
+    # 12 significant digits: what a chart can show, less float noise (2.5400000000000005).
+    number = float(f"{float(value):.12g}")
+    if not math.isfinite(number):
+        return None
+    return int(number) if number.is_integer() and abs(number) < 2**53 else number
+
+
+def _date(value: Any) -> str | None:
+    """Write a matplotlib date number as ISO 8601 (the date alone at midnight)."""
+    from matplotlib import dates
+
+    if not math.isfinite(float(value)):
+        return None
+    to_datetime: Callable[[float], datetime] = dates.num2date
+    moment = to_datetime(float(value))
+    if (moment.hour, moment.minute, moment.second, moment.microsecond) == (0, 0, 0, 0):
+        return str(moment.date().isoformat())
+    return str(moment.replace(tzinfo=None).isoformat())
+
+
+def _label(artist: Any) -> str:
+    """Return an artist's legend label ("" for matplotlib's hidden ones, like "_child0")."""
+    label = artist.get_label()
+    return "" if not isinstance(label, str) or label.startswith("_") else label
+
+
+def _series(kind: str, artist: Any, ax: Any, convert: tuple[Convert, Convert],
+            limit: int) -> dict[str, Any]:
+    if kind == "bar":
+        return _bars(artist, ax, convert, limit)
+    if kind == "pie":
+        return _pie(artist, limit)
+    xy = artist.get_xydata() if kind == "line" else artist.get_offsets()
+    return {"type": kind, "label": _label(artist), **_points(xy, convert, limit)}
+
+
+def _points(xy: Any, convert: tuple[Convert, Convert], limit: int) -> dict[str, Any]:
+    """Return up to `limit` points, evenly sampled (first and last kept) when there are more."""
+    import numpy as np
+
+    data: Any = np.ma.filled(np.ma.asarray(xy, dtype=float), np.nan).reshape(-1, 2)
+    count = len(data)
+    if count > limit:
+        data = data[np.unique(np.linspace(0, count - 1, limit).round().astype(int))]
+    out: dict[str, Any] = {"points": [[convert[0](x), convert[1](y)] for x, y in data],
+                           "count": count}
+    if count > limit:
+        out["truncated"] = True
+    return out
+
+
+def _bars(container: Any, ax: Any, convert: tuple[Convert, Convert],
+          limit: int) -> dict[str, Any]:
+    """Read a BarContainer: each bar's label (its tick, or its centre) and value."""
+    horizontal = getattr(container, "orientation", None) == "horizontal"
+    patches = list(container.patches)
+    values = getattr(container, "datavalues", None)
+    if values is None or len(values) != len(patches):
+        values = [p.get_width() if horizontal else p.get_height() for p in patches]
+    place = convert[1] if horizontal else convert[0]
+    out: dict[str, Any] = {"type": "bar", "label": _label(container)}
+    if horizontal:
+        out["orientation"] = "horizontal"
+    if not horizontal and _kind(ax.xaxis) != "category" and _adjacent(patches):
+        edges = [p.get_x() for p in patches] + [patches[-1].get_x() + patches[-1].get_width()]
+        out.update(type="histogram", edges=[place(e) for e in edges[:limit + 1]])
+    else:
+        centres = [p.get_y() + p.get_height() / 2 if horizontal else
+                   p.get_x() + p.get_width() / 2 for p in patches[:limit]]
+        out["labels"] = [place(c) for c in centres]
+    out.update(heights=[_number(v) for v in values[:limit]], count=len(patches))
+    if len(patches) > limit:
+        out["truncated"] = True
+    return out
+
+
+def _adjacent(patches: list[Any]) -> bool:
+    """Tell whether bars touch edge to edge, as a histogram's bins do."""
+    if len(patches) < 2:
+        return False
+    width = max(abs(p.get_width()) for p in patches) or 1.0
+    return all(math.isclose(a.get_x() + a.get_width(), b.get_x(), abs_tol=width * 1e-6)
+               for a, b in itertools.pairwise(patches))
+
+
+def _pie(wedges: list[Any], limit: int) -> dict[str, Any]:
+    """Read a pie's wedges: each one's label and share of the whole."""
+    shares = [(w.theta2 - w.theta1) / 360 for w in wedges]
+    out: dict[str, Any] = {"type": "pie", "label": "",
+                           "labels": [_label(w) for w in wedges[:limit]],
+                           "fractions": [_number(round(s, 6)) for s in shares[:limit]],
+                           "count": len(wedges)}
+    if len(wedges) > limit:
+        out["truncated"] = True
+    return out
