@@ -22,3 +22,13 @@ if [ "$(uname -s)" = Linux ] && ! command -v bwrap >/dev/null 2>&1; then
          "install the bubblewrap package (e.g. sudo apt-get install bubblewrap) to box them." >&2
   fi
 fi
+# The MCP Inspector (pinned in tests/mcp-inspector), whose CLI tests/test_mcp_inspector.py runs.
+if [ "$extra" = test ] && command -v npm >/dev/null 2>&1 && [ ! -d tests/mcp-inspector/node_modules ]; then
+  (cd tests/mcp-inspector && npm ci --no-audit --no-fund --silent >/dev/null 2>&1) ||
+    echo "note: the MCP Inspector could not be installed; tests/test_mcp_inspector.py is skipped." >&2
+fi
+# Kernels of other languages (bash, Deno, R) for REST sessions: tests/test_languages.py uses
+# them. About 10 s the first time (R's Debian packages), a fraction of a second after.
+if [ "$extra" = test ]; then
+  bash scripts/install-languages.sh --with-r
+fi

@@ -55,7 +55,7 @@ async def test_the_sync_client_runs_code_streams_stdout_and_moves_files(
                     "files": py.files(), "sid": py.id, "left": None}
 
     got = await asyncio.to_thread(use)
-    assert got["first"].text == "Out: 42" and got["first"].status == "ok"
+    assert got["first"].text == "42" and got["first"].status == "ok"
     assert "".join(t for _, t in got["seen"]) == "a\nb\n"
     assert got["ended"] - got["seen"][0][0] > 1.0, "stdout arrived only at the end"
     assert got["failed"].status == "error" and got["failed"].error["ename"] == "ZeroDivisionError"

@@ -269,6 +269,43 @@ async def test_a_client_that_hangs_up_on_a_stream_interrupts_the_run(jp_fetch: F
     assert stdout(await run(jp_fetch, sid, "print('queued' in dir())")) == "False\n"
 
 
+async def test_a_client_that_hangs_up_on_a_plain_execute_interrupts_the_run(
+    jp_fetch: Fetch,
+) -> None:
+    sid = (await new_session(jp_fetch))["id"]
+    await run(jp_fetch, sid, "kept = 7")
+    with pytest.raises(HTTPClientError):  # no reply within 1.5 s: tornado's client hangs up
+        await jp_fetch("jupyter-ci", "sessions", sid, "execute", method="POST",
+                       body=json.dumps({"code": "import time\ntime.sleep(60)"}),
+                       request_timeout=1.5)
+    started = time.monotonic()
+    after = await run(jp_fetch, sid, "print(kept)")
+    assert stdout(after) == "7\n" and time.monotonic() - started < 5
+    cells = (await call(jp_fetch, "GET", sid, "notebook"))[1]["cells"]
+    assert cells[1]["outputs"][-1]["ename"] == "KeyboardInterrupt"
+
+
+async def test_a_timeout_of_0_or_null_means_no_deadline_and_none_the_servers(
+    jp_fetch: Fetch, jp_serverapp: Any
+) -> None:
+    jp_serverapp.web_app.settings["jupyter_ci"].timeout = 1  # the server's default, here
+    session = await new_session(jp_fetch)
+    sid = session["id"]
+    nap = "import time\ntime.sleep(2)\nprint('woke')"
+    assert (await run(jp_fetch, sid, nap))["status"] == "timeout"
+    for none in (0, None):
+        assert stdout(await run(jp_fetch, sid, nap, timeout=none)) == "woke\n"
+    # The session says where it works; a run's env is checked as a session's is.
+    assert stdout(await run(jp_fetch, sid, "import os\nprint(os.getcwd())")).strip() == \
+        session["cwd"]
+    for env in ({"A": 1}, {"JUPYTER_CI_BROKER_TOKEN": "x"}, ["A=1"]):
+        code, reply = await call(jp_fetch, "POST", sid, "execute",
+                                 body={"code": "1", "env": env})
+        assert (code, reply["reason"]) == (400, "bad_request"), reply
+    assert stdout(await run(jp_fetch, sid, "import os\nprint(os.environ['A'])",
+                            env={"A": "1"})) == "1\n"
+
+
 async def test_files_round_trip_exactly_and_runs_list_what_they_wrote(jp_fetch: Fetch) -> None:
     sid = (await new_session(jp_fetch))["id"]
     data = bytes(range(256)) * 1000 + b"\xff\xfe not utf-8"
@@ -468,7 +505,7 @@ async def test_a_missing_or_wrong_token_is_a_403_saying_so(
 @pytest.mark.parametrize(("path", "body", "known"), [
     ((), {"kernel": "python3"}, "cwd_name, env, kernel_name"),
     (("{sid}", "execute"), {"code": "import time; time.sleep(30)", "tiemout": 1},
-     "code, timeout"),
+     "code, env, timeout"),
     (("{sid}", "ask"), {"prompt": "hi", "modle": "openai:x", "max_step": 2},
      "max_fixes, max_steps, model, prompt, timeout"),
 ])

@@ -8,14 +8,12 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from jupyter_ci.agent.feedback import format_result
-from jupyter_ci.agent.types import CodeResult, ErrorInfo, RunStatus
+from jupyter_ci.client.results import Execution
 
 TOOL_NAME = "python"
 TOOL_DESCRIPTION = (
@@ -25,14 +23,28 @@ TOOL_DESCRIPTION = (
 )
 _SCHEMA = {"type": "object", "properties": {"code": {
     "type": "string", "description": "The Python code to run."}}, "required": ["code"]}
-#: Characters of a run's text given back to the model (head and tail kept).
-TOOL_TEXT_CHARS = 20_000
-_IMAGE_TYPES = ("image/png", "image/jpeg")
-_STATUS: dict[str, RunStatus] = {"ok": "ok", "error": "error", "timeout": "timeout",
-                                 "dead": "died"}
+#: Callbacks of a streaming execute; the async client awaits those that are `async def`.
+OnText = Callable[[str], Any]
+OnOutput = Callable[[dict[str, Any]], Any]
+#: Seconds the client waits past a run's own timeout: the server's interrupt, its grace for
+#: the kernel to settle (10 s) and the look at the session's files take that much at most.
+TIMEOUT_MARGIN_S = 15.0
 
-OnText = Callable[[str], None]
-OnOutput = Callable[[dict[str, Any]], None]
+
+class ServerDefault:
+    """The timeout of a run that names none: the server's (c.JupyterCI.timeout, 60 s)."""
+
+    def __repr__(self) -> str:
+        return "SERVER_DEFAULT"
+
+
+SERVER_DEFAULT = ServerDefault()
+
+
+def auth_headers(token: str | None) -> dict[str, str]:
+    """Return the header carrying `token`, else $JUPYTER_TOKEN (where servers read theirs)."""
+    token = token or os.environ.get("JUPYTER_TOKEN")
+    return {"Authorization": f"token {token}"} if token else {}
 
 
 class CodeInterpreterError(Exception):
@@ -47,48 +59,28 @@ class TokenRejected(CodeInterpreterError):
     """The server refused the token: none was given, or it is not the server's."""
 
 
+class SessionNotFound(CodeInterpreterError):
+    """No such session: never created, deleted, or culled when idle (the message says which)."""
+
+
+class ClientTimeout(CodeInterpreterError, TimeoutError):
+    """The client stopped waiting for a reply; the server interrupts the run it gave up on."""
+
+    def __init__(self, status: int, reason: str, message: str) -> None:
+        super().__init__(status, reason, message)
+        self.args = (message,)  # no HTTP status: none came
+
+
+def error_of(status: int, reason: str, message: str) -> CodeInterpreterError:
+    """Return the typed error of a refusal."""
+    kind = SessionNotFound if reason == "unknown_session" else CodeInterpreterError
+    return kind(status, reason, message)
+
+
 #: Said when a server too old to say it itself refuses the token (tornado's XSRF message).
 NO_TOKEN = ("Forbidden: missing or invalid token. Pass the Jupyter server's token as "
             "Client(url, token=...) or in $JUPYTER_TOKEN: `jupyter server list` shows it, as "
             "does the URL the server's log prints.")
-
-
-@dataclass(frozen=True)
-class Execution:
-    """The result of one execute: status, nbformat outputs, count, duration and files."""
-
-    status: str
-    outputs: list[dict[str, Any]] = field(default_factory=list)
-    execution_count: int | None = None
-    duration_ms: float = 0.0
-    files: list[dict[str, Any]] = field(default_factory=list)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Execution:
-        """Build from the API's result object."""
-        return cls(data["status"], list(data.get("outputs", [])), data.get("execution_count"),
-                   float(data.get("duration_ms", 0.0)), list(data.get("files", [])))
-
-    @property
-    def error(self) -> dict[str, Any] | None:
-        """The error output (ename, evalue, traceback), if the code raised."""
-        return next((o for o in self.outputs if o.get("output_type") == "error"), None)
-
-    @property
-    def images(self) -> list[tuple[str, str]]:
-        """(MIME type, base64 data) of every PNG or JPEG the code displayed."""
-        return [(mime, str(o["data"][mime]).replace("\n", "")) for o in self.outputs
-                for mime in _IMAGE_TYPES if mime in o.get("data", {})]
-
-    @property
-    def text(self) -> str:
-        """What the run showed, as a model or a person would read it (images noted)."""
-        error = self.error
-        info = ErrorInfo(error["ename"], error["evalue"], tuple(error.get("traceback", []))) \
-            if error else None
-        result = CodeResult(_STATUS.get(self.status, "error"), self.outputs,
-                            self.duration_ms / 1000, self.execution_count, info)
-        return format_result(result, self.duration_ms / 1000, TOOL_TEXT_CHARS)
 
 
 class _EventParser:
@@ -135,17 +127,22 @@ class Stream:
         self.on_output = on_output
         self.result: Execution | None = None
 
-    def take(self, event: str, data: dict[str, Any]) -> None:
+    def take(self, event: str, data: dict[str, Any]) -> list[Any]:
+        """Take one event; return what the callbacks returned (awaitables, for async ones)."""
+        called = []
         if event == "output":
             callback = self.callbacks.get(str(data.get("name")))
             if data.get("output_type") == "stream" and callback is not None:
-                callback(str(data.get("text", "")))
+                called.append(callback(str(data.get("text", ""))))
             if self.on_output is not None:
-                self.on_output(data)
+                called.append(self.on_output(data))
         elif event == "result":
             self.result = Execution.from_json(data)
         elif event == "error":
-            raise CodeInterpreterError(409, str(data.get("reason")), str(data.get("message")))
+            reason = str(data.get("reason"))
+            raise error_of(404 if reason == "unknown_session" else 409, reason,
+                           str(data.get("message")))
+        return called
 
 
 def raise_for(response: httpx.Response) -> None:
@@ -160,7 +157,34 @@ def raise_for(response: httpx.Response) -> None:
     message = str(body.get("message", response.reason_phrase))
     if response.status_code == 403 and (reason == "invalid_token" or "_xsrf" in message):
         raise TokenRejected(403, "invalid_token", message if "token" in message else NO_TOKEN)
-    raise CodeInterpreterError(response.status_code, reason, message)
+    raise error_of(response.status_code, reason, message)
+
+
+def execute_body(code: str, timeout: float | ServerDefault | None,
+                 envs: dict[str, str] | None) -> dict[str, Any]:
+    """Return an execute's body; a timeout of None or 0 is sent as null: no deadline."""
+    body: dict[str, Any] = {"code": code}
+    if not isinstance(timeout, ServerDefault):
+        body["timeout"] = timeout or None
+    if envs:
+        body["env"] = dict(envs)
+    return body
+
+
+def http_timeout(default: httpx.Timeout, timeout: float | ServerDefault | None
+                 ) -> httpx.Timeout:
+    """Return the HTTP timeouts of an execute: its read deadline follows the run's timeout."""
+    if isinstance(timeout, ServerDefault):
+        return default
+    read = None if not timeout or default.read is None else max(
+        default.read, timeout + TIMEOUT_MARGIN_S)
+    return httpx.Timeout(default.connect, read=read, write=default.write, pool=default.pool)
+
+
+def gave_up(error: httpx.TimeoutException) -> ClientTimeout:
+    """Say that the client stopped waiting (the server interrupts the run on the hang-up)."""
+    return ClientTimeout(0, "client_timeout", f"No reply within the client's timeout "
+                         f"({type(error).__name__}); the server interrupts the run.")
 
 
 def body_of(data: bytes | str | os.PathLike[str]) -> bytes:
@@ -190,7 +214,7 @@ def code_of(call: Any) -> tuple[str, str, str]:
 
 def tool_result(provider: str, call_id: str, run: Execution) -> Any:
     """Give a run back to the model in its provider's format, images included."""
-    text = run.text
+    text = run.summary
     if provider == "anthropic":
         content: list[dict[str, Any]] = [{"type": "text", "text": text}]
         content += [{"type": "image", "source": {"type": "base64", "media_type": mime,

@@ -288,6 +288,7 @@ def register(ipython: Any) -> None:
         return
     magics = AskMagics(ipython)
     ipython.register_magics(magics)
+    importlib.import_module("jupyter_ci.kernel.structured.install").install(ipython)
     ready_for_the_first_ask()
     ipython.input_transformers_cleanup.append(StaleCellSkipper(magics))
     ipython.input_transformers_cleanup.append(question_prompts)

@@ -11,6 +11,7 @@ from jupyter_server.serverapp import ServerApp
 from tornado.ioloop import PeriodicCallback
 
 from jupyter_ci.config import JupyterCI
+from jupyter_ci.mcp.http import MCPDoor
 from jupyter_ci.models.broker import ENV_SOCKET, ENV_TOKEN, ENV_URL
 from jupyter_ci.server.broker.broker import BROKER_ROUTE, Broker, broker_url
 from jupyter_ci.server.broker.kernels import hook_kernel_manager
@@ -59,6 +60,7 @@ class JupyterCIApp(ExtensionApp):
         self.sessions = SessionManager(self._server().kernel_manager,
                                        Path(self._server().root_dir), self.ci, self.log, models)
         self._publish_sandbox()
+        self.mcp = MCPDoor(self._server(), self.log)  # its SDK loads at the first request
         self._server().io_loop.add_callback(self._start_sessions)
         self._server().io_loop.add_callback(self._start_warming)
         self.settings.update({"jupyter_ci": self.ci, "jupyter_ci_broker": self.broker,
@@ -73,7 +75,7 @@ class JupyterCIApp(ExtensionApp):
     def initialize_handlers(self) -> None:
         """Register the routes (see handlers.routes)."""
         self.handlers.extend(routes(self.ci, self.service, self.client, self.log, self.sessions,
-                                    self._keys_changed))
+                                    self._keys_changed, self.mcp))
 
     def _start_sessions(self) -> None:
         """Cull idle sessions once the server runs (the pool fills at the first session)."""
@@ -114,6 +116,7 @@ class JupyterCIApp(ExtensionApp):
         warming = getattr(self, "_warming", None)
         if warming is not None:
             warming.cancel()
+        await self.mcp.stop()  # before the sessions: its tools may be calling them
         await self.sessions.close()
         await self.client.aclose()
 

@@ -1,4 +1,4 @@
-"""The extension's route table: the broker's routes and the sessions' routes, joined."""
+"""The extension's route table: the broker's, the sessions' and the MCP door's routes, joined."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 from tornado import web
 
 from jupyter_ci.config import JupyterCI
+from jupyter_ci.mcp.http import MCPDoor
+from jupyter_ci.mcp.http import routes as mcp_routes
 from jupyter_ci.server.broker.model_service import ModelService
 from jupyter_ci.server.broker.routes import routes as broker_routes
 from jupyter_ci.server.sessions.manager import SessionManager
@@ -20,7 +22,8 @@ if TYPE_CHECKING:
 
 def routes(
     ci: JupyterCI, service: ModelService, client: httpx.AsyncClient, log: Logger,
-    sessions: SessionManager, publish: Callable[[], None],
+    sessions: SessionManager, publish: Callable[[], None], mcp: MCPDoor | None = None,
 ) -> list[tuple[str, type[web.RequestHandler], dict[str, Any]]]:
     """Return the extension's routes, relative to the server's base_url."""
-    return [*broker_routes(ci, service, client, log, publish), *session_routes(ci, sessions)]
+    return [*broker_routes(ci, service, client, log, publish), *session_routes(ci, sessions),
+            *(mcp_routes(mcp) if mcp is not None else [])]

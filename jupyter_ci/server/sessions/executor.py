@@ -31,6 +31,24 @@ from jupyter_ci.agent.types import CodeResult, ErrorInfo, Output, RunStatus
 INTERRUPT_GRACE_S = 10.0
 #: How often to check that the kernel is still alive while waiting for messages.
 POLL_S = 1.0
+#: Seconds at most a run waits for late outputs after its idle status (see late_s).
+LATE_MAX_S = 1.0
+#: Set a run's environment variables in a Python kernel, keeping what they replace on `sys`
+#: (in a namespace of its own: no name of the user's is touched).
+SET_ENV = """exec('''
+import os, sys
+sys._jupyter_ci_env = {{k: os.environ.get(k) for k in env}}
+os.environ.update(env)
+''', {{"env": {env}}})"""
+#: Put back what SET_ENV replaced; remove what it added.
+RESTORE_ENV = """exec('''
+import os, sys
+for k, v in sys.__dict__.pop("_jupyter_ci_env", {}).items():
+    if v is None:
+        os.environ.pop(k, None)
+    else:
+        os.environ[k] = v
+''', {})"""
 
 
 class KernelClient(Protocol):
@@ -201,27 +219,85 @@ class KernelExecutor:
         self.on_output = on_output
         #: Bytes of outputs a run keeps for its result (0: all; see CappedOutputs).
         self.output_limit = output_limit
+        #: Seconds of quiet to wait for after a run's idle status (0: none): Deno's kernel
+        #: publishes idle before its last outputs (sessions/languages.py sets it).
+        self.late_s = 0.0
         self._lock = asyncio.Lock()
 
-    async def run(self, code: str, timeout: float, on_output: OnOutput | None = None
+    async def run(self, code: str, timeout: float, on_output: OnOutput | None = None,
+                  env: dict[str, str] | None = None, around: tuple[str, str] | None = None
                   ) -> CodeResult:
-        """Run `code`, interrupting the kernel after `timeout` seconds."""
-        # `on_output` replaces the executor's own listener for one run (a streaming request).
+        """Run `code`, interrupting after `timeout` s (inf: never), with `env` for it alone.
+
+        `env` is for a Python kernel; `around` is (set, restore) code of another language's
+        kernel that does the same (sessions/languages.py `env_prelude`).
+        """
+        # The variables go in before the code; what they replaced comes back after, also
+        # when the code failed or timed out (not if the kernel died).
+        if env:
+            around = (SET_ENV.format(env=repr(env)), RESTORE_ENV)
         async with self._lock:
-            started = time.monotonic()
-            listener = on_output or self.on_output
-            outputs = CappedOutputs(listener, limit=self.output_limit) if (
-                self.output_limit > 0) else OutputList(listener)
-            run = _Run(self.client.execute(code, store_history=True, allow_stdin=False),
-                       outputs)
-            status = await self._follow(run, started + timeout)
-            if status == "timeout":
-                await self.control.interrupt()
-                if not await self._settle(run):
-                    status = "died"
-            return CodeResult(status, run.outputs.merged(), time.monotonic() - started,
-                              run.execution_count, self._error(status, run, timeout),
-                              updated=run.outputs.updated_elsewhere())
+            if around is None:
+                return await self._run(code, timeout, on_output)
+            if not await self._quiet(around[0]):
+                # An interrupt (a client that hung up) meant for the code came first.
+                await self._restore(around[1])
+                return CodeResult("interrupted", error=ErrorInfo(
+                    "KeyboardInterrupt", "interrupted before the code started"))
+            result = await self._run(code, timeout, on_output)
+            if result.status != "died":
+                await self._restore(around[1])
+            return result
+
+    async def _restore(self, code: str) -> None:
+        """Put back the environment the set-up changed (again, if an interrupt cut it short)."""
+        for _ in range(3):
+            if await self._quiet(code):
+                return
+
+    async def _quiet(self, code: str) -> bool:
+        """Run a few lines silently (no count, history or outputs); False if interrupted."""
+        for _ in range(3):
+            msg_id = self.client.execute(code, silent=True, store_history=False,
+                                         allow_stdin=False, stop_on_error=False)
+            status = await self._reply_status(msg_id)
+            # After an error the kernel aborts the requests that came meanwhile: again then.
+            if status != "aborted":
+                return status != "error"
+        return True
+
+    async def _reply_status(self, msg_id: str) -> str | None:
+        """Return the status of a request's reply; None when the kernel did not answer."""
+        deadline = time.monotonic() + INTERRUPT_GRACE_S
+        while time.monotonic() < deadline:
+            try:
+                reply = await self.client.get_shell_msg(timeout=POLL_S)
+            except Exception:  # queue.Empty: unless the kernel is gone, keep waiting
+                if not await self.control.is_alive():
+                    return None
+                continue
+            if reply.get("parent_header", {}).get("msg_id") == msg_id:
+                return str(reply["content"].get("status"))
+        return None
+
+    async def _run(self, code: str, timeout: float, on_output: OnOutput | None
+                   ) -> CodeResult:
+        """Run the code itself and collect its outputs."""
+        # `on_output` replaces the executor's own listener for one run (a streaming request).
+        started = time.monotonic()
+        listener = on_output or self.on_output
+        outputs = CappedOutputs(listener, limit=self.output_limit) if (
+            self.output_limit > 0) else OutputList(listener)
+        run = _Run(self.client.execute(code, store_history=True, allow_stdin=False),
+                   outputs)
+        status = await self._follow(run, started + timeout)
+        if status == "timeout":
+            await self.control.interrupt()
+            if not await self._settle(run):
+                status = "died"
+        return CodeResult(status, run.outputs.merged(), time.monotonic() - started,
+                          run.execution_count, self._error(status, run, timeout),
+                          updated=run.outputs.updated_elsewhere())
 
     async def _follow(self, run: _Run, deadline: float) -> RunStatus:
         """Read messages until the run is idle, the deadline passes or the kernel dies."""
@@ -232,6 +308,9 @@ class KernelExecutor:
             if not await self._next(run, min(left, POLL_S)) and not await self.control.is_alive():
                 return "died"
         await self._reply(run)
+        lull = time.monotonic() + LATE_MAX_S
+        while self.late_s and time.monotonic() < lull and await self._next(run, self.late_s):
+            pass  # a message came in: wait for a lull again (an endless stream: LATE_MAX_S)
         if run.error is None:
             return "ok"
         return "interrupted" if run.error.ename == "KeyboardInterrupt" else "error"

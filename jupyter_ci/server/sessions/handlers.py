@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
-import re
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -20,11 +18,13 @@ from tornado import web
 
 from jupyter_ci.agent.outputs import OutputEvent
 from jupyter_ci.config import JupyterCI
-from jupyter_ci.models.broker import MANAGED
 from jupyter_ci.server.jsonbody import BadJSON, parse_json
-from jupyter_ci.server.sandbox.environ import unsafe
-from jupyter_ci.server.sessions import ask, files
-from jupyter_ci.server.sessions.errors import SessionError
+from jupyter_ci.server.sessions import ask, files, languages
+from jupyter_ci.server.sessions.errors import SessionError, UnknownSession
+from jupyter_ci.server.sessions.fields import Refused as Refused
+from jupyter_ci.server.sessions.fields import optional_str as _optional_str
+from jupyter_ci.server.sessions.fields import timeout_of as _timeout
+from jupyter_ci.server.sessions.fields import validate_cwd_name, validate_env
 from jupyter_ci.server.sessions.manager import SessionManager
 from jupyter_ci.server.sessions.results import execute_result, notebook
 from jupyter_ci.server.sessions.session import Session
@@ -32,7 +32,6 @@ from jupyter_ci.server.sessions.session import Session
 SID = r"(?P<sid>[^/]+)"  # any id: an unknown one gets our JSON 404
 #: The document of the sessions API, beside the route table in server/.
 OPENAPI = Path(__file__).parent.parent / "openapi.json"
-_MAX_TIMEOUT_S = 24 * 3600.0
 #: Seconds of silence after which a stream sends an SSE comment, so that proxies and clients'
 #: read timeouts (httpx, nginx: 60 s) do not cut a long quiet run, which would interrupt it.
 KEEPALIVE_S = 15.0
@@ -42,16 +41,8 @@ NO_TOKEN = ("Forbidden: missing or invalid token. Send the Jupyter server's toke
             "`Authorization: token <token>`: it is $JUPYTER_TOKEN where the server started, "
             "else `jupyter server list` shows it, as does the URL the server's log prints.")
 #: The fields each body may hold: any other (a typo such as `tiemout`) is a 400.
-NEW_SESSION_FIELDS = ("kernel_name", "cwd_name", "env")
-EXECUTE_FIELDS = ("code", "timeout")
-
-
-class Refused(SessionError):
-    """A request that is malformed or too large, with its status."""
-
-    def __init__(self, status: int, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.status, self.reason = status, reason
+NEW_SESSION_FIELDS = ("kernel_name", "cwd_name", "env", "language")
+EXECUTE_FIELDS = ("code", "timeout", "env")
 
 
 class SessionAPIHandler(APIHandler):
@@ -120,68 +111,17 @@ class SessionAPIHandler(APIHandler):
         return body
 
 
-def _optional_str(body: dict[str, Any], name: str) -> str | None:
-    value = body.get(name)
-    if value is not None and not isinstance(value, str):
-        raise Refused(400, "bad_field", f"'{name}' must be a string.")
-    return value
-
-
-def _timeout(body: dict[str, Any]) -> float | None:
-    value = body.get("timeout")
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-            0 < value <= _MAX_TIMEOUT_S) or not math.isfinite(value):
-        raise Refused(400, "bad_field", f"'timeout' must be a number of seconds in (0, "
-                      f"{_MAX_TIMEOUT_S:g}].")
-    return float(value)
-
-
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-
-
-def validate_cwd_name(name: Any) -> str | None:
-    """Check the name asked for the session's directory: a plain file name."""
-    if name is None:
-        return None
-    if not isinstance(name, str) or not _NAME.fullmatch(name):
-        raise SessionError("'cwd_name' must be a plain directory name: letters, digits, '.', "
-                           "'_' or '-', up to 64, not starting with '.' or '-'.")
-    return name
-
-
-def validate_env(env: Any) -> dict[str, str]:
-    """Check a session's extra environment: strings only, none of the broker's variables."""
-    if env is None:
-        return {}
-    if not isinstance(env, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
-        raise SessionError("'env' must be an object of string names to string values.")
-    reserved = sorted(k for k in env if k in MANAGED or not k.isidentifier()
-                      or k.startswith(("JUPYTER_CI_", "KERNEL_")))
-    if reserved:
-        raise SessionError(f"'env' may not set {', '.join(reserved)}: the server manages "
-                           "these (or they are not variable names).")
-    loading = sorted(k for k in env if unsafe(k))
-    if loading:
-        # The sandbox's launcher starts outside the box with the session's environment.
-        raise SessionError(f"'env' may not set {', '.join(loading)}: such a variable makes "
-                           "programs load or read files as they start.")
-    return dict(env)
-
-
 class SessionsHandler(SessionAPIHandler):
     """POST a new session; GET the list."""
 
     @web.authenticated
     @authorized
     async def post(self) -> None:
-        """Create a session: {"kernel_name"?, "cwd_name"?, "env"?}."""
+        """Create a session: {"kernel_name"?, "cwd_name"?, "env"?, "language"?}."""
         body = self.fields(NEW_SESSION_FIELDS)
         session = await self.manager.create(
             _optional_str(body, "kernel_name"), validate_env(body.get("env")),
-            validate_cwd_name(body.get("cwd_name")))
+            validate_cwd_name(body.get("cwd_name")), _optional_str(body, "language"))
         self.set_status(201)
         self.finish(json.dumps(session.to_json()))
 
@@ -239,7 +179,7 @@ Work = Callable[[Callable[[bytes], None]], Awaitable[dict[str, Any]]]
 
 
 class StreamingHandler(SessionAPIHandler):
-    """Server-sent events of a run or an ask; a client that hangs up stops it."""
+    """A run or an ask, as server-sent events or one JSON reply; a client's hang-up stops it."""
 
     _session: Session | None = None
     _task: asyncio.Future[dict[str, Any]] | None = None
@@ -254,10 +194,7 @@ class StreamingHandler(SessionAPIHandler):
         self.set_header("Cache-Control", "no-cache")
         self.set_header("X-Accel-Buffering", "no")
         queue: asyncio.Queue[bytes | None] = asyncio.Queue()
-        self._session = session
-        self._task = task = asyncio.ensure_future(self._locked(session, work, queue.put_nowait))
-        session.tasks.add(task)
-        task.add_done_callback(session.tasks.discard)
+        task = self._begin(session, work, queue.put_nowait)
         task.add_done_callback(lambda _: queue.put_nowait(None))
         while True:
             try:
@@ -279,6 +216,26 @@ class StreamingHandler(SessionAPIHandler):
         except SessionError as error:
             await self._send(sse("error", {"message": error.message, "reason": error.reason}))
         self.finish()
+
+    async def answer(self, session: Session, work: Work) -> dict[str, Any] | None:
+        """Run `work` under the session's lock for one JSON reply; a hang-up interrupts it."""
+        # None: its client hung up while it waited its turn, so there is nobody to answer.
+        task = self._begin(session, work, lambda _: None)
+        await asyncio.wait([task])
+        if not task.cancelled():
+            return task.result()
+        if session.closed:
+            raise UnknownSession(f"The session {session.id!r} was deleted while this ran.")
+        return None
+
+    def _begin(self, session: Session, work: Work, send: Callable[[bytes], None]
+               ) -> asyncio.Future[dict[str, Any]]:
+        """Start `work` as a task of the session (deleting the session cancels it)."""
+        self._session = session
+        self._task = task = asyncio.ensure_future(self._locked(session, work, send))
+        session.tasks.add(task)
+        task.add_done_callback(session.tasks.discard)
+        return task
 
     async def _locked(self, session: Session, work: Work,
                       send: Callable[[bytes], None]) -> dict[str, Any]:
@@ -317,7 +274,7 @@ class ExecuteHandler(StreamingHandler):
     @web.authenticated
     @authorized
     async def post(self, sid: str) -> None:
-        """Run {"code", "timeout"?} in the session."""
+        """Run {"code", "timeout"?, "env"?} in the session (timeout 0 or null: no deadline)."""
         body = self.fields(EXECUTE_FIELDS)
         code = body.get("code")
         if not isinstance(code, str):
@@ -325,18 +282,26 @@ class ExecuteHandler(StreamingHandler):
         if len(code.encode()) > self.ci.max_code_bytes:
             raise Refused(413, "code_too_large", f"The code is over "
                           f"{self.ci.max_code_bytes} bytes (c.JupyterCI.max_code_bytes).")
-        timeout = _timeout(body)
+        timeout, env = _timeout(body), validate_env(body.get("env"))
         session = self.manager.get(sid)
-        if "text/event-stream" in self.request.headers.get("Accept", ""):
-            async def work(send: Callable[[bytes], None]) -> dict[str, Any]:
-                result, changed = await self.manager.run_locked(
-                    session, code, timeout or self.ci.timeout,
-                    lambda event: send(output_event(event)))
-                return execute_result(result, changed)
+        if env and languages.normalize(session.language) not in languages.ENV_LANGUAGES:
+            raise Refused(400, "env_not_supported", f"A run's 'env' is set in "
+                          f"{', '.join(languages.ENV_LANGUAGES)} kernels, not "
+                          f"{session.language}: give this session its variables when "
+                          "creating it ('env').")
+        streaming = "text/event-stream" in self.request.headers.get("Accept", "")
 
+        async def work(send: Callable[[bytes], None]) -> dict[str, Any]:
+            listener = (lambda event: send(output_event(event))) if streaming else None
+            result, changed = await self.manager.run_locked(
+                session, code, timeout or self.ci.timeout, listener, env)
+            return execute_result(result, changed)
+
+        if streaming:
             return await self.stream(session, work)
-        result = await self.manager.execute(sid, code, timeout)
-        self.finish(json.dumps(result))
+        reply = await self.answer(session, work)
+        if reply is not None:
+            self.finish(json.dumps(reply))
 
 
 class AskHandler(StreamingHandler):
@@ -350,6 +315,7 @@ class AskHandler(StreamingHandler):
         """Ask {"prompt", "model"?, "timeout"?, "max_steps"?, "max_fixes"?} in the session."""
         request = ask.parse(self.fields(ask.FIELDS))
         session = self.manager.get(sid)
+        languages.check_ask(session.language)
         chat, redactor = await ask.resolve(self.manager, session, request.model)
 
         async def work(send: Callable[[bytes], None]) -> dict[str, Any]:
@@ -369,7 +335,7 @@ class NotebookHandler(SessionAPIHandler):
         session = self.manager.get(sid)
         # nbformat validates every cell it makes: off the event loop.
         self.finish(json.dumps(await asyncio.to_thread(
-            notebook, session.history, session.kernel_name, session.id)))
+            notebook, session.history, session.kernel_name, session.id, session.language)))
 
 
 class FilesHandler(SessionAPIHandler):

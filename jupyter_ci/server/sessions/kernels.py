@@ -23,6 +23,7 @@ from jupyter_core.utils import ensure_async
 
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.server.gateway import is_gateway, kernel_client
+from jupyter_ci.server.sessions import languages
 from jupyter_ci.server.sessions.errors import CannotSandbox, KernelUnavailable, SessionError
 from jupyter_ci.server.sessions.executor import POLL_S, KernelControl, KernelExecutor
 from jupyter_ci.server.sessions.sandbox import CannotBox, Choice, choose, session_environ
@@ -30,6 +31,11 @@ from jupyter_ci.server.sessions.sandbox import CannotBox, Choice, choose, sessio
 READY_S = 60.0  # a kernel that is not ready by then is not going to be
 _SETTLE_S = 3 * POLL_S  # how long a delete waits for a run in flight to see its kernel gone
 _STOPPING_S = 10.0  # how long a stopping server lets a pool kernel's start finish
+#: Run quietly in a Python session kernel: charts and tables as data beside their pictures
+#: (kernel/structured). One expression binds no name the user or the model would see; a
+#: kernel without jupyter_ci (a gateway's, another environment's) goes without.
+_STRUCTURED = ("try:\n    __import__('jupyter_ci.kernel.structured.install', fromlist=['_'])"
+               ".install(get_ipython())\nexcept Exception:\n    pass\n")
 
 
 @dataclass
@@ -122,6 +128,10 @@ class SessionKernels:
     def _default_kernel(self) -> str:
         return str(getattr(self.km, "default_kernel_name", "python3") or "python3")
 
+    async def pick(self, kernel_name: str | None, language: str | None) -> tuple[str, str]:
+        """Return (kernelspec, language) of a session asking for either (languages.py)."""
+        return await languages.pick(self.km, language, kernel_name, self._default_kernel())
+
     async def choose(self, kernel_name: str | None) -> Choice:
         """Pick the kernelspec of a session: boxed where c.JupyterCI.session_sandbox says."""
         try:
@@ -188,6 +198,7 @@ class SessionKernels:
         await client.wait_for_ready(timeout=READY_S)
         if is_gateway(self.km):
             await self._enter(kernel_id, client, directory)
+        await self._structured(client)
         return client
 
     async def _enter(self, kernel_id: str, client: Any, directory: Path) -> None:
@@ -206,6 +217,22 @@ class SessionKernels:
             self.elsewhere.discard(kernel_id)
         else:
             self.elsewhere.add(kernel_id)
+
+    async def _structured(self, client: Any) -> None:
+        """Install the structured results in the kernel, if it runs Python."""
+        info = await self._reply(client, client.kernel_info())
+        if info["content"].get("language_info", {}).get("name") == "python":
+            await self._reply(client, client.execute(_STRUCTURED, silent=True,
+                                                     store_history=False))
+
+    async def _reply(self, client: Any, msg_id: str) -> dict[str, Any]:
+        """Return the shell reply to one request (earlier replies are no one's any more)."""
+        deadline = time.monotonic() + READY_S
+        while True:
+            reply: dict[str, Any] = await client.get_shell_msg(
+                timeout=max(0.1, deadline - time.monotonic()))
+            if reply["parent_header"].get("msg_id") == msg_id:
+                return reply
 
     def executor(self, kernel_id: str, client: Any) -> KernelExecutor:
         """Return the executor that runs code in the kernel through `client`."""

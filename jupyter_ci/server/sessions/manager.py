@@ -20,7 +20,7 @@ from jupyter_core.utils import ensure_async
 from jupyter_ci.agent.outputs import OnOutput
 from jupyter_ci.agent.types import CodeResult, ErrorInfo, FileInfo
 from jupyter_ci.config import JupyterCI
-from jupyter_ci.server.sessions import files
+from jupyter_ci.server.sessions import files, languages
 from jupyter_ci.server.sessions.errors import (
     FilesElsewhere,
     KernelUnavailable,
@@ -34,6 +34,8 @@ from jupyter_ci.server.sessions.session import Session
 
 #: Seconds to let the server's restarter finish before a restart that collided with it.
 RESTART_RETRY_S = 1.0
+#: Ended sessions whose fate (deleted, culled) a request for them is told.
+ENDED_KEPT = 1024
 
 
 class SessionManager:
@@ -50,13 +52,15 @@ class SessionManager:
         self.ci = ci
         self.log = log
         self.sessions: dict[str, Session] = {}
+        #: Why recently ended sessions ended, by id (the last ENDED_KEPT).
+        self.ended: dict[str, str] = {}
         self.kernels = SessionKernels(kernel_manager, self.root_dir, self.root, ci, log)
         self._starting = 0  # sessions being created, counted against max_sessions
 
     # -- lifecycle --------------------------------------------------------------------
 
     async def create(self, kernel_name: str | None = None, env: dict[str, str] | None = None,
-                     cwd_name: str | None = None) -> Session:
+                     cwd_name: str | None = None, language: str | None = None) -> Session:
         """Start a session (from the pool when it fits) and return it."""
         if len(self.sessions) + self._starting >= self.ci.max_sessions:
             raise TooManySessions(
@@ -64,11 +68,14 @@ class SessionManager:
                 "delete one first.")
         self._starting += 1
         try:
+            kernel_name, language = await self.kernels.pick(kernel_name, language)
             choice = await self.kernels.choose(kernel_name)
             started = None if cwd_name else self.kernels.take(choice, env)
             if started is None:
                 started = await self.kernels.start(choice, env, cwd_name)
             session = await self._connect(started)
+            session.language = language
+            session.executor.late_s = languages.LATE_OUTPUTS_S.get(language, 0.0)
         finally:
             self._starting -= 1
         self.sessions[session.id] = session
@@ -79,16 +86,21 @@ class SessionManager:
         """Return the session with this id."""
         session = self.sessions.get(sid)
         if session is None:
-            raise UnknownSession(f"No session {sid!r}: it was deleted, culled after "
-                                 "c.JupyterCI.session_idle_timeout, or never existed.")
+            raise UnknownSession(self.ended.get(sid) or (
+                f"No session {sid!r}: it never existed here, or it ended long ago (deleted, "
+                "or culled after c.JupyterCI.session_idle_timeout)."))
         return session
 
-    async def delete(self, sid: str) -> None:
-        """Shut the session's kernel down and remove its directory."""
+    async def delete(self, sid: str, why: str = "was deleted") -> None:
+        """Shut the session's kernel down and remove its directory; remember why it ended."""
         session = self.sessions.pop(sid, None)
         if session is None:
             raise UnknownSession(f"No session {sid!r}.")
         session.closed = True
+        # So a client that reconnects by id is told what became of it (a bounded memory).
+        self.ended[sid] = f"The session {sid!r} {why}: its kernel and files are gone."
+        while len(self.ended) > ENDED_KEPT:
+            del self.ended[next(iter(self.ended))]
         for task in list(session.tasks):
             task.cancel()  # an ask's model call stops now, not when its reply would end
         if self.service is not None:
@@ -115,6 +127,7 @@ class SessionManager:
                 raise KernelUnavailable(f"The session's kernel could not be restarted "
                                         f"({type(exc).__name__}); delete the session.") from exc
             session.executor = self.kernels.executor(session.kernel_id, session.client)
+            session.executor.late_s = languages.LATE_OUTPUTS_S.get(session.language, 0.0)
             session.dead = False
             session.history.clear()
             session.last_activity = time.time()
@@ -140,9 +153,10 @@ class SessionManager:
         return execute_result(result, changed)
 
     async def run_locked(self, session: Session, code: str, timeout: float,
-                         on_output: OnOutput | None = None
+                         on_output: OnOutput | None = None, env: dict[str, str] | None = None
                          ) -> tuple[CodeResult, list[dict[str, Any]]]:
         """Run code in a session whose lock the caller holds; record it in the history."""
+        # `env` (this run's variables) is never recorded: not in the history, not logged.
         if session.closed:
             raise UnknownSession(f"The session {session.id!r} was deleted.")
         if session.dead:
@@ -154,7 +168,8 @@ class SessionManager:
         here = session.kernel_id not in self.kernels.elsewhere
         before = await files.walk(session.file_count, files.snapshot,
                                   session.directory) if here else {}
-        result = await self._run(session, code, timeout, on_output)
+        result = await self._run(session, code, timeout, on_output, env)
+        languages.name_error(result)  # bash's errors carry only an exit status
         session.dead = session.dead or result.status == "died"
         changed = await files.walk(len(before), files.changed, session.directory,
                                    before) if here else []
@@ -165,10 +180,14 @@ class SessionManager:
         return result, changed
 
     async def _run(self, session: Session, code: str, timeout: float,
-                   on_output: OnOutput | None) -> CodeResult:
+                   on_output: OnOutput | None, env: dict[str, str] | None = None) -> CodeResult:
         """Run code with the session marked busy; a delete meanwhile is UnknownSession."""
         try:
-            result = await session.executor.run(code, timeout, on_output)
+            if env and session.language != "python":
+                around = languages.env_prelude(session.language, env)
+                result = await session.executor.run(code, timeout, on_output, around=around)
+            else:
+                result = await session.executor.run(code, timeout, on_output, env)
         except Exception:
             if not session.closed:
                 raise
@@ -199,7 +218,8 @@ class SessionManager:
                 self.log.info("jupyter-ci: culling session %s, idle for %.0f s", sid,
                               now - session.last_activity)
                 with contextlib.suppress(UnknownSession):  # deleted meanwhile by a request
-                    await self.delete(sid)
+                    await self.delete(sid, f"was culled after {limit:g} s idle "
+                                      "(c.JupyterCI.session_idle_timeout)")
 
     async def close(self) -> None:
         """Shut down every session and pooled kernel (the server is stopping)."""

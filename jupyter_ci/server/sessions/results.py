@@ -107,11 +107,12 @@ class History:
                 "metadata": {}}
 
 
-def notebook(history: History, kernel_name: str, session_id: str) -> dict[str, Any]:
+def notebook(history: History, kernel_name: str, session_id: str, language: str = "python"
+             ) -> dict[str, Any]:
     """Return a session's history as an nbformat v4 notebook (validated cell by cell)."""
     cells = [_NEW_CELL[entry["cell_type"]](**{k: v for k, v in entry.items()
                                               if k != "cell_type"})
              for entry in list(history)]
-    kernelspec = {"name": kernel_name, "display_name": kernel_name, "language": "python"}
+    kernelspec = {"name": kernel_name, "display_name": kernel_name, "language": language}
     return _new_notebook(cells=cells, metadata={"kernelspec": kernelspec,
                                                  "jupyter_ci": {"session": session_id}})

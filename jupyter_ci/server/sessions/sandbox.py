@@ -2,9 +2,10 @@
 
 A session asks for a kernel by name (or the server's default). Boxing it means starting a
 kernelspec that names the sandbox provisioner: `python3-sandboxed` (installed with the
-package) for the default Python kernel, or any kernelspec a session names whose metadata
-names the provisioner itself. `auto` boxes where it can and says so in the log when it
-cannot; `always` refuses a session it cannot box, saying what is missing.
+package) for the default Python kernel, `<name>-sandboxed` for another kernel (such as the
+`bash-sandboxed` that scripts/install-languages.sh writes), or any kernelspec a session names
+whose metadata names the provisioner itself. `auto` boxes where it can and says so in the log
+when it cannot; `always` refuses a session it cannot box, saying what is missing.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ async def choose(mode: str, requested: str | None, default: str, km: Any, log: L
         return Choice(name, False)
     why = _why_not(name, specs, gateway=is_gateway(km))
     if why is None:
-        return Choice(SANDBOXED_PYTHON, True)
+        return Choice(boxed_name(name), True)
     if mode == "always":
         raise CannotBox(f"This server boxes every session (c.JupyterCI.session_sandbox = "
                         f"'always'), and it cannot box this one: {why}.")
@@ -64,12 +65,20 @@ def session_environ(env: dict[str, str] | None) -> dict[str, str]:
     return {**os.environ, **given, ENV_SESSION: "1", ENV_PASS: ",".join(given)}
 
 
+def boxed_name(name: str) -> str:
+    """Return the name of a kernel's sandboxed kernelspec."""
+    return SANDBOXED_PYTHON if name in PYTHONS else f"{name}-sandboxed"
+
+
 def _why_not(name: str, specs: dict[str, Any], gateway: bool) -> str | None:
     """Say why the kernel `name` cannot be boxed here (None when it can)."""
-    if name not in PYTHONS:
-        return (f"the kernel {name!r} has no sandboxed kernelspec (one whose metadata names "
-                f"the {PROVISIONER!r} provisioner; see the README's sandbox section)")
-    if not _boxes(specs.get(SANDBOXED_PYTHON)):
+    if name not in PYTHONS and not _boxes(specs.get(boxed_name(name))):
+        # Deno's kernel speaks ZMQ over tcp only, and a box has no network to carry it.
+        return (f"the kernel {name!r} has no sandboxed kernelspec ({boxed_name(name)!r}, "
+                f"whose metadata names the {PROVISIONER!r} provisioner: "
+                "scripts/install-languages.sh writes bash's; Deno's kernel cannot be boxed, "
+                "as it speaks ZMQ over tcp only; see the README's sandbox section)")
+    if name in PYTHONS and not _boxes(specs.get(SANDBOXED_PYTHON)):
         where = "the gateway" if gateway else "this server"
         return (f"{where} has no {SANDBOXED_PYTHON!r} kernelspec naming the {PROVISIONER!r} "
                 "provisioner (pip install jupyter-ci installs it)")

@@ -37,6 +37,8 @@ class Session:
     file_count: int = 0
     #: Its kernel runs in a bubblewrap box (c.JupyterCI.session_sandbox).
     sandboxed: bool = False
+    #: Its kernelspec's language, lower-cased ("python", "bash", "typescript"; languages.py).
+    language: str = "python"
     #: Its runs and asks in flight: deleting the session cancels them (and their model calls).
     tasks: set[asyncio.Future[Any]] = field(default_factory=set)
 
@@ -45,7 +47,8 @@ class Session:
         return {"id": self.id, "kernel_id": self.kernel_id, "kernel_name": self.kernel_name,
                 "status": "dead" if self.dead else "busy" if self.busy else "idle",
                 "created": _iso(self.created), "last_activity": _iso(self.last_activity),
-                "executions": len(self.history), "sandboxed": self.sandboxed}
+                "executions": len(self.history), "sandboxed": self.sandboxed,
+                "language": self.language, "cwd": str(self.directory)}
 
 
 def _iso(stamp: float) -> str:

@@ -1,0 +1,188 @@
+"""The asynchronous client: `AsyncClient` and `AsyncSession`, method for method the sync ones."""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import AsyncIterator
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from jupyter_ci.client.formats import (
+    SERVER_DEFAULT,
+    OnOutput,
+    OnText,
+    Stream,
+    Tools,
+    aevents,
+    auth_headers,
+    body_of,
+    code_of,
+    execute_body,
+    gave_up,
+    http_timeout,
+    raise_for,
+    tool_result,
+)
+from jupyter_ci.client.results import Execution
+from jupyter_ci.client.sync import Timeout
+
+
+async def _checked(response: httpx.Response) -> httpx.Response:
+    """Raise the server's error of a streamed reply (read first), else return it."""
+    if not response.is_success:
+        await response.aread()
+        raise_for(response)
+    return response
+
+
+class AsyncSession(Tools):
+    """The async form of Session (same methods, awaited); `async with` deletes it.
+
+    Giving up works as in Session, and a cancelled task hangs up too: the server interrupts
+    the run it was waiting for.
+    """
+
+    def __init__(self, http: httpx.AsyncClient, info: dict[str, Any]) -> None:
+        self.http, self.info, self.id = http, info, str(info["id"])
+        self._base = f"jupyter-ci/sessions/{self.id}"
+
+    async def __aenter__(self) -> AsyncSession:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.delete()
+
+    @property
+    def cwd(self) -> str | None:
+        """The session's working directory on the server (as its info said)."""
+        return self.info.get("cwd")
+
+    async def execute(self, code: str, *, timeout: Timeout = SERVER_DEFAULT,
+                      envs: dict[str, str] | None = None, on_stdout: OnText | None = None,
+                      on_stderr: OnText | None = None, on_output: OnOutput | None = None
+                      ) -> Execution:
+        """Run code as Session.execute does; callbacks may be `async def` (they are awaited)."""
+        body = execute_body(code, timeout, envs)
+        limit = http_timeout(self.http.timeout, timeout)
+        try:
+            if on_stdout is None and on_stderr is None and on_output is None:
+                response = await self.http.post(f"{self._base}/execute", json=body,
+                                                timeout=limit)
+                raise_for(response)
+                return Execution.from_json(response.json())
+            return await self._stream(body, limit, Stream(on_stdout, on_stderr, on_output))
+        except httpx.TimeoutException as error:
+            raise gave_up(error) from error
+
+    async def _stream(self, body: dict[str, Any], limit: httpx.Timeout, stream: Stream
+                      ) -> Execution:
+        """Run a streaming execute, awaiting the callbacks that are coroutines."""
+        async with self.http.stream("POST", f"{self._base}/execute", json=body,
+                                    timeout=limit,
+                                    headers={"Accept": "text/event-stream"}) as response:
+            await _checked(response)
+            async for event, data in aevents(response.aiter_lines()):
+                for called in stream.take(event, data):
+                    if inspect.isawaitable(called):
+                        await called
+        assert stream.result is not None, "the stream ended without a result"
+        return stream.result
+
+    async def ask(self, prompt: str, **options: Any
+                  ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        """Ask the model; yield its events as they come, the last one ("result", {...})."""
+        async with self.http.stream("POST", f"{self._base}/ask",
+                                    json={"prompt": prompt, **options}) as response:
+            await _checked(response)
+            async for item in aevents(response.aiter_lines()):
+                yield item
+
+    async def refresh(self) -> dict[str, Any]:
+        """Read the session's info again (status, executions, cwd) and return it."""
+        response = await self.http.get(self._base)
+        raise_for(response)
+        self.info = dict(response.json())
+        return self.info
+
+    async def upload(self, path: str, data: bytes | str | os.PathLike[str]) -> dict[str, Any]:
+        """Put a file into the session's directory; return its listing entry."""
+        response = await self.http.put(f"{self._base}/files/{path}", content=body_of(data))
+        raise_for(response)
+        return dict(response.json())
+
+    async def download(self, path: str) -> bytes:
+        """Return a file's bytes."""
+        response = await self.http.get(f"{self._base}/files/{path}")
+        raise_for(response)
+        return response.content
+
+    async def files(self) -> list[dict[str, Any]]:
+        """List the session's files (path, size, mime)."""
+        response = await self.http.get(f"{self._base}/files")
+        raise_for(response)
+        return list(response.json())
+
+    async def remove(self, path: str) -> None:
+        """Delete a file."""
+        raise_for(await self.http.delete(f"{self._base}/files/{path}"))
+
+    async def restart(self) -> None:
+        """Restart the kernel: variables cleared, files kept."""
+        response = await self.http.post(f"{self._base}/restart")
+        raise_for(response)
+        self.info = dict(response.json())
+
+    async def notebook(self) -> dict[str, Any]:
+        """Return the session's history as an nbformat v4 notebook."""
+        response = await self.http.get(f"{self._base}/notebook")
+        raise_for(response)
+        return dict(response.json())
+
+    async def delete(self) -> None:
+        """Shut the kernel down and remove the directory (an already deleted one is fine)."""
+        response = await self.http.delete(self._base)
+        if response.status_code != 404:
+            raise_for(response)
+
+    async def run_tool_call(self, call: Any, *, timeout: Timeout = SERVER_DEFAULT) -> Any:
+        """Run a model's tool call; return its result in that provider's format."""
+        provider, call_id, code = code_of(call)
+        return tool_result(provider, call_id, await self.execute(code, timeout=timeout))
+
+
+class AsyncClient:
+    """The async form of Client (same arguments, the same methods awaited)."""
+
+    def __init__(self, url: str, token: str | None = None, *, timeout: float = 300.0,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+        headers = auth_headers(token)
+        self.http = httpx.AsyncClient(base_url=url.rstrip("/") + "/", headers=headers,
+                                      timeout=timeout, transport=transport)
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def session(self, session_id: str | None = None, **options: Any) -> AsyncSession:
+        """Start a session, or attach to one by id (see Client.session)."""
+        if session_id is not None:
+            response = await self.http.get(f"jupyter-ci/sessions/{quote(session_id, safe='')}")
+        else:
+            response = await self.http.post("jupyter-ci/sessions", json=options)
+        raise_for(response)
+        return AsyncSession(self.http, response.json())
+
+    async def sessions(self) -> list[dict[str, Any]]:
+        """List the server's sessions."""
+        response = await self.http.get("jupyter-ci/sessions")
+        raise_for(response)
+        return list(response.json())
+
+    async def close(self) -> None:
+        """Close the connection pool."""
+        await self.http.aclose()

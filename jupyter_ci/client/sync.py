@@ -1,0 +1,186 @@
+"""The synchronous client: `Client` and its `Session`s (the HTTP calls only; formats.py reads)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from jupyter_ci.client.formats import (
+    SERVER_DEFAULT,
+    OnOutput,
+    OnText,
+    ServerDefault,
+    Stream,
+    Tools,
+    auth_headers,
+    body_of,
+    code_of,
+    events,
+    execute_body,
+    gave_up,
+    http_timeout,
+    raise_for,
+    tool_result,
+)
+from jupyter_ci.client.results import Execution
+
+Timeout = float | ServerDefault | None
+
+
+class Session(Tools):
+    """One session (a kernel and a directory of its own); a context manager that deletes it.
+
+    `execute(code, timeout=...)`: the run is interrupted on the server after `timeout` seconds,
+    and the call's read deadline grows to match (a quiet 90 s run with timeout=120 is not cut
+    by the client's own timeout); None or 0: no deadline, client or server; not given: the
+    server's default (c.JupyterCI.timeout). A call the client gives up on (its timeout raises
+    ClientTimeout; Ctrl-C) hangs up, and the server interrupts that run, so the session's next
+    call does not wait behind it. `envs` are environment variables for one run, put back after.
+    """
+
+    def __init__(self, http: httpx.Client, info: dict[str, Any]) -> None:
+        self.http, self.info, self.id = http, info, str(info["id"])
+        self._base = f"jupyter-ci/sessions/{self.id}"
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.delete()
+
+    @property
+    def cwd(self) -> str | None:
+        """The session's working directory on the server (as its info said)."""
+        return self.info.get("cwd")
+
+    def execute(self, code: str, *, timeout: Timeout = SERVER_DEFAULT,
+                envs: dict[str, str] | None = None, on_stdout: OnText | None = None,
+                on_stderr: OnText | None = None, on_output: OnOutput | None = None
+                ) -> Execution:
+        """Run code (see the class for `timeout` and `envs`); callbacks get output as it comes."""
+        body = execute_body(code, timeout, envs)
+        limit = http_timeout(self.http.timeout, timeout)
+        try:
+            if on_stdout is None and on_stderr is None and on_output is None:
+                response = self.http.post(f"{self._base}/execute", json=body, timeout=limit)
+                raise_for(response)
+                return Execution.from_json(response.json())
+            return self._stream(body, limit, Stream(on_stdout, on_stderr, on_output))
+        except httpx.TimeoutException as error:
+            raise gave_up(error) from error
+
+    def _stream(self, body: dict[str, Any], limit: httpx.Timeout, stream: Stream
+                ) -> Execution:
+        """Run a streaming execute, calling back as its events come."""
+        with self.http.stream("POST", f"{self._base}/execute", json=body, timeout=limit,
+                              headers={"Accept": "text/event-stream"}) as response:
+            raise_for(response)
+            for event, data in events(response.iter_lines()):
+                stream.take(event, data)
+        assert stream.result is not None, "the stream ended without a result"
+        return stream.result
+
+    def ask(self, prompt: str, **options: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Ask the model (the %%ask loop); yield its events, the last one ("result", {...})."""
+        with self.http.stream("POST", f"{self._base}/ask", json={"prompt": prompt, **options},
+                              headers={"Accept": "text/event-stream"}) as response:
+            raise_for(response)
+            yield from events(response.iter_lines())
+
+    def refresh(self) -> dict[str, Any]:
+        """Read the session's info again (status, executions, cwd) and return it."""
+        response = self.http.get(self._base)
+        raise_for(response)
+        self.info = dict(response.json())
+        return self.info
+
+    def upload(self, path: str, data: bytes | str | os.PathLike[str]) -> dict[str, Any]:
+        """Put a file into the session's directory; return its listing entry."""
+        response = self.http.put(f"{self._base}/files/{path}", content=body_of(data))
+        raise_for(response)
+        return dict(response.json())
+
+    def download(self, path: str) -> bytes:
+        """Return a file's bytes."""
+        response = self.http.get(f"{self._base}/files/{path}")
+        raise_for(response)
+        return response.content
+
+    def files(self) -> list[dict[str, Any]]:
+        """List the session's files (path, size, mime)."""
+        response = self.http.get(f"{self._base}/files")
+        raise_for(response)
+        return list(response.json())
+
+    def remove(self, path: str) -> None:
+        """Delete a file."""
+        raise_for(self.http.delete(f"{self._base}/files/{path}"))
+
+    def restart(self) -> None:
+        """Restart the kernel: variables cleared, files kept."""
+        response = self.http.post(f"{self._base}/restart")
+        raise_for(response)
+        self.info = dict(response.json())
+
+    def notebook(self) -> dict[str, Any]:
+        """Return the session's history as an nbformat v4 notebook."""
+        response = self.http.get(f"{self._base}/notebook")
+        raise_for(response)
+        return dict(response.json())
+
+    def delete(self) -> None:
+        """Shut the kernel down and remove the directory (an already deleted one is fine)."""
+        response = self.http.delete(self._base)
+        if response.status_code != 404:
+            raise_for(response)
+
+    def run_tool_call(self, call: Any, *, timeout: Timeout = SERVER_DEFAULT) -> Any:
+        """Run a model's tool call; return its result in that provider's format."""
+        provider, call_id, code = code_of(call)
+        return tool_result(provider, call_id, self.execute(code, timeout=timeout))
+
+
+class Client:
+    """A jupyter-ci server: `Client(url, token)`; `client.session()` starts a session.
+
+    Without `token`, $JUPYTER_TOKEN is used; a missing or wrong one raises TokenRejected.
+    `timeout` is the HTTP timeout of every call (seconds); an execute given a longer run
+    timeout waits that long. `client.session(id)` attaches to a session that exists (from
+    another process too): an unknown, deleted or culled one raises SessionNotFound with the
+    server's message saying which. Either kind, used in a with block, is deleted at its end.
+    """
+
+    def __init__(self, url: str, token: str | None = None, *, timeout: float = 300.0,
+                 transport: httpx.BaseTransport | None = None) -> None:
+        headers = auth_headers(token)
+        self.http = httpx.Client(base_url=url.rstrip("/") + "/", headers=headers,
+                                 timeout=timeout, transport=transport)
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def session(self, session_id: str | None = None, **options: Any) -> Session:
+        """Start a session ({"kernel_name"?, "cwd_name"?, "env"?}), or attach to one by id."""
+        if session_id is not None:
+            response = self.http.get(f"jupyter-ci/sessions/{quote(session_id, safe='')}")
+        else:
+            response = self.http.post("jupyter-ci/sessions", json=options)
+        raise_for(response)
+        return Session(self.http, response.json())
+
+    def sessions(self) -> list[dict[str, Any]]:
+        """List the server's sessions."""
+        response = self.http.get("jupyter-ci/sessions")
+        raise_for(response)
+        return list(response.json())
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self.http.close()

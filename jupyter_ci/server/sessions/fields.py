@@ -1,0 +1,76 @@
+"""The fields of request bodies, checked: a bad one is a 400 saying what is expected."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from jupyter_ci.models.broker import MANAGED
+from jupyter_ci.server.sandbox.environ import unsafe
+from jupyter_ci.server.sessions.errors import SessionError
+
+_MAX_TIMEOUT_S = 24 * 3600.0
+
+
+class Refused(SessionError):
+    """A request that is malformed or too large, with its status."""
+
+    def __init__(self, status: int, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.reason = status, reason
+
+
+def optional_str(body: dict[str, Any], name: str) -> str | None:
+    """Return an optional string field of a body."""
+    value = body.get(name)
+    if value is not None and not isinstance(value, str):
+        raise Refused(400, "bad_field", f"'{name}' must be a string.")
+    return value
+
+
+def timeout_of(body: dict[str, Any]) -> float | None:
+    """Return a run's timeout: None when absent (the server's), inf for null or 0 (none)."""
+    if "timeout" not in body:
+        return None
+    value = body["timeout"]
+    if value is None or (value == 0 and not isinstance(value, bool)):
+        return math.inf
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+            0 < value <= _MAX_TIMEOUT_S) or not math.isfinite(value):
+        raise Refused(400, "bad_field", f"'timeout' must be a number of seconds in (0, "
+                      f"{_MAX_TIMEOUT_S:g}], or 0 or null for no deadline.")
+    return float(value)
+
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def validate_cwd_name(name: Any) -> str | None:
+    """Check the name asked for the session's directory: a plain file name."""
+    if name is None:
+        return None
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise SessionError("'cwd_name' must be a plain directory name: letters, digits, '.', "
+                           "'_' or '-', up to 64, not starting with '.' or '-'.")
+    return name
+
+
+def validate_env(env: Any) -> dict[str, str]:
+    """Check a session's extra environment: strings only, none of the broker's variables."""
+    if env is None:
+        return {}
+    if not isinstance(env, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+        raise SessionError("'env' must be an object of string names to string values.")
+    reserved = sorted(k for k in env if k in MANAGED or not k.isidentifier()
+                      or k.startswith(("JUPYTER_CI_", "KERNEL_")))
+    if reserved:
+        raise SessionError(f"'env' may not set {', '.join(reserved)}: the server manages "
+                           "these (or they are not variable names).")
+    loading = sorted(k for k in env if unsafe(k))
+    if loading:
+        # The sandbox's launcher starts outside the box with the session's environment.
+        raise SessionError(f"'env' may not set {', '.join(loading)}: such a variable makes "
+                           "programs load or read files as they start.")
+    return dict(env)

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Install Jupyter kernels for bash and JavaScript/TypeScript (Deno) into the active Python
+# environment (its share/jupyter/kernels), and R's with `--with-r` (Debian's IRkernel, through
+# apt). Idempotent: what is installed already is left as it is (a second run: a fraction of a
+# second). Needs PyPI (and apt for R) when it installs, nothing at run time.
+# Usage: bash scripts/install-languages.sh [--with-r]   (with the target venv activated)
+set -euo pipefail
+python=${PYTHON:-$(command -v python || command -v python3)}
+prefix=$("$python" -c 'import sys; print(sys.prefix)')
+kernels="$prefix/share/jupyter/kernels"
+
+# Write <name>-sandboxed: the kernelspec <name> run by jupyter-ci's sandbox provisioner, where
+# that is installed. Not for Deno: its kernel speaks ZMQ over tcp only, a box has no network.
+boxed() {
+  [ -f "$kernels/$1-sandboxed/kernel.json" ] && return 0
+  "$python" - "$kernels/$1/kernel.json" "$kernels/$1-sandboxed/kernel.json" <<'EOF_'
+import json, os, sys
+from importlib.metadata import entry_points
+if not entry_points(group="jupyter_client.kernel_provisioners", name="jupyter-ci-sandbox"):
+    sys.exit(0)
+spec = json.load(open(sys.argv[1]))
+spec["display_name"] += " (sandboxed)"
+spec.setdefault("metadata", {})["kernel_provisioner"] = {"provisioner_name": "jupyter-ci-sandbox"}
+os.makedirs(os.path.dirname(sys.argv[2]), exist_ok=True)
+json.dump(spec, open(sys.argv[2], "w"), indent=1)
+EOF_
+}
+
+if ! "$python" -c 'import bash_kernel, deno' >/dev/null 2>&1; then
+  # Both are wheels on PyPI: bash_kernel is pure Python, deno ships the deno binary.
+  "$python" -m pip install -q "bash_kernel>=0.9" "deno>=2.1"
+fi
+
+if [ ! -f "$kernels/bash/kernel.json" ]; then
+  "$python" -m bash_kernel.install --sys-prefix >/dev/null
+fi
+boxed bash
+
+if [ ! -f "$kernels/deno/kernel.json" ]; then
+  deno=$("$python" -c 'import deno; print(deno.find_deno_bin())')
+  # `deno jupyter --install` writes to the user's data folder whatever JUPYTER_DATA_DIR says:
+  # let it write into a scratch HOME, then move the kernelspec into this environment.
+  scratch=$(mktemp -d)
+  HOME="$scratch" XDG_DATA_HOME="$scratch/.local/share" \
+    "$deno" jupyter --install --force >/dev/null 2>&1
+  mkdir -p "$kernels"
+  rm -rf "$kernels/deno"
+  cp -r "$scratch/.local/share/jupyter/kernels/deno" "$kernels/deno"
+  rm -rf "$scratch"
+  # Plain text results (Deno colours them with ANSI codes, which a model reads as noise), and
+  # no look for a newer Deno from the kernel.
+  "$python" - "$kernels/deno/kernel.json" <<'EOF_'
+import json, sys
+spec = json.load(open(sys.argv[1]))
+spec.setdefault("env", {}).update(NO_COLOR="1", DENO_NO_UPDATE_CHECK="1")
+json.dump(spec, open(sys.argv[1], "w"), indent=1)
+EOF_
+fi
+
+if [ "${1:-}" = --with-r ]; then
+  if [ ! -f "$kernels/ir/kernel.json" ]; then
+    if ! Rscript -e 'library(IRkernel)' >/dev/null 2>&1; then
+      # About 30 Debian packages (R itself: some 100 MB installed), ~10 s once apt's lists
+      # are there: without recommends, which would add hundreds more.
+      sudo_=""
+      [ "$(id -u)" = 0 ] || sudo_="sudo -n"
+      install=(apt-get install -y -qq --no-install-recommends r-cran-irkernel)
+      $sudo_ "${install[@]}" >/dev/null 2>&1 ||
+        { $sudo_ apt-get update -qq && $sudo_ "${install[@]}" >/dev/null; }
+    fi
+    Rscript -e "IRkernel::installspec(user = FALSE, prefix = '$prefix')" >/dev/null
+  fi
+  boxed ir
+fi
