@@ -130,8 +130,10 @@ def test_vision_off_sends_no_image_and_says_so(fake: FakeLLM, tmp_path: Path) ->
     fake.push(code(SMALL_PLOT), Turn("Plotted."))
     run_cells(["%config JupyterCI.vision = 'off'", "%%ask\nplot"], openai_env(fake), tmp_path)
     assert not any(image_parts(r.body) for r in fake.requests)
-    assert tool_texts(fake.requests[1].body)[-1] == (
-        "[image/png image shown to the user; not sent to you: vision is off]")
+    said = tool_texts(fake.requests[1].body)[-1].splitlines()
+    assert said[0] == "[image/png image shown to the user; not sent to you: vision is off]"
+    # No picture, but the plot's numbers (its chart data) still reach the model.
+    assert said[1] == "[Chart data]" and said[-1].startswith("- line (3 points): (0, 3)")
 
 
 def test_an_update_of_an_earlier_display_reaches_the_model_and_the_notebook(
