@@ -292,6 +292,7 @@ def register(ipython: Any) -> None:
     ready_for_the_first_ask()
     ipython.input_transformers_cleanup.append(StaleCellSkipper(magics))
     ipython.input_transformers_cleanup.append(question_prompts)
+    importlib.import_module("jupyter_ci.kernel.external").install(ipython)
 
 
 #: What every ask loads that `%load_ext` does not need: loaded with it (~15 ms), so the first

@@ -1,8 +1,9 @@
 """MCP tools over the user's own notebooks: which are open with a kernel, and what they hold.
 
-Read-only, through Jupyter's own REST API (`/api/sessions`, `/api/contents`) with the same
-client and credentials as the session tools. Running code in a notebook's kernel so that it
-lands as a cell in JupyterLab needs the labextension's comm, and is not offered here.
+Reading goes through Jupyter's own REST API (`/api/sessions`, `/api/contents`) with the same
+client and credentials as the session tools. `run_in_notebook` goes through
+`POST /jupyter-ci/notebooks/run` (server/sessions/notebook_run.py): the code runs in the
+notebook's kernel only once a JupyterLab page with the labextension shows it as a new cell.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from mcp.server.fastmcp import Context, FastMCP
 from mcp.types import CallToolResult, ContentBlock, ImageContent, TextContent, ToolAnnotations
 from pydantic import Field
 
+from jupyter_ci.client import Execution
 from jupyter_ci.client.formats import raise_for
 from jupyter_ci.mcp import results
 from jupyter_ci.mcp.tools import Backend, Connection
@@ -95,3 +97,30 @@ def notebook_tools(server: FastMCP[Connection], backend: Backend) -> None:
         if model.get("type") != "notebook":
             return results.text(f"{path} is a {model.get('type')}, not a notebook.", True)
         return CallToolResult(content=cells_content(model.get("content") or {}))
+    _run_tool(server, backend)
+
+
+def _run_tool(server: FastMCP[Connection], backend: Backend) -> None:
+    @server.tool(annotations=ToolAnnotations(destructiveHint=True, openWorldHint=False))
+    async def run_in_notebook(ctx: Context[Any, Connection, Any], path: Annotated[
+            str, Field(description="The notebook's path, as list_notebooks gives it.")],
+            code: Annotated[str, Field(description="The Python code to run.")],
+            timeout: Annotated[float | None, Field(
+                description="Seconds before the run is interrupted; omitted: the "
+                "server's default.", gt=0)] = None) -> CallToolResult:
+        """Run Python code in the kernel of a notebook the user has open in JupyterLab: it
+        is added as a new cell at the end of that notebook, with its outputs, so the user
+        sees it; outputs come back as text and images. Refused, running nothing, when no
+        JupyterLab page has the notebook open or jupyter-ci is not loaded in its kernel."""
+        body: dict[str, Any] = {"path": path, "code": code}
+        if timeout:
+            body["timeout"] = timeout
+        response = await backend.client(ctx).http.post(
+            "jupyter-ci/notebooks/run", json=body, timeout=None)
+        if response.status_code >= 400:
+            try:
+                message = str(response.json().get("message"))
+            except ValueError:
+                message = f"HTTP {response.status_code}"
+            return results.text(message, error=True)
+        return results.run_result(Execution.from_json(response.json()))

@@ -1,5 +1,5 @@
 """The MCP tools of jupyter-ci: sessions, execute, ask, files, the session's notebook (and,
-in notebooks.py, the user's own notebooks, read-only).
+in notebooks.py, the user's own notebooks: read them, and run code in one as a new cell).
 
 Every tool goes through the REST sessions API with `jupyter_ci.client.AsyncClient`, which a
 `Backend` hands out per call: the stdio server keeps one for its process, the server's own

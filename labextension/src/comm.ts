@@ -11,6 +11,7 @@ import type { IDisposable } from '@lumino/disposable';
 import { AskCells } from './askcells';
 import type { Conversation } from './conversation';
 import { KernelFollower } from './kernelfollower';
+import { ExternalCell, parseExternal, samePath } from './externalcells';
 import { ensureLoadCell } from './loader';
 import { deleteAskCells, findCell, pinCell } from './notebookcells';
 import {
@@ -102,6 +103,9 @@ export class NotebookComm implements IDisposable {
   }
 
   private readonly _onCommOpen = (comm: Kernel.IComm, msg: KM.ICommOpenMsg): void => {
+    if (this._external(comm, msg.content.data)) {
+      return;
+    }
     const open = parseMessage(msg.content.data);
     if (open !== null && isKnown(open) && open.type === 'ask_state') {
       this._resume(open); // a one-shot comm: the ask itself goes on on its own comm
@@ -113,6 +117,23 @@ export class NotebookComm implements IDisposable {
     }
     this._listen(comm, askId);
   };
+
+  /**
+   * Show an MCP client's code as a new last cell of this notebook, when it is the notebook
+   * the server named (externalcells.ts); the kernel runs it only after this page's answer.
+   */
+  private _external(comm: Kernel.IComm, data: unknown): boolean {
+    const external = parseExternal(data);
+    if (external === null) {
+      return false;
+    }
+    const model = this._model();
+    const kernel = this._follower.kernel;
+    if (model !== null && kernel !== null && samePath(external.path, this._session.path)) {
+      new ExternalCell(model, kernel, comm, external, this._trust);
+    }
+    return true;
+  }
 
   /** Apply the messages of an ask's comm; when it closes without an end, abandon the ask. */
   private _listen(comm: Kernel.IComm, askId: string | null): void {

@@ -10,6 +10,8 @@ from jupyter_ci.config import JupyterCI
 from jupyter_ci.server.sessions import handlers as s
 from jupyter_ci.server.sessions.file_handler import FileHandler
 from jupyter_ci.server.sessions.manager import SessionManager
+from jupyter_ci.server.sessions.notebook_run import ROUTE as NOTEBOOK_RUN
+from jupyter_ci.server.sessions.notebook_run import NotebookRunHandler
 
 
 def routes(ci: JupyterCI, manager: SessionManager
@@ -27,4 +29,5 @@ def routes(ci: JupyterCI, manager: SessionManager
         (rf"{base}/{sid}/notebook", s.NotebookHandler, session),
         (rf"{base}/{sid}/files", s.FilesHandler, session),
         (rf"{base}/{sid}/files/(?P<path>.+)", FileHandler, session),
+        (NOTEBOOK_RUN, NotebookRunHandler, session),
     ]

@@ -1,0 +1,132 @@
+"""Code that an MCP client runs in this notebook's kernel, only once a page shows it as a cell.
+
+The server (server/sessions/notebook_run.py) sends two requests. The first, silent, calls
+`announce()` through `user_expressions`: it opens a `jupyter_ci` comm whose open data is
+`{"type": "external_cell", id, source, path, code}`; a JupyterLab page with the labextension
+that has the notebook open inserts the cell and answers `{"type": "external_ack", id}` on it,
+which is echoed as `external_acked` (the server sees the echo on IOPub). Only then does the
+server send the code itself, its request's metadata naming the id: `ExternalGate` lets it run
+when that id was acknowledged and the code is the code announced, else it runs a refusal.
+The page takes the run's outputs from the IOPub messages of that request, which it learns
+from the `external_run` message sent on the comm just before the code runs.
+
+A kernel without the extension loaded has no such module in `sys.modules`: the first request
+fails, and the server runs nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from jupyter_ci.kernel.protocol import (
+    COMM_TARGET,
+    PROTOCOL_VERSION,
+    current_request,
+    parent_header,
+)
+
+#: The key of the execute_request metadata that marks an MCP client's request.
+EXTERNAL_KEY = "jupyter_ci_external"
+
+
+@dataclass
+class Pending:
+    """A cell announced to the pages, waiting for its code's request."""
+
+    id: str
+    code: str
+    comm: Any
+    acked: bool = False
+
+
+class ExternalCells:
+    """The announced cells of this kernel, and the gate of their requests (an input
+    transformer, so a refused request runs a refusal instead of its code)."""
+
+    def __init__(self) -> None:
+        self.pending: dict[str, Pending] = {}
+        #: Requests let through already (IPython may transform a cell more than once).
+        self.passed: set[str] = set()
+
+    def announce(self, shell: Any) -> str:
+        """Open the comm that asks the pages to show the cell; return the comm's id."""
+        from comm import create_comm
+
+        meta = (parent_header(shell).get("metadata") or {}).get(EXTERNAL_KEY)
+        if not isinstance(meta, dict) or not all(
+                isinstance(meta.get(k), str) for k in ("id", "code", "source")):
+            raise ValueError("no external cell in this request's metadata")
+        cell_id, code = meta["id"], meta["code"]
+        comm = create_comm(target_name=COMM_TARGET, data={
+            "type": "external_cell", "id": cell_id, "source": meta["source"],
+            "path": meta.get("path"), "code": code, "protocol": PROTOCOL_VERSION})
+        pending = Pending(cell_id, code, comm)
+        comm.on_msg(lambda msg: self._on_msg(pending, msg))
+        self.pending[cell_id] = pending
+        return str(comm.comm_id)
+
+    @staticmethod
+    def _on_msg(pending: Pending, msg: dict[str, Any]) -> None:
+        data = (msg.get("content") or {}).get("data") or {}
+        if data.get("type") == "external_ack" and data.get("id") == pending.id and (
+                not pending.acked):
+            pending.acked = True
+            pending.comm.send({"type": "external_acked", "id": pending.id})
+
+    def cancel(self, cell_id: str) -> bool:
+        """Drop an announced cell (no page acknowledged it in time); the pages remove it."""
+        pending = self.pending.pop(cell_id, None)
+        if pending is None:
+            return False
+        pending.comm.close({"type": "external_cancelled", "id": cell_id})
+        return True
+
+    def gate(self, shell: Any, lines: list[str]) -> list[str]:
+        """Let an MCP client's code run only as the cell a page acknowledged."""
+        header = parent_header(shell)
+        meta = (header.get("metadata") or {}).get(EXTERNAL_KEY)
+        if not isinstance(meta, dict) or meta.get("announce"):
+            return lines
+        msg_id = str((header.get("header") or {}).get("msg_id", ""))
+        if msg_id in self.passed:
+            return lines
+        pending = self.pending.get(str(meta.get("id")))
+        if pending is None or not pending.acked or current_request(shell).source != pending.code:
+            return ["raise RuntimeError('jupyter-ci: refused: this code was not shown as a "
+                    "cell of the notebook first; nothing ran')\n"]
+        del self.pending[pending.id]
+        self.passed.add(msg_id)
+        # Sent in this request: the page reads the request's id from this message's parent
+        # (its execute_input came before: the count is here).
+        pending.comm.send({"type": "external_run", "id": pending.id,
+                           "execution_count": getattr(shell, "execution_count", None)})
+        pending.comm.close()
+        return lines
+
+
+#: This kernel's cells; set by `install` (the extension's load).
+_CELLS: ExternalCells | None = None
+_SHELL: Any = None
+
+
+def install(shell: Any) -> None:
+    """Put the gate on the shell's input transformers (once)."""
+    global _CELLS, _SHELL
+    if _CELLS is not None and _SHELL is shell:
+        return
+    cells = ExternalCells()
+    _CELLS, _SHELL = cells, shell
+    shell.input_transformers_cleanup.append(lambda lines: cells.gate(shell, lines))
+
+
+def announce() -> str:
+    """Announce the cell the current request describes (see the module's docstring)."""
+    if _CELLS is None:
+        raise RuntimeError("jupyter-ci's kernel extension is not loaded")
+    return _CELLS.announce(_SHELL)
+
+
+def cancel(cell_id: str) -> bool:
+    """Drop a cell announced but not acknowledged."""
+    return _CELLS is not None and _CELLS.cancel(cell_id)

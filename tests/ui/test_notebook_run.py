@@ -1,0 +1,52 @@
+"""run_in_notebook in a real browser: an MCP client's code lands as a new last cell of the
+notebook open in JupyterLab, marked, with its outputs; the caller gets the same outputs.
+(The refusals, with no page or no extension, are tests/test_notebook_run.py.)"""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.error
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.ui.lab import WAIT_MS, Lab
+
+CODE = "print('from the client')\nx * 2"
+
+
+def test_code_from_an_mcp_client_lands_as_a_marked_cell_with_its_outputs(lab: Lab) -> None:
+    nb = lab.open_notebook("external", ["x = 21"])
+    nb.run(0)  # the page loads jupyter-ci in the kernel before its first request
+    nb.wait_cell_done(0)
+    reply = lab.server.api("POST", "/jupyter-ci/notebooks/run",
+                           {"path": "external.ipynb", "code": CODE}, timeout=60)
+    assert reply["status"] == "ok", reply
+    texts = [o.get("text") or o.get("data", {}).get("text/plain") for o in reply["outputs"]]
+    assert texts == ["from the client\n", "42"]
+    nb.wait_cell_count(2)
+    assert nb.source(1) == CODE
+    cell = nb.cell(1)
+    expect(cell).to_have_class(re.compile(r"(^|\s)jp-ci-external(\s|$)"), timeout=WAIT_MS)
+    assert cell.get_attribute("data-jupyter-ci-badge") == "from an MCP client"
+    expect(cell.locator(".jp-OutputArea")).to_contain_text("from the client", timeout=WAIT_MS)
+    expect(cell.locator(".jp-OutputArea")).to_contain_text("42")
+    nb.wait_cell_done(1)
+    assert nb.execution_count(1) == reply["execution_count"]
+    saved = nb.model_json()["cells"][1]
+    assert saved["metadata"]["jupyter_ci"] == {"external": "mcp"}
+    assert [o["output_type"] for o in saved["outputs"]] == ["stream", "execute_result"]
+    nb.screenshot("external-cell")
+
+
+def test_a_kernel_the_page_has_not_loaded_jupyter_ci_in_is_refused_and_no_cell_stays(
+    lab: Lab
+) -> None:
+    nb = lab.open_notebook("external-unloaded", ["y = 1"])  # no cell run: nothing loaded
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        lab.server.api("POST", "/jupyter-ci/notebooks/run",
+                       {"path": "external-unloaded.ipynb", "code": "y = 2"}, timeout=60)
+    assert refused.value.code == 409
+    assert "%load_ext jupyter_ci" in json.loads(refused.value.read())["message"]
+    nb.wait_cell_count(1)
