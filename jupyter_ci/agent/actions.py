@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from jupyter_ci.agent.approval import ProposedEdit
 from jupyter_ci.agent.errors import AskError
 from jupyter_ci.agent.images import Vision
 from jupyter_ci.agent.restart import RestartProblem
@@ -62,6 +63,34 @@ class ConfirmInstall:
 
 
 @dataclass(frozen=True)
+class ApproveStep:
+    """Ask the user whether to run this step; feed the answer to `on_approval`."""
+
+    run: RunCode
+    question: str
+
+
+@dataclass(frozen=True)
+class ApprovePlan:
+    """Ask the user to approve (or edit) the model's plan; feed it to `on_plan_answer`."""
+
+    plan: str
+    question: str
+
+
+@dataclass(frozen=True)
+class ReviewEdits:
+    """Show these proposed edits of the user's cells; feed the decisions to `on_review`."""
+
+    edits: tuple[ProposedEdit, ...]
+    question: str
+
+
+#: What the user is asked, beside an install: put to them by a door's `decide`.
+Question = ApproveStep | ApprovePlan | ReviewEdits
+
+
+@dataclass(frozen=True)
 class Finish:
     """The ask is done; show the answer."""
 
@@ -75,7 +104,8 @@ class Fail:
     error: AskError
 
 
-Action = CallModel | RunCode | ConfirmInstall | Finish | Fail
+Action = (CallModel | RunCode | ConfirmInstall | ApproveStep | ApprovePlan | ReviewEdits
+          | Finish | Fail)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from jupyter_ci.agent.budget import estimate_tokens
-from jupyter_ci.agent.prompts import CONTEXT_CLOSE, CONTEXT_OPEN
+from jupyter_ci.agent.prompts import CONTEXT_CLOSE, CONTEXT_OPEN, INSTRUCTIONS_HEADING
 from jupyter_ci.agent.types import Message, ModelRequest
 
 # Sections of the kernel context start with a `## Title` line (budget.fit_sections).
@@ -41,7 +41,7 @@ class Part:
 
 def request_parts(request: ModelRequest) -> list[Part]:
     """Return the parts of `request`, in the order they are sent."""
-    parts = [Part("System prompt", request.system)] if request.system else []
+    parts = _system_parts(request.system)
     for tool in request.tools:
         spec = {"name": tool.name, "description": tool.description,
                 "parameters": tool.parameters}
@@ -49,6 +49,14 @@ def request_parts(request: ModelRequest) -> list[Part]:
     for number, message in enumerate(request.messages, 1):
         parts += message_parts(number, message)
     return parts
+
+
+def _system_parts(system: str) -> list[Part]:
+    """The system prompt, and the user's standing instructions as a part of their own."""
+    cut = system.find(f"\n{INSTRUCTIONS_HEADING}\n")
+    if cut < 0:
+        return [Part("System prompt", system)] if system else []
+    return [Part("System prompt", system[:cut]), Part("Standing instructions", system[cut:])]
 
 
 def message_parts(number: int, message: Message) -> list[Part]:

@@ -39,5 +39,9 @@ class AskInterrupted(AskError):
     """The user interrupted the ask."""
 
 
+class AskStopped(AskInterrupted):
+    """The user stopped the ask when asked to approve a step or a plan."""
+
+
 class RecordWouldFail(AskError):
     """A recorded answer's cells would fail now: they read what a restart lost."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -10,19 +9,48 @@ from dataclasses import dataclass, replace
 from jupyter_ci.agent import install as packages
 from jupyter_ci.agent.actions import (
     Action,
+    ApprovePlan,
+    ApproveStep,
     CallModel,
     ConfirmInstall,
     Fail,
     Finish,
     Limits,
+    ReviewEdits,
     RunCode,
     StepKind,
     Unresolved,
 )
-from jupyter_ci.agent.errors import AskError, AskInterrupted, KernelDied, LimitReached
+from jupyter_ci.agent.answers import UserAnswers
+from jupyter_ci.agent.approval import (
+    ApprovalMode,
+    EditDecision,
+    NotebookCell,
+    ProposedEdit,
+    edits_question,
+    step_question,
+)
+from jupyter_ci.agent.control import (
+    edited_note,
+    parse_arguments,
+    proposed_section,
+)
+from jupyter_ci.agent.errors import (
+    AskError,
+    AskInterrupted,
+    KernelDied,
+    LimitReached,
+)
 from jupyter_ci.agent.feedback import Redact, format_error, invalid_call, not_run, tool_result
 from jupyter_ci.agent.images import ImagePicker
-from jupyter_ci.agent.prompts import RUN_PYTHON, SYSTEM_PROMPT, TOOL_NAME, user_message
+from jupyter_ci.agent.prompts import (
+    EDIT_CELL,
+    EDIT_TOOL,
+    PLAN_PROMPT,
+    RUN_PYTHON,
+    SYSTEM_PROMPT,
+    user_message,
+)
 from jupyter_ci.agent.restart import RestartCheck, RestartProblem, restart_message
 from jupyter_ci.agent.types import (
     CodeResult,
@@ -43,11 +71,12 @@ class _Missing:
     install: packages.Install
 
 
-__all__ = ["Action", "AskLoop", "CallModel", "ConfirmInstall", "Fail", "Finish", "Limits",
-           "RunCode", "StepKind", "Unresolved", "parse_arguments"]
+__all__ = ["Action", "ApprovePlan", "ApproveStep", "AskLoop", "CallModel", "ConfirmInstall",
+           "Fail", "Finish", "Limits", "ReviewEdits", "RunCode", "StepKind", "Unresolved",
+           "parse_arguments"]
 
 
-class AskLoop:
+class AskLoop(UserAnswers):
     """Drive one ask: model turns, code runs, limits; the caller does all I/O."""
 
     tool_calls_made = 0
@@ -76,6 +105,8 @@ class AskLoop:
         redact: Redact | None = None,
         install: packages.InstallPolicy | None = None,
         check: RestartCheck | None = None,
+        approval: ApprovalMode = "never",
+        cells: Sequence[NotebookCell] = (),
     ) -> None:
         self.limits = limits or Limits()
         self.install = install or packages.InstallPolicy()
@@ -99,6 +130,18 @@ class AskLoop:
         self._pending: deque[ToolCall] = deque()
         #: Normalised package name -> what became of installing it in this ask.
         self._tried: dict[str, str] = {}
+        self.approval = approval
+        #: The notebook's code cells the model may propose edits of (none: no edit tool).
+        self.notebook_cells = tuple(cells)
+        self._planning = approval == "plan"
+        self._approved_once = False
+        #: Edits proposed in this ask and what became of each; those awaiting review.
+        self.edits: list[tuple[ProposedEdit, EditDecision]] = []
+        self._proposed: list[ProposedEdit] = []
+        #: Call id -> the code the user edited it into, told to the model with its result.
+        self._edited: dict[str, str] = {}
+        #: A step waiting for approval, and whether it is a new step (not a fix).
+        self._waiting: tuple[RunCode, bool] | None = None
 
     def start(self) -> Action:
         """Return the first action: ask the model."""
@@ -108,6 +151,8 @@ class AskLoop:
         """Take the model's turn and decide what comes next."""
         self.tokens_used += reply.input_tokens + reply.output_tokens
         self.messages.append(Message("assistant", reply.text, tool_calls=reply.tool_calls))
+        if self._planning:
+            return self._plan(reply)
         if not reply.tool_calls:
             return self._answered(reply.text)
         if self.tokens_used > self.limits.max_tokens:
@@ -132,6 +177,7 @@ class AskLoop:
                 self.messages.append(Message("user", restart_message(problem)))
                 return replace(self._call_model(), restart=problem)
             self.unresolved = Unresolved(problem.step, problem.reason(), problem.names)
+        answer += proposed_section([edit for edit, said in self.edits if said == "proposed"])
         self.answer = answer
         return Finish(answer)
 
@@ -221,6 +267,8 @@ class AskLoop:
 
     def _finish_run(self, running: RunCode, result: CodeResult, note: str) -> Action:
         """Tell the model how the run went, then go on, fix, or end the ask."""
+        edited = self._edited.pop(running.call_id, "")
+        note = "\n".join(part for part in (edited_note(edited) if edited else "", note) if part)
         self._tool_result(running.call_id, tool_result(
             result, self.limits.timeout, self.limits.max_output_chars, self.redact,
             self.images, self.limits.max_tokens - self.tokens_used, note=note))
@@ -267,17 +315,21 @@ class AskLoop:
         return list(self.messages)
 
     def _call_model(self) -> CallModel:
+        tools = (RUN_PYTHON, EDIT_CELL) if self.notebook_cells else (RUN_PYTHON,)
         request = ModelRequest(
-            system=self.system,
+            system=self.system + PLAN_PROMPT if self._planning else self.system,
             messages=(*self.history, *self.messages),
-            tools=(RUN_PYTHON,),
+            tools=tools,
             max_tokens=self.limits.max_reply_tokens,
             prompt=self.prompt,
         )
         return CallModel(request)
 
     def _next_call(self) -> Action:
-        while self._pending:
+        while self._pending or self._proposed:
+            # Edits one reply proposes are reviewed together, before its next code runs.
+            if self._proposed and (not self._pending or self._pending[0].name != EDIT_TOOL):
+                return ReviewEdits(tuple(self._proposed), edits_question(len(self._proposed)))
             if self.tool_calls_made >= self.limits.max_steps:
                 return self._fail(LimitReached(
                     f"The ask reached its limit of {self.limits.max_steps} steps "
@@ -286,24 +338,38 @@ class AskLoop:
                 ))
             call = self._pending.popleft()
             self.tool_calls_made += 1
-            code, problem = parse_arguments(call)
-            if problem:
-                self._tool_result(call.id, invalid_call(problem))
-                self.last_error = problem.splitlines()[0]
-                failed = self._count_failure()
-                if failed:
-                    return failed
-                continue
-            # A run after a failure fixes the same step, as does one the restart check asked
-            # for; a run after success is a new step.
-            step = self._redo
-            if step is None and (self.failures_in_a_row == 0 or self.step == 0):
-                self.step += 1
-            step = step or self.step
-            self._running = RunCode(code, step, self._number(step, code), call.id,
-                                    self.limits.timeout)
-            return self._running
+            action = (self._edit(call) if call.name == EDIT_TOOL and self.notebook_cells
+                      else self._run(call))
+            if action is not None:
+                return action
         return self._call_model()
+
+    def _run(self, call: ToolCall) -> Action | None:
+        """Run a run_python call's code, once approved when the ask asks first."""
+        code, problem = parse_arguments(call)
+        if problem:
+            return self._invalid(call, problem)
+        # A run after a failure fixes the same step, as does one the restart check asked
+        # for; a run after success is a new step.
+        new = self._redo is None and (self.failures_in_a_row == 0 or self.step == 0)
+        step = self.step + 1 if new else (self._redo or self.step)
+        run = RunCode(code, step, self._attempts.get(step, 0) + 1, call.id, self.limits.timeout)
+        if self.approval == "each" or (self.approval == "first" and not self._approved_once):
+            self._waiting = (run, new)
+            return ApproveStep(run, step_question(step))
+        return self._commit(run, new)
+
+    def _commit(self, run: RunCode, new: bool) -> RunCode:
+        """Count the step (and its attempt) that runs now."""
+        if new:
+            self.step += 1
+        self._running = replace(run, attempt=self._number(run.step, run.code))
+        return self._running
+
+    def _invalid(self, call: ToolCall, problem: str) -> Fail | None:
+        self._tool_result(call.id, invalid_call(problem))
+        self.last_error = problem.splitlines()[0]
+        return self._count_failure()
 
     def _count_failure(self) -> Fail | None:
         self.failures_in_a_row += 1
@@ -320,22 +386,8 @@ class AskLoop:
 
     def _fail(self, error: AskError) -> Fail:
         # Every tool call needs a result, or the transcript is invalid for a later ask.
-        for call in self._pending:
-            self._tool_result(call.id, not_run())
+        for call_id in [edit.call_id for edit in self._proposed] + [c.id for c in self._pending]:
+            self._tool_result(call_id, not_run())
         self._pending.clear()
+        self._proposed = []
         return Fail(error)
-
-
-def parse_arguments(call: ToolCall) -> tuple[str, str]:
-    """Return (code, "") for a valid run_python call, else ("", a message for the model)."""
-    usage = f'Call {TOOL_NAME} with a JSON object {{"code": "<python source>"}}.'
-    if call.name != TOOL_NAME:
-        return "", f"Error: there is no tool named {call.name!r}. {usage}"
-    try:
-        args = json.loads(call.arguments or "{}")
-    except json.JSONDecodeError as exc:
-        return "", f"Error: the tool arguments are not valid JSON ({exc.msg}). {usage}"
-    code = args.get("code") if isinstance(args, dict) else None
-    if not isinstance(code, str) or not code.strip():
-        return "", f"Error: the 'code' argument is missing or empty. {usage}"
-    return code, ""

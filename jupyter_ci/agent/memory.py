@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from jupyter_ci.agent.budget import estimate_tokens, trim_middle
-from jupyter_ci.agent.loop import parse_arguments
+from jupyter_ci.agent.control import parse_arguments
 from jupyter_ci.agent.types import Message
 
 # Older asks are summaries: enough to build on, too short to crowd out the new task.

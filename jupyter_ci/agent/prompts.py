@@ -61,3 +61,45 @@ def user_message(prompt: str, context: str) -> str:
     if not context:
         return prompt
     return f"{CONTEXT_OPEN}{context}{CONTEXT_CLOSE}{prompt}"
+
+
+EDIT_TOOL = "edit_cell"
+
+EDIT_CELL = ToolSpec(
+    name=EDIT_TOOL,
+    description=(
+        "Propose a new source for an existing code cell of the user's notebook, by the id "
+        "the notebook's cells are listed with. The user sees the change as a diff and "
+        "accepts or rejects it; it is never applied without them, and it does not run: an "
+        "accepted cell runs when the user runs it. Use it to fix or change a cell the user "
+        f"wrote (\"fix the cell above\", \"use groupby in cell 3\"); use {TOOL_NAME} for new "
+        "work. Give the whole new source, not a diff."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "cell_id": {"type": "string", "description": "The id of the cell to change."},
+            "source": {"type": "string", "description": "The cell's whole new source."},
+        },
+        "required": ["cell_id", "source"],
+        "additionalProperties": False,
+    },
+)
+
+#: Added to the system prompt for the first call of a `plan` ask.
+PLAN_PROMPT = f"""
+Before you run anything, the user approves a plan. In this reply, do not call \
+`{TOOL_NAME}`: answer with a short numbered plan only (one line per step: what it does and \
+why), nothing else. You carry it out once the user approves it.
+"""
+
+#: Heads the user's standing instructions in the system prompt (disclosure.py finds it).
+INSTRUCTIONS_HEADING = "## The user's standing instructions"
+
+
+def system_prompt(instructions: str = "", base: str = SYSTEM_PROMPT) -> str:
+    """Return the system prompt with the user's standing instructions, if any, at its end."""
+    if not instructions.strip():
+        return base
+    return (f"{base}\n{INSTRUCTIONS_HEADING}\nFollow these unless the request says "
+            f"otherwise:\n\n{instructions.strip()}\n")
