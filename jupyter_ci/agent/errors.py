@@ -43,5 +43,9 @@ class AskStopped(AskInterrupted):
     """The user stopped the ask when asked to approve a step or a plan."""
 
 
+class NoOneToApprove(AskError):
+    """An ask must wait for approval where no one can answer; it does not start."""
+
+
 class RecordWouldFail(AskError):
     """A recorded answer's cells would fail now: they read what a restart lost."""

@@ -29,6 +29,8 @@ class AskOptions:
     dry_run: bool = False
     #: Written by the labextension once the ask is answered (see record.pin_of).
     pin: str | None = None
+    #: never, first, plan or each; None: the approval setting.
+    approve: str | None = None
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -68,6 +70,10 @@ def ask_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-fixes", type=int, metavar="N",
                         help="consecutive failed runs before the ask gives up "
                         f"(default {_default('max_fixes')})")
+    parser.add_argument("--approve", choices=("never", "first", "plan", "each"),
+                        metavar="MODE",
+                        help="when code waits for you: never, first (step), plan (approve a "
+                        "plan first) or each (step) (default: the approval setting)")
     parser.add_argument("--new", action="store_true",
                         help="forget the earlier asks of this kernel")
     parser.add_argument("--refresh", action="store_true",
@@ -133,4 +139,5 @@ def parse_options(line: str, cell: str | None) -> AskOptions:
         if value is not None and value <= 0:
             raise usage_error(f"{name} must be a positive number, got {value:g}.")
     return AskOptions(prompt, args.model, args.timeout, args.max_steps, args.max_fixes,
-                      args.new, args.refresh, args.show_context, args.dry_run, args.pin)
+                      args.new, args.refresh, args.show_context, args.dry_run, args.pin,
+                      args.approve)
