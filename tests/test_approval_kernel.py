@@ -131,6 +131,8 @@ def test_the_labextensions_cells_give_the_model_an_edit_tool_reviewed_on_stdin(
     end = run.comm_data()[-1]
     assert end["type"] == "ask_end"
     assert [e["decision"] for e in end["edits"]] == ["rejected"]  # nothing accepted
+    # The ask record in the %%ask cell keeps what was proposed and what was decided.
+    assert end["record"]["edits"] == [{**waiting[0]["edits"][0], "decision": "rejected"}]
     assert "rejected your edit" in tool_results(fake, 1)[0]
 
 
@@ -150,3 +152,28 @@ def test_standing_instructions_come_from_the_setting_and_agents_files(
     assert system.index("Prefer polars.") < system.index("Plots in blue.")  # nearest last
     assert "sk-abcdefghijklmnopqrstuv123456" not in system  # redacted like the rest
     assert "Standing instructions" in text_of(nb.cells[2])
+
+
+def test_headless_the_model_may_propose_edits_which_are_listed_not_applied(
+    fake: FakeLLM, tmp_path: Path
+) -> None:
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(src) for src in
+                ["%load_ext jupyter_ci", "total = sum([1, 2]) / 0", "%%ask\nfix the cell above"]]
+    target = nb.cells[1].id
+    path = tmp_path / "report.ipynb"
+    nbformat.write(nb, path)
+    fake.push(Turn("", tool_calls=[("edit_cell", {"cell_id": target,
+                                                   "source": "total = sum([1, 2])"})]),
+              Turn("The division by zero is gone."))
+    env = {**openai_env(fake), "JUPYTER_CI_NOTEBOOK": str(path)}
+    NotebookClient(nb, allow_errors=True, resources={"metadata": {"path": str(tmp_path)}}
+                   ).execute(env=env)
+    shown = text_of(nb.cells[2])
+    assert "Proposed edits (not applied)" in shown
+    assert "-total = sum([1, 2]) / 0" in shown and "+total = sum([1, 2])" in shown
+    assert nb.cells[1].source == "total = sum([1, 2]) / 0"
+    assert "not applied" in tool_results(fake, 1)[0]
