@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from jupyter_ci.agent.actions import Action, ApprovePlan, Fail, RunCode
 from jupyter_ci.agent.approval import (
+    ApprovalMode,
     Decision,
     EditDecision,
     NotebookCell,
@@ -21,13 +23,21 @@ class UserAnswers:
     """What AskLoop does with the user's answers; the loop provides the rest."""
 
     messages: list[Message]
-    notebook_cells: tuple[NotebookCell, ...]
-    edits: list[tuple[ProposedEdit, EditDecision]]
-    _planning: bool
-    _approved_once: bool
-    _proposed: list[ProposedEdit]
-    _edited: dict[str, str]
-    _waiting: tuple[RunCode, bool] | None
+
+    def _init_answers(self, approval: ApprovalMode, cells: Sequence[NotebookCell]) -> None:
+        """Set up what the answers need: the mode, the cells, nothing proposed yet."""
+        self.approval = approval
+        #: The notebook's code cells the model may propose edits of (none: no edit tool).
+        self.notebook_cells = tuple(cells)
+        self._planning = approval == "plan"
+        self._approved_once = False
+        #: Edits proposed in this ask and what became of each; those awaiting review.
+        self.edits: list[tuple[ProposedEdit, EditDecision]] = []
+        self._proposed: list[ProposedEdit] = []
+        #: Call id -> the code the user edited it into, told to the model with its result.
+        self._edited: dict[str, str] = {}
+        #: A step waiting for approval, and whether it is a new step (not a fix).
+        self._waiting: tuple[RunCode, bool] | None = None
 
     def _tool_result(self, call_id: str, result: ToolResult) -> None:
         raise NotImplementedError
@@ -61,8 +71,9 @@ class UserAnswers:
             return self._fail(AskStopped("You stopped the ask at its plan; nothing ran.",
                                          "Ask again, or edit the plan before approving it."))
         self._planning = False
-        plan = decision.code if decision.kind == "edit" else self._last_text()
-        self.messages.append(Message("user", plan_approved(plan, decision.kind == "edit")))
+        edited = decision.kind == "edit" and bool(decision.code.strip())
+        plan = decision.code if edited else self._last_text()
+        self.messages.append(Message("user", plan_approved(plan, edited)))
         return self._call_model()
 
     def _last_text(self) -> str:
@@ -81,7 +92,7 @@ class UserAnswers:
             self._tool_result(run.call_id, skipped(run.step))
             return self._next_call()
         self._approved_once = True
-        if decision.kind == "edit" and decision.code != run.code:
+        if decision.kind == "edit" and decision.code.strip() and decision.code != run.code:
             self._edited[run.call_id] = decision.code
             run = replace(run, code=decision.code)
         return self._commit(run, new)

@@ -24,9 +24,7 @@ from jupyter_ci.agent.actions import (
 from jupyter_ci.agent.answers import UserAnswers
 from jupyter_ci.agent.approval import (
     ApprovalMode,
-    EditDecision,
     NotebookCell,
-    ProposedEdit,
     edits_question,
     step_question,
 )
@@ -130,18 +128,7 @@ class AskLoop(UserAnswers):
         self._pending: deque[ToolCall] = deque()
         #: Normalised package name -> what became of installing it in this ask.
         self._tried: dict[str, str] = {}
-        self.approval = approval
-        #: The notebook's code cells the model may propose edits of (none: no edit tool).
-        self.notebook_cells = tuple(cells)
-        self._planning = approval == "plan"
-        self._approved_once = False
-        #: Edits proposed in this ask and what became of each; those awaiting review.
-        self.edits: list[tuple[ProposedEdit, EditDecision]] = []
-        self._proposed: list[ProposedEdit] = []
-        #: Call id -> the code the user edited it into, told to the model with its result.
-        self._edited: dict[str, str] = {}
-        #: A step waiting for approval, and whether it is a new step (not a fix).
-        self._waiting: tuple[RunCode, bool] | None = None
+        self._init_answers(approval, cells)
 
     def start(self) -> Action:
         """Return the first action: ask the model."""
