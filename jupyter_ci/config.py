@@ -3,10 +3,26 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
-from traitlets import Bool, CaselessStrEnum, Enum, Float, Int, List, Unicode, Union, default
+from traitlets import (
+    Bool,
+    Bunch,
+    CaselessStrEnum,
+    Dict,
+    Enum,
+    Float,
+    Int,
+    List,
+    TraitError,
+    Unicode,
+    Union,
+    default,
+    validate,
+)
 from traitlets.config import Configurable
 
+from jupyter_ci.agent.cost import PriceError, parse_prices
 from jupyter_ci.agent.images import Vision
 from jupyter_ci.agent.install import InstallPolicy
 from jupyter_ci.agent.loop import Limits
@@ -95,6 +111,33 @@ class JupyterCI(Configurable):
         "refused and the model is told to do without. Empty (default): any package.",
     ).tag(config=True)
 
+    approval = Enum(
+        ("never", "first", "plan", "each"), "never",
+        help="When an ask waits for you before code runs: 'never' (default: every step runs "
+        "at once), 'first' (the first step waits for Run / Edit / Skip / Stop, then it runs "
+        "on), 'plan' (the model first proposes a numbered plan you can edit; once you "
+        "approve it, it runs on), 'each' (every step waits). In JupyterLab the step's code "
+        "waits in its cell with the buttons; elsewhere the question goes to the kernel's "
+        "stdin; an ask with no one to answer (nbclient, papermill) refuses to start. "
+        "`%%ask --approve MODE` sets it for one ask; approval_minimum can only raise it.",
+    ).tag(config=True)
+    approval_minimum = Enum(
+        ("never", "first", "plan", "each"), "never",
+        help="The least approval every ask gets, set by an admin in the server's config "
+        "(order: never < first < plan < each): kernels the server starts get it in their "
+        "environment (JUPYTER_CI_APPROVAL_MINIMUM) and REST asks read it here, and a "
+        "kernel's own approval setting, %config or --approve cannot lower it. It binds the "
+        "user's settings, not code already running in the kernel (default 'never').",
+    ).tag(config=True)
+    instructions = Unicode(
+        "",
+        help="Standing instructions added to every ask's system prompt (e.g. \"Use polars, "
+        "not pandas. Plots in the company palette.\"), with those of AGENTS.md or "
+        ".jupyter-ci.md files in the notebook's folder and the folders above it (up to your "
+        "home folder); shown in the \"What the model was sent\" disclosure and redacted "
+        "like the rest. REST asks use this setting only (default: none).",
+    ).tag(config=True)
+
     max_tokens_per_kernel = Int(
         0,
         help="Model tokens (input plus output, as the provider reports them) one kernel, or "
@@ -110,6 +153,39 @@ class JupyterCI(Configurable):
         "through the model service while the server runs, like max_tokens_per_kernel. "
         "0 (default) = unlimited.",
     ).tag(config=True)
+    prices = Dict(
+        default_value={},
+        help="Model prices, USD per million tokens, by model id or prefix: {\"openai:gpt-4.1\": "
+        "{\"input\": 2.0, \"output\": 8.0, \"cached_input\": 0.5, \"context_window\": "
+        "1047576}}; cached_input (prompt tokens read from the provider's cache; default: "
+        "input) and context_window (tokens) may be left out. The longest key that starts "
+        "the model's provider:model id wins; a key without provider:, such as gpt-4.1, "
+        "matches that model name under any provider. Entries here come before the built-in "
+        "prices of OpenAI's and Anthropic's current models. An ask shows its tokens and cost "
+        "(cell log, panel, REST result); a model no entry covers (Ollama, a local server) "
+        "shows tokens only. Default: {} (the built-in prices).",
+    ).tag(config=True)
+    max_cost_per_kernel = Float(
+        0.0, min=0.0,
+        help="USD one kernel, or one REST session's asks, may spend through the server's "
+        "model service, over restarts: each call's reported usage priced by the model it "
+        "names (see prices), reserved and settled like max_tokens_per_kernel. Calls past it "
+        "end the ask with LimitReached. Calls to a model without a price count as 0 (the "
+        "server log says so once per model). 0 (default) = unlimited.",
+    ).tag(config=True)
+    max_cost_per_server = Float(
+        0.0, min=0.0,
+        help="USD all kernels and sessions together may spend through the model service "
+        "while the server runs, like max_cost_per_kernel. 0 (default) = unlimited.",
+    ).tag(config=True)
+
+    @validate("prices")
+    def _check_prices(self, proposal: Bunch) -> dict[str, Any]:
+        try:
+            parse_prices(proposal["value"])
+        except PriceError as error:
+            raise TraitError(str(error)) from None
+        return dict(proposal["value"])
     broker_max_body_bytes = Int(
         32 * 1024 * 1024,
         help="Largest model turn, in bytes, a kernel may send the model service; "
@@ -229,6 +305,12 @@ class JupyterCI(Configurable):
         help="Bytes a REST session keeps in all for its notebook (GET .../notebook): past "
         "it, the oldest outputs are dropped first and replaced by a note; code and prompts "
         "are kept (default 33554432, 32 MiB; 0 = no cap).",
+    ).tag(config=True)
+    approval_timeout = Float(
+        600.0, min=1.0,
+        help="Seconds a REST (or MCP) ask waits for the answer to an approval_needed event "
+        "(a step or plan that waits for approval, see approval) before it stops, saying no "
+        "answer came; nothing more runs (default 600).",
     ).tag(config=True)
 
     @default("key_file")

@@ -53,6 +53,8 @@ from tests.fakellm_wire import (
     raw_arguments,
     turn_from_json,
     turn_to_json,
+    unoffered_call,
+    usage_of,
 )
 
 #: Where both APIs list their models.
@@ -198,7 +200,11 @@ class FakeLLM:
             handler.send_json(400, error_body(provider, 400, f"fakellm: {problem}", model))
             return
         answer, number = self._take(request)
-        if answer is None:
+        refused = unoffered_call(answer, body) if isinstance(answer, Turn) else None
+        if refused and self.strict:
+            # As the real APIs do; a test must not make the model call a tool it was not given.
+            handler.send_json(400, error_body(provider, 400, f"fakellm: {refused}", model))
+        elif answer is None:
             text = f"fakellm: the script ran out of turns (request #{number} to {request.path})"
             # x-should-retry: false, so the SDK fails at once instead of retrying into the void.
             handler.send_json(500, error_body(provider, 500, text, model),
@@ -239,7 +245,7 @@ class FakeLLM:
             for name, args in turn.tool_calls:
                 self._counter += 1
                 calls.append((f"{prefix}{self._counter:04d}", name, raw_arguments(args)))
-        usage = (turn.input_tokens, turn.output_tokens)
+        usage = usage_of(turn)
         if not body.get("stream"):
             make = openai_completion if provider == "openai" else anthropic_message
             handler.send_json(200, make(turn.text, calls, model=model, usage=usage))

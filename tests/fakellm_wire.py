@@ -36,12 +36,21 @@ _ANTHROPIC_ERRORS = {
 
 @dataclass
 class Turn:
-    """One model answer: streamed text, then tool calls (args as dict, or raw text)."""
+    """One model answer: streamed text, then tool calls (args as dict, or raw text).
+
+    `input_tokens` counts every prompt token, `cached_tokens` of them read from the prompt
+    cache, as jupyter-ci reads both providers; on Anthropic's wire `input_tokens` leaves the
+    cached ones out (they are `cache_read_input_tokens`), as the real API does.
+    """
 
     text: str = ""
     tool_calls: Sequence[ScriptedCall] = ()
     input_tokens: int = 11
     output_tokens: int = 7
+    cached_tokens: int = 0
+    #: True: a misbehaving model that may call tools the request did not offer (otherwise
+    #: the fake refuses such a script with an HTTP 400, so tests call only offered tools).
+    unoffered_tools: bool = False
     chunk_chars: int = 4  # small pieces so every answer really streams in several chunks
     chunk_delay: float = 0.0  # seconds between chunks, to watch streaming in a browser
     first_delay: float = 0.0  # seconds before the first chunk: a model that thinks first
@@ -140,9 +149,52 @@ def error_body(provider: str, status: int, message: str, model: str) -> JSON:
     return {"type": "error", "error": {"type": kind, "message": text}, "request_id": "req_fake"}
 
 
+def usage_of(turn: Turn) -> tuple[int, int, int]:
+    """Return a turn's (input, output, cached) tokens, as the wire builders take them."""
+    return turn.input_tokens, turn.output_tokens, turn.cached_tokens
+
+
+def openai_usage(usage: tuple[int, ...]) -> JSON:
+    """Build Chat Completions' `usage`, cache reads in its prompt_tokens_details."""
+    cached = usage[2] if len(usage) > 2 else 0
+    return {"prompt_tokens": usage[0], "completion_tokens": usage[1],
+            "total_tokens": usage[0] + usage[1],
+            "prompt_tokens_details": {"cached_tokens": cached, "audio_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
+                                          "accepted_prediction_tokens": 0,
+                                          "rejected_prediction_tokens": 0}}
+
+
+def anthropic_usage(usage: tuple[int, ...], output_tokens: int) -> JSON:
+    """Build a Messages `usage`: its input_tokens leave out the tokens read from the cache."""
+    cached = usage[2] if len(usage) > 2 else 0
+    return {"input_tokens": usage[0] - cached, "output_tokens": output_tokens,
+            "cache_creation_input_tokens": 0, "cache_read_input_tokens": cached}
+
+
+def offered_tools(body: JSON) -> list[str]:
+    """Return the names of the tools a request offers, in either wire format."""
+    tools = body.get("tools") or []
+    return [str((t.get("function") or {}).get("name") if "function" in t else t.get("name"))
+            for t in tools if isinstance(t, dict)]
+
+
+def unoffered_call(turn: Turn, body: JSON) -> str | None:
+    """Say which scripted tool call names a tool the request does not offer, or None."""
+    offered = offered_tools(body)
+    if turn.unoffered_tools:
+        return None
+    for name, _ in turn.tool_calls:
+        if name not in offered:
+            return (f"the script calls tool {name!r}, which this request does not offer "
+                    f"(offered: {', '.join(offered) or 'none'}): tool use names an "
+                    "unknown tool")
+    return None
+
+
 def openai_chunks(
     text: str, calls: Sequence[tuple[str, str, str]], *, model: str, chunk_chars: int,
-    usage: tuple[int, int] | None,
+    usage: tuple[int, ...] | None,
 ) -> Iterator[JSON]:
     """Yield the `chat.completion.chunk`s of one streamed turn; calls are (id, name, args)."""
     base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": int(time.time()),
@@ -166,13 +218,11 @@ def openai_chunks(
             yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
     yield chunk({}, "tool_calls" if calls else "stop")
     if usage:
-        tokens = {"prompt_tokens": usage[0], "completion_tokens": usage[1],
-                  "total_tokens": usage[0] + usage[1]}
-        yield {**base, "choices": [], "usage": tokens}
+        yield {**base, "choices": [], "usage": openai_usage(usage)}
 
 
 def openai_completion(
-    text: str, calls: Sequence[tuple[str, str, str]], *, model: str, usage: tuple[int, int]
+    text: str, calls: Sequence[tuple[str, str, str]], *, model: str, usage: tuple[int, ...]
 ) -> JSON:
     """Build the non-streaming `chat.completion` object of one turn."""
     message: JSON = {"role": "assistant", "content": text or None, "refusal": None}
@@ -184,18 +234,15 @@ def openai_completion(
     choice = {"index": 0, "message": message, "logprobs": None,
               "finish_reason": "tool_calls" if calls else "stop"}
     return {"id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
-            "model": model, "choices": [choice],
-            "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1],
-                      "total_tokens": usage[0] + usage[1]}}
+            "model": model, "choices": [choice], "usage": openai_usage(usage)}
 
 
 def anthropic_events(
     text: str, calls: Sequence[tuple[str, str, str]], *, model: str, chunk_chars: int,
-    usage: tuple[int, int],
+    usage: tuple[int, ...],
 ) -> Iterator[tuple[str, JSON]]:
     """Yield the (event name, data) pairs of one streamed Messages turn."""
-    start_usage = {"input_tokens": usage[0], "output_tokens": 1,
-                   "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+    start_usage = anthropic_usage(usage, 1)
     message: JSON = {"id": "msg_fake", "type": "message", "role": "assistant", "model": model,
                "content": [], "stop_reason": None, "stop_sequence": None, "usage": start_usage}
     yield "message_start", {"type": "message_start", "message": message}
@@ -221,13 +268,14 @@ def anthropic_events(
         yield "content_block_stop", {"type": "content_block_stop", "index": index}
         index += 1
     stop: JSON = {"stop_reason": "tool_use" if calls else "end_turn", "stop_sequence": None}
+    # Cumulative counts, input and cache reads included, as the current API sends them.
     yield "message_delta", {"type": "message_delta", "delta": stop,
-                            "usage": {"output_tokens": usage[1]}}
+                            "usage": anthropic_usage(usage, usage[1])}
     yield "message_stop", {"type": "message_stop"}
 
 
 def anthropic_message(
-    text: str, calls: Sequence[tuple[str, str, str]], *, model: str, usage: tuple[int, int]
+    text: str, calls: Sequence[tuple[str, str, str]], *, model: str, usage: tuple[int, ...]
 ) -> JSON:
     """Build the non-streaming Messages response of one turn."""
     content: list[JSON] = [{"type": "text", "text": text}] if text else []
@@ -239,8 +287,7 @@ def anthropic_message(
         content.append({"type": "tool_use", "id": call_id, "name": name, "input": parsed})
     return {"id": "msg_fake", "type": "message", "role": "assistant", "model": model,
             "content": content, "stop_reason": "tool_use" if calls else "end_turn",
-            "stop_sequence": None,
-            "usage": {"input_tokens": usage[0], "output_tokens": usage[1]}}
+            "stop_sequence": None, "usage": anthropic_usage(usage, usage[1])}
 
 
 def check_openai(body: JSON) -> str | None:

@@ -31,7 +31,13 @@ from traitlets.config import Config
 from jupyter_ci.models.broker import ENV_URL, MANAGED
 from jupyter_ci.models.turn_wire import TURN_PATH
 from jupyter_ci.server.broker.broker import Broker
-from tests.fakellm_wire import Turn, anthropic_events, openai_chunks, raw_arguments
+from tests.fakellm_wire import (
+    Turn,
+    anthropic_events,
+    openai_chunks,
+    raw_arguments,
+    usage_of,
+)
 
 OPENAI_KEY = "sk-test-OPENAI-secret-1234"
 ANTHROPIC_KEY = "sk-ant-test-ANTHROPIC-secret-5678"
@@ -120,7 +126,7 @@ class UpstreamHandler(web.RequestHandler):
         model = str(body.get("model", ""))
         calls = [(f"call_{n}", name, raw_arguments(args))
                  for n, (name, args) in enumerate(turn.tool_calls)]
-        usage = (turn.input_tokens, turn.output_tokens)
+        usage = usage_of(turn)
         events: list[tuple[str | None, Any]]
         if openai:
             wanted = bool((body.get("stream_options") or {}).get("include_usage"))

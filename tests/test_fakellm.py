@@ -37,15 +37,18 @@ def anthropic_client(url: str) -> anthropic.Anthropic:
 def test_non_streaming_answers_parse_in_both_sdks(fake: FakeLLM) -> None:
     turn = Turn("Hi!", tool_calls=[("run_python", {"code": "1"})])
     fake.push(turn, turn)
+    schema = {"type": "object", "properties": {"code": {"type": "string"}}}
     completion = openai_client(fake.openai_base_url).chat.completions.create(
-        model="m", messages=[{"role": "user", "content": "x"}])
+        model="m", messages=[{"role": "user", "content": "x"}], tools=[
+            {"type": "function", "function": {"name": "run_python", "parameters": schema}}])
     message = completion.choices[0].message
     assert message.content == "Hi!" and completion.choices[0].finish_reason == "tool_calls"
     assert message.tool_calls is not None
     call = message.tool_calls[0]
     assert call.type == "function" and json.loads(call.function.arguments) == {"code": "1"}
     reply = anthropic_client(fake.anthropic_base_url).messages.create(
-        model="m", max_tokens=10, messages=[{"role": "user", "content": "x"}])
+        model="m", max_tokens=10, messages=[{"role": "user", "content": "x"}],
+        tools=[{"name": "run_python", "input_schema": schema}])
     assert [b.type for b in reply.content] == ["text", "tool_use"]
     assert reply.stop_reason == "tool_use" and reply.usage.output_tokens == 7
 
@@ -100,9 +103,10 @@ def test_cli_process_with_remote_control(tmp_path: Path) -> None:
         remote = RemoteFakeLLM(url)
         remote.push(Turn("pushed", tool_calls=[("run_python", {"code": "2"})]))
         client = openai_client(f"{url}/v1", retries=1)
+        tool = {"type": "function", "function": {"name": "run_python", "parameters": {}}}
         texts = [client.chat.completions.create(
-            model="m", messages=[{"role": "user", "content": str(n)}]).choices[0].message.content
-            for n in range(2)]
+            model="m", messages=[{"role": "user", "content": str(n)}],
+            tools=[tool]).choices[0].message.content for n in range(2)]
         assert texts == ["first", "pushed"]  # the 500 in between was retried by the SDK
         assert remote.remaining == 0
         assert [r.messages[0]["content"] for r in remote.requests] == ["0", "1", "1"]

@@ -109,7 +109,8 @@ def test_a_tool_call_in_the_new_answer_is_refused_not_run(
     where = folder(tmp_path / "nb")
     fake.push(code(STEP), Turn("It is 111."))
     run_cells(["region_total = 111", ASK], openai_env(fake), where)
-    fake.push(Turn("It is 222.", tool_calls=[("run_python", {"code": "print('ran anyway')"})]))
+    fake.push(Turn("It is 222.", tool_calls=[("run_python", {"code": "print('ran anyway')"})],
+                   unoffered_tools=True))  # a model that calls a tool it was not offered
     nb = run_cells(["region_total = 222", ASK], openai_env(fake), where)
     shown = text_of(nb.cells[2])
     assert "It is 222." in shown and "ran anyway" not in shown and "It is 111." not in shown

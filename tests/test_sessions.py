@@ -507,7 +507,7 @@ async def test_a_missing_or_wrong_token_is_a_403_saying_so(
     (("{sid}", "execute"), {"code": "import time; time.sleep(30)", "tiemout": 1},
      "code, env, timeout"),
     (("{sid}", "ask"), {"prompt": "hi", "modle": "openai:x", "max_step": 2},
-     "max_fixes, max_steps, model, prompt, timeout"),
+     "approve, max_fixes, max_steps, model, prompt, timeout"),
 ])
 async def test_unknown_fields_are_a_400_listing_the_known_ones(
     jp_fetch: Fetch, jp_serverapp: Any, path: tuple[str, ...], body: dict[str, Any],

@@ -8,11 +8,14 @@ policy, vision) go in `_Turns`, once; what happens is told as events (agent/even
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Protocol
 
+from jupyter_ci.agent.actions import ApprovePlan, ApproveStep, Question, ReviewEdits
+from jupyter_ci.agent.approval import Decision, EditDecision, parse_answer, parse_review
 from jupyter_ci.agent.disclosure import request_parts
+from jupyter_ci.agent.errors import AskStopped
 from jupyter_ci.agent.events import (
     CodePreview,
     Event,
@@ -35,6 +38,14 @@ from jupyter_ci.agent.types import CodeResult, ModelReply, ModelRequest, OnText
 Emit = Callable[[Event], None]
 #: Puts a yes/no question to the user (the kernel's stdin) and says whether they said yes.
 Confirm = Callable[[str], bool]
+#: What one reply cost in USD, None when the model is unpriced (agent/cost.py's Meter).
+Price = Callable[[ModelReply], float | None]
+#: Puts an approval or a review to the user; returns their answer as text (JSON or a word).
+Decide = Callable[[Question], str]
+#: The same, from an event loop (a REST client answers with a call).
+AsyncDecide = Callable[[Question], Awaitable[str]]
+#: What the user can be asked, beside an install.
+QUESTIONS = (ApproveStep, ApprovePlan, ReviewEdits)
 
 
 class Model(Protocol):
@@ -80,8 +91,14 @@ class _Turns:
     started and ended, waiting for the user): the doors only add the ask's start and end.
     """
 
-    def __init__(self, loop: AskLoop, emit: Emit, confirm: Confirm | None = None) -> None:
+    def __init__(self, loop: AskLoop, emit: Emit, confirm: Confirm | None = None,
+                 can_decide: bool = False, price: Price | None = None) -> None:
         self.loop, self.emit, self.confirm = loop, emit, confirm
+        #: Prices each reply (a door's cost.Meter, which also sums the ask); the ask's cost.
+        self.price = price
+        self.cost: float | None = None
+        #: Whether someone answers approvals and reviews (else: edits are only listed).
+        self.can_decide = can_decide
         #: The last attempt of each step that ran, and whether the last run failed: code
         #: being written is a fix of that step when it failed, else the next step.
         self.attempts: dict[int, int] = {}
@@ -114,7 +131,12 @@ class _Turns:
 
     def replied(self, reply: ModelReply) -> Action:
         action = self.loop.on_reply(reply)
-        self.emit(Usage(reply.input_tokens, reply.output_tokens, self.loop.tokens_used))
+        cost = self.price(reply) if self.price is not None else None
+        if cost is not None:
+            self.cost = (self.cost or 0.0) + cost
+        self.emit(Usage(reply.input_tokens, reply.output_tokens, self.loop.tokens_used,
+                        reply.cached_tokens, cost, self.cost,
+                        getattr(self.price, "context_window", None)))
         return action
 
     def before_run(self, run: RunCode) -> None:
@@ -135,15 +157,40 @@ class _Turns:
         self.emit(WaitingForUser(action.question))
         return self.loop.on_install_answer(self.confirm(action.question))
 
+    def asking(self, asked: Question) -> bool:
+        """Say the ask waits for the user, when someone can answer."""
+        if self.can_decide:
+            self.emit(WaitingForUser.of(asked))
+        return self.can_decide
+
+    def answered(self, asked: Question, answer: str | None) -> Action:
+        """Feed the user's answer (None: no one can answer) to the loop."""
+        if isinstance(asked, ReviewEdits):
+            decisions: dict[str, EditDecision] = (
+                {edit.call_id: "proposed" for edit in asked.edits} if answer is None
+                else parse_review(answer, asked.edits))
+            return self.loop.on_review(decisions)
+        decision = Decision("stop") if answer is None else parse_answer(answer)
+        action = (self.loop.on_plan_answer(decision) if isinstance(asked, ApprovePlan)
+                  else self.loop.on_approval(decision))
+        if answer is None:  # the doors refuse such an ask first; this is the backstop
+            return Fail(AskStopped("This ask waits for approval, and no one can answer here.",
+                                   "Ask with --approve never, or where you can answer."))
+        return action
+
 
 def drive(loop: AskLoop, model: Model, executor: Executor, emit: Emit,
-          confirm: Confirm | None = None) -> str:
+          confirm: Confirm | None = None, decide: Decide | None = None,
+          price: Price | None = None) -> str:
     """Run the ask to its end and return the answer; raise the AskError that ended it."""
-    turns = _Turns(loop, emit, confirm)
+    turns = _Turns(loop, emit, confirm, decide is not None, price)
     action = loop.start()
     while True:
         if isinstance(action, CallModel):
             action = turns.replied(model.complete(turns.request(action), turns.text))
+        elif isinstance(action, QUESTIONS):
+            asked = decide is not None and turns.asking(action)
+            action = turns.answered(action, decide(action) if asked and decide else None)
         elif isinstance(action, ConfirmInstall):
             action = turns.confirmed(action)
         elif isinstance(action, RunCode):
@@ -154,13 +201,18 @@ def drive(loop: AskLoop, model: Model, executor: Executor, emit: Emit,
 
 
 async def drive_async(loop: AskLoop, model: AsyncModel, executor: AsyncExecutor,
-                      emit: Emit) -> str:
+                      emit: Emit, decide: AsyncDecide | None = None,
+                      price: Price | None = None) -> str:
     """Run the ask to its end from an event loop; the same decisions as `drive`."""
-    turns = _Turns(loop, emit)  # no one to ask here (a REST client has no stdin)
+    # No one answers an install question here (a REST client has no stdin).
+    turns = _Turns(loop, emit, can_decide=decide is not None, price=price)
     action = loop.start()
     while True:
         if isinstance(action, CallModel):
             action = turns.replied(await model.complete(turns.request(action), turns.text))
+        elif isinstance(action, QUESTIONS):
+            asked = decide is not None and turns.asking(action)
+            action = turns.answered(action, await decide(action) if asked and decide else None)
         elif isinstance(action, ConfirmInstall):
             action = turns.confirmed(action)
         elif isinstance(action, RunCode):

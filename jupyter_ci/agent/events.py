@@ -14,7 +14,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from jupyter_ci.agent.actions import RunCode, Unresolved
+from jupyter_ci.agent.actions import (
+    ApprovePlan,
+    ApproveStep,
+    Question,
+    RunCode,
+    Unresolved,
+)
+from jupyter_ci.agent.approval import EditDecision, ProposedEdit
+from jupyter_ci.agent.cost import AskUsage, usd
 from jupyter_ci.agent.disclosure import Part
 from jupyter_ci.agent.errors import AskError
 from jupyter_ci.agent.outputs import OutputEvent
@@ -22,6 +30,8 @@ from jupyter_ci.agent.restart import RestartProblem
 from jupyter_ci.agent.types import CodeResult, Output
 
 AskStatus = Literal["done", "failed", "interrupted"]
+#: What a waiting question is about.
+WaitKind = Literal["install", "step", "plan", "edits"]
 
 
 @dataclass(frozen=True)
@@ -71,16 +81,27 @@ class Text:
 
 @dataclass(frozen=True)
 class Usage:
-    """The tokens of the model's turn just ended, and of the whole ask so far."""
+    """The tokens and cost of the model's turn just ended, and of the whole ask so far.
+
+    `input_tokens` counts the whole prompt, `cached_tokens` of it read from the provider's
+    cache; costs are USD (None: the model has no price, agent/cost.py); `context_window`
+    is the model's, in tokens, when its price entry gives it.
+    """
 
     input_tokens: int
     output_tokens: int
     ask_tokens: int
+    cached_tokens: int = 0
+    cost_usd: float | None = None
+    ask_cost_usd: float | None = None
+    context_window: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Return the event's JSON form."""
         return {"type": "usage", "input_tokens": self.input_tokens,
-                "output_tokens": self.output_tokens, "ask_tokens": self.ask_tokens}
+                "output_tokens": self.output_tokens, "ask_tokens": self.ask_tokens,
+                "cached_tokens": self.cached_tokens, "cost_usd": usd(self.cost_usd),
+                "ask_cost_usd": usd(self.ask_cost_usd), "context_window": self.context_window}
 
 
 @dataclass(frozen=True)
@@ -194,13 +215,32 @@ class Notice:
 
 @dataclass(frozen=True)
 class WaitingForUser:
-    """A yes/no question waits for the user (the model is not thinking)."""
+    """A question waits for the user (the model is not thinking): an install, a step to
+    approve, a plan to approve or edits to review."""
 
     question: str
+    kind: WaitKind = "install"
+    step: int | None = None
+    attempt: int | None = None
+    code: str | None = None
+    plan: str | None = None
+    edits: tuple[ProposedEdit, ...] | None = None
+
+    @classmethod
+    def of(cls, asked: Question) -> WaitingForUser:
+        """Return the event that puts `asked` to the user."""
+        if isinstance(asked, ApproveStep):
+            return cls(asked.question, "step", asked.run.step, asked.run.attempt, asked.run.code)
+        if isinstance(asked, ApprovePlan):
+            return cls(asked.question, "plan", plan=asked.plan)
+        return cls(asked.question, "edits", edits=asked.edits)
 
     def to_json(self) -> dict[str, Any]:
         """Return the event's JSON form."""
-        return {"type": "waiting_for_user", "question": self.question}
+        edits = None if self.edits is None else [edit.to_json() for edit in self.edits]
+        return {"type": "waiting_for_user", "question": self.question, "kind": self.kind,
+                "step": self.step, "attempt": self.attempt, "code": self.code,
+                "plan": self.plan, "edits": edits}
 
 
 @dataclass(frozen=True)
@@ -214,6 +254,10 @@ class Outcome:
     unresolved: Unresolved | None = None
     steps: int = 0
     tokens: int = 0
+    #: The ask's tokens in, out and cached, and their cost (the door's cost.Meter).
+    usage: AskUsage = field(default_factory=AskUsage)
+    #: The edits of the user's cells proposed in the ask, and what became of each.
+    edits: tuple[tuple[ProposedEdit, EditDecision], ...] = ()
 
     def error_json(self) -> dict[str, str] | None:
         """Return the error as the API and the comm give it."""
@@ -232,7 +276,8 @@ class Outcome:
         """Return the outcome's JSON form."""
         return {"status": self.status, "answer": self.answer, "error": self.error_json(),
                 "unresolved": self.unresolved_json(), "steps": self.steps,
-                "tokens": self.tokens}
+                "tokens": self.tokens, "usage": self.usage.to_json(),
+                "edits": [{**edit.to_json(), "decision": said} for edit, said in self.edits]}
 
 
 @dataclass(frozen=True)

@@ -103,12 +103,17 @@ class ModelRequest:
 
 @dataclass(frozen=True)
 class ModelReply:
-    """What the model answered in one turn: text, tool calls and token usage."""
+    """What the model answered in one turn: text, tool calls and token usage.
+
+    `input_tokens` counts every prompt token, those read from the provider's prompt cache
+    included; `cached_tokens` says how many of them were (agent/cost.py prices them).
+    """
 
     text: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_tokens: int = 0
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,15 @@ import httpx
 
 from jupyter_ci.client.formats import (
     SERVER_DEFAULT,
+    Approving,
+    OnApproval,
     OnOutput,
     OnText,
     Stream,
     Tools,
     aevents,
+    answer_body,
+    ask_body,
     auth_headers,
     body_of,
     code_of,
@@ -48,6 +52,7 @@ class AsyncSession(Tools):
     def __init__(self, http: httpx.AsyncClient, info: dict[str, Any]) -> None:
         self.http, self.info, self.id = http, info, str(info["id"])
         self._base = f"jupyter-ci/sessions/{self.id}"
+        self._answered: set[str] = set()  # approvals answered through this object
 
     async def __aenter__(self) -> AsyncSession:
         return self
@@ -91,14 +96,42 @@ class AsyncSession(Tools):
         assert stream.result is not None, "the stream ended without a result"
         return stream.result
 
-    async def ask(self, prompt: str, **options: Any
+    async def ask(self, prompt: str, *, approve: str | None = None,
+                  on_approval: OnApproval | None = None, **options: Any
                   ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
-        """Ask the model; yield its events as they come, the last one ("result", {...})."""
+        """Ask the model; yield its events as they come, the last one ("result", {...}).
+
+        Approval as in Session.ask; `on_approval` may be `async def` (it is awaited).
+        """
+        gate = Approving(on_approval)
         async with self.http.stream("POST", f"{self._base}/ask",
-                                    json={"prompt": prompt, **options}) as response:
+                                    json=ask_body(prompt, approve, options)) as response:
             await _checked(response)
-            async for item in aevents(response.aiter_lines()):
-                yield item
+            async for event, data in aevents(response.aiter_lines()):
+                decision = gate.take(event, data)
+                if inspect.isawaitable(decision):
+                    decision = await decision
+                if decision is not None:
+                    await self.approve(str(data["approval_id"]), decision)
+                yield event, data
+                gate.answered |= self._answered
+                gate.check()
+
+    async def approve(self, approval_id: str, decision: Any = "run", *,
+                      code: str | None = None, plan: str | None = None) -> dict[str, Any]:
+        """Answer an approval_needed event: run, edit (with `code`, or `plan`), skip or stop."""
+        body = answer_body(approval_id, decision)
+        body.update({k: v for k, v in (("code", code), ("plan", plan)) if v is not None})
+        response = await self.http.post(f"{self._base}/approvals", json=body)
+        raise_for(response)
+        self._answered.add(approval_id)
+        return dict(response.json())
+
+    async def approvals(self) -> list[dict[str, Any]]:
+        """List the approval_needed events that wait in this session (to answer them)."""
+        response = await self.http.get(f"{self._base}/approvals")
+        raise_for(response)
+        return list(response.json())
 
     async def refresh(self) -> dict[str, Any]:
         """Read the session's info again (status, executions, cwd) and return it."""

@@ -145,6 +145,64 @@ class Stream:
         return called
 
 
+#: The answers to an approval_needed event (edit: run the `code` given instead).
+DECISIONS = ("run", "edit", "skip", "stop")
+#: What `on_approval` gets (the approval_needed event) and returns: a decision ("run",
+#: "skip", "stop"), a body ({"decision": "edit", "code": ...}), or None to leave the
+#: question to be answered elsewhere (`approve()` from another connection or process).
+OnApproval = Callable[[dict[str, Any]], Any]
+
+
+class ApprovalRequired(CodeInterpreterError):
+    """An ask waited for an approval that nothing answered (no `on_approval`, no `approve`)."""
+
+
+def ask_body(prompt: str, approve: str | None, options: dict[str, Any]) -> dict[str, Any]:
+    """Return an ask's body: the prompt, its approval mode if given, and the other options."""
+    return {"prompt": prompt, **({"approve": approve} if approve else {}), **options}
+
+
+def answer_body(approval_id: str, decision: Any) -> dict[str, Any]:
+    """Return the body answering an approval with what a callback (or a caller) decided."""
+    body = {"decision": decision} if isinstance(decision, str) else decision
+    if not isinstance(body, dict) or body.get("decision") not in DECISIONS:
+        raise ValueError(f"An approval's answer is one of {', '.join(DECISIONS)}, or a dict "
+                         f"such as {{'decision': 'edit', 'code': '...'}}; not {decision!r}.")
+    return {**body, "approval_id": approval_id}
+
+
+class Approving:
+    """What an ask's stream does with its approval_needed events (both clients share it).
+
+    With `on_approval`, each question is put to it and its answer sent. Without, the caller
+    answers with `session.approve(...)` while it reads the events; reading on past a question
+    it left unanswered raises ApprovalRequired (and hanging up stops the ask on the server),
+    rather than wait in silence until c.JupyterCI.approval_timeout.
+    """
+
+    def __init__(self, on_approval: OnApproval | None) -> None:
+        self.on_approval = on_approval
+        self.answered: set[str] = set()
+        self.asked: str | None = None
+
+    def take(self, event: str, data: dict[str, Any]) -> Any:
+        """Note a question; return the callback's answer (maybe awaitable), or None."""
+        if event != "approval_needed":
+            return None
+        self.asked = str(data.get("approval_id"))
+        return None if self.on_approval is None else self.on_approval(data)
+
+    def check(self) -> None:
+        """Raise ApprovalRequired if the last question is left unanswered with no callback."""
+        asked, self.asked = self.asked, None
+        if asked is not None and self.on_approval is None and asked not in self.answered:
+            raise ApprovalRequired(0, "approval_required", (
+                "The ask waits for an approval: pass on_approval=... to ask() (a callback "
+                "given the approval_needed event, returning 'run', 'skip', 'stop' or "
+                "{'decision': 'edit', 'code': ...}), or answer it with session.approve("
+                "event['approval_id'], ...) before reading on. The ask was stopped."))
+
+
 def raise_for(response: httpx.Response) -> None:
     """Turn an error reply into CodeInterpreterError with the server's message."""
     if response.is_success:

@@ -11,11 +11,15 @@ import httpx
 
 from jupyter_ci.client.formats import (
     SERVER_DEFAULT,
+    Approving,
+    OnApproval,
     OnOutput,
     OnText,
     ServerDefault,
     Stream,
     Tools,
+    answer_body,
+    ask_body,
     auth_headers,
     body_of,
     code_of,
@@ -45,6 +49,7 @@ class Session(Tools):
     def __init__(self, http: httpx.Client, info: dict[str, Any]) -> None:
         self.http, self.info, self.id = http, info, str(info["id"])
         self._base = f"jupyter-ci/sessions/{self.id}"
+        self._answered: set[str] = set()  # approvals answered through this object
 
     def __enter__(self) -> Session:
         return self
@@ -84,12 +89,46 @@ class Session(Tools):
         assert stream.result is not None, "the stream ended without a result"
         return stream.result
 
-    def ask(self, prompt: str, **options: Any) -> Iterator[tuple[str, dict[str, Any]]]:
-        """Ask the model (the %%ask loop); yield its events, the last one ("result", {...})."""
-        with self.http.stream("POST", f"{self._base}/ask", json={"prompt": prompt, **options},
+    def ask(self, prompt: str, *, approve: str | None = None,
+            on_approval: OnApproval | None = None, **options: Any
+            ) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Ask the model (the %%ask loop); yield its events, the last one ("result", {...}).
+
+        `approve` ("never", "first", "plan", "each"; omitted: the server's) makes steps wait
+        for approval (the server's c.JupyterCI.approval_minimum may make it stricter). Each
+        question comes as an ("approval_needed", event): `on_approval(event)` answers it
+        (returning "run", "skip", "stop", {"decision": "edit", "code": ...}, or None to
+        leave it to `approve()` from elsewhere); without it, answer it with `approve()`
+        before reading on, else ApprovalRequired is raised and the ask stopped.
+        """
+        gate = Approving(on_approval)
+        with self.http.stream("POST", f"{self._base}/ask",
+                              json=ask_body(prompt, approve, options),
                               headers={"Accept": "text/event-stream"}) as response:
             raise_for(response)
-            yield from events(response.iter_lines())
+            for event, data in events(response.iter_lines()):
+                decision = gate.take(event, data)
+                if decision is not None:
+                    self.approve(str(data["approval_id"]), decision)
+                yield event, data
+                gate.answered |= self._answered
+                gate.check()
+
+    def approve(self, approval_id: str, decision: Any = "run", *, code: str | None = None,
+                plan: str | None = None) -> dict[str, Any]:
+        """Answer an approval_needed event: run, edit (with `code`, or `plan`), skip or stop."""
+        body = answer_body(approval_id, decision)
+        body.update({k: v for k, v in (("code", code), ("plan", plan)) if v is not None})
+        response = self.http.post(f"{self._base}/approvals", json=body)
+        raise_for(response)
+        self._answered.add(approval_id)
+        return dict(response.json())
+
+    def approvals(self) -> list[dict[str, Any]]:
+        """List the approval_needed events that wait in this session (to answer them)."""
+        response = self.http.get(f"{self._base}/approvals")
+        raise_for(response)
+        return list(response.json())
 
     def refresh(self) -> dict[str, Any]:
         """Read the session's info again (status, executions, cwd) and return it."""

@@ -140,6 +140,12 @@ class LogView:
                 self._disclosure().keep(event)
             case Text(delta):
                 self._text(delta)
+            case WaitingForUser(kind=kind, step=step) if kind != "install":
+                self.log.stop_thinking()
+                self.log.add({"step": f"Step {step} waits for your approval (in its cell).",
+                              "plan": "The plan waits for your approval (in the panel).",
+                              "edits": "Proposed edits wait for your review (in their "
+                                       "cells)."}[kind])
             case CodePreview() | WaitingForUser():
                 self.log.stop_thinking()  # it writes code now, or the user is asked
             case StepStarted(run):
@@ -212,6 +218,7 @@ class LogView:
         if outcome.status != "done":
             message = outcome.error.message if outcome.error else outcome.status
             self.log.add(f"Ask {outcome.status}: {message}")
+            self._cost(outcome)
             return
         # What the model said between steps stays, above its answer (cell and panel).
         answer = self.narration.above(outcome.answer)
@@ -223,3 +230,10 @@ class LogView:
             # The model answered instead: the step was never fixed.
             self.log.add(lines[-1].removesuffix(" → fixing") + " → not fixed", replace=True)
         self.log.add(ending(self.info.model, outcome))
+        self._cost(outcome)
+
+    def _cost(self, outcome: Outcome) -> None:
+        """End the log with the ask's tokens and cost, when it used any."""
+        line = outcome.usage.line()
+        if line:
+            self.log.add(line)

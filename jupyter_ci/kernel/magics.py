@@ -10,25 +10,30 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from IPython.core.error import StdinNotImplementedError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
 from jupyter_ci import secret_rules
+from jupyter_ci.agent.approval import ApprovalMode
+from jupyter_ci.agent.control import cells_section
+from jupyter_ci.agent.cost import Meter, price_table
 from jupyter_ci.agent.disclosure import request_parts
 from jupyter_ci.agent.drive import Model, drive
 from jupyter_ci.agent.errors import AskError, AskInterrupted
 from jupyter_ci.agent.events import AskEnded, AskStarted, AskStatus, Journal, Notice, Outcome
-from jupyter_ci.agent.install import yes
 from jupyter_ci.agent.loop import AskLoop, CallModel, Limits
 from jupyter_ci.agent.memory import Memory
+from jupyter_ci.agent.prompts import system_prompt
 from jupyter_ci.agent.secrets import Redactor
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.kernel import headless_store, rerun, reuse, safe_markdown
 from jupyter_ci.kernel.answer_links import link_files
 from jupyter_ci.kernel.context import environment_section
+from jupyter_ci.kernel.headless_cells import headless_cells
+from jupyter_ci.kernel.instructions import standing_instructions
 from jupyter_ci.kernel.options import AskOptions, help_text, parse_options
-from jupyter_ci.kernel.protocol import AskInfo, RequestInfo, current_request
+from jupyter_ci.kernel.protocol import AskInfo, RequestInfo, current_request, notebook_cells
+from jupyter_ci.kernel.questions import StdinQuestions, approval_mode, refuse_unanswerable
 from jupyter_ci.kernel.record import prompt_hash
 from jupyter_ci.kernel.restart_check import (
     RanAsk,
@@ -80,6 +85,7 @@ class AskMagics(Magics):
         if not opts.refresh and self._reuse(opts, info, phash):
             return
         headless = info.source if not info.has_frontend else None
+        self._check_approval(opts, info)
         if headless is not None and not opts.refresh and self._replay(opts, info, headless):
             return
         if headless is not None and opts.refresh and opts.pin:
@@ -105,8 +111,9 @@ class AskMagics(Magics):
         if warning:
             journal.emit(Notice(warning))  # a retiring model still answers: said, not refused
         results: dict[str, Any] = {}
+        meter = price_table(self.settings.prices).meter(model.id)  # tokens and cost
         try:
-            answer = self._drive(loop, model, journal, folder, results)
+            answer = self._drive(loop, model, journal, folder, results, meter)
         except (KeyboardInterrupt, AskError) as exc:
             self._ran(info, ask, loop)
             error = exc if isinstance(exc, AskError) else AskInterrupted(
@@ -115,7 +122,8 @@ class AskMagics(Magics):
             # A follow-up ("why did that fail?") needs to know what happened.
             self.memory.remember(opts.prompt, loop.transcript(), f"(The ask {status}: {error})")
             journal.emit(AskEnded(Outcome(status, error=error, steps=loop.step,
-                                          tokens=loop.tokens_used)))
+                                          tokens=loop.tokens_used, usage=meter.usage(),
+                                          edits=tuple(loop.edits))))
             raise error from None
         self._ran(info, ask, loop)
         self.memory.remember(opts.prompt, loop.transcript(), answer)
@@ -124,7 +132,8 @@ class AskMagics(Magics):
             answer = link_files(answer, folder)
         self._restart_notice(above, loop, journal)
         journal.emit(AskEnded(Outcome("done", answer, unresolved=loop.unresolved,
-                                      steps=loop.step, tokens=loop.tokens_used)))
+                                      steps=loop.step, tokens=loop.tokens_used,
+                                      usage=meter.usage(), edits=tuple(loop.edits))))
         if headless is not None and loop.unresolved is None:
             # The next headless run of this cell replays these steps instead of asking.
             rerun.keep(headless, model.id, answer, loop.succeeded, results, loop.limits,
@@ -176,9 +185,14 @@ class AskMagics(Magics):
         history = [] if opts.new else self.memory.messages()
         check = None if above is None else restart_check(
             above, self.ipython.transform_cell, self.ipython.user_ns_hidden)
-        return AskLoop(opts.prompt, context=context, history=history,
-                       limits=self._limits(opts, model), redact=redactor,
-                       install=install, check=check), above
+        cells = notebook_cells(info) if info.has_frontend else (
+            headless_cells(info.source, Path.cwd()) if headless and info.source else [])
+        instructions = redactor(standing_instructions(self.settings.instructions,
+                                                      working_folder()))
+        return AskLoop(opts.prompt, context=context + redactor(cells_section(cells)),
+                       history=history, limits=self._limits(opts, model), redact=redactor,
+                       install=install, check=check, approval=self._approval(opts),
+                       cells=cells, system=system_prompt(instructions)), above
 
     def _dry_run(self, opts: AskOptions, info: RequestInfo) -> None:
         """Show what the ask would send; call no model, run nothing, remember nothing."""
@@ -237,12 +251,15 @@ class AskMagics(Magics):
                 "notebook still runs top to bottom after a restart.")
 
     def _drive(self, loop: AskLoop, model: Model, journal: Journal, folder: Path | None,
-               results: dict[str, Any]) -> str:
+               results: dict[str, Any], meter: Meter | None = None) -> str:
         from jupyter_ci.kernel.executor import ShellExecutor
 
         executor = rerun.KeepResults(ShellExecutor(
             self.ipython, on_output=journal.output, passthrough=False, workdir=folder), results)
-        return drive(loop, model, executor, journal.emit, confirm=self._confirm)
+        stdin = StdinQuestions(self.ipython)
+        decide = stdin.decide if self._can_ask(current_request(self.ipython)) else None
+        return drive(loop, model, executor, journal.emit, confirm=stdin.confirm,
+                     decide=decide, price=meter)
 
     def _can_ask(self, info: RequestInfo) -> bool:
         """Tell whether someone can answer a question on stdin during this request."""
@@ -250,14 +267,11 @@ class AskMagics(Magics):
             return sys.stdin is not None and sys.stdin.isatty()
         return info.allow_stdin
 
-    def _confirm(self, question: str) -> bool:
-        """Ask the user on stdin, as input() does (an input_request to the frontend)."""
-        kernel = getattr(self.ipython, "kernel", None)
-        try:
-            answer = kernel.raw_input(question) if kernel is not None else input(question)
-        except (EOFError, StdinNotImplementedError):
-            return False
-        return yes(str(answer))
+    def _approval(self, opts: AskOptions) -> ApprovalMode:
+        return approval_mode(opts.approve, self.settings.approval)
+
+    def _check_approval(self, opts: AskOptions, info: RequestInfo) -> None:
+        refuse_unanswerable(self._approval(opts), self._can_ask(info))
 
     def _reuse(self, opts: AskOptions, info: RequestInfo, phash: str) -> bool:
         """Show the recorded answer instead of asking, when the notebook holds one."""

@@ -11,6 +11,8 @@ from typing import Any
 
 from IPython.core.interactiveshell import InteractiveShell
 
+from jupyter_ci.agent.approval import NotebookCell
+
 #: The protocol version the labextension announces in every execute_request.
 PROTOCOL_VERSION = 2
 #: The comm target the kernel opens one comm on per ask.
@@ -107,6 +109,19 @@ def request_info(parent: dict[str, Any]) -> RequestInfo:
         source=source if isinstance(source, str) else None,
         allow_stdin=bool(content.get("allow_stdin")),
     )
+
+
+def notebook_cells(info: RequestInfo) -> list[NotebookCell]:
+    """Read the notebook's code cells the labextension sent with an ask (`cells`)."""
+    found = (info.frontend or {}).get("cells")
+    cells = []
+    for item in found if isinstance(found, list) else []:
+        if isinstance(item, dict) and isinstance(item.get("id"), str) and isinstance(
+                item.get("source"), str):
+            error = item.get("error")
+            cells.append(NotebookCell(item["id"], item["source"],
+                                      error if isinstance(error, str) else ""))
+    return cells
 
 
 def parent_header(shell: InteractiveShell) -> dict[str, Any]:

@@ -50,6 +50,8 @@ class AskRecord:
     version: int = RECORD_VERSION
     #: Edits of the user's cells the model proposed, each with what the user decided.
     edits: list[dict[str, Any]] | None = None
+    #: The ask's tokens and cost (`Outcome.usage`), so a notebook's total survives a reload.
+    usage: dict[str, Any] | None = None
     #: The metadata it was read from: a signature covers that, as it was written.
     read_from: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
@@ -59,7 +61,8 @@ class AskRecord:
         answer = outcome.answer if outcome.error is None else str(outcome.error)
         return cls(ask.ask_id, phash, ask.model, outcome.status, answer, outcome.steps,
                    outcome.tokens, datetime.datetime.now(datetime.timezone.utc).isoformat(),
-                   outcome.unresolved_json(), edits=outcome.to_json()["edits"] or None)
+                   outcome.unresolved_json(), edits=outcome.to_json()["edits"] or None,
+                   usage=outcome.usage.to_json())
 
     @classmethod
     def from_json(cls, data: object) -> AskRecord | None:
@@ -75,12 +78,13 @@ class AskRecord:
         if len(strings) < len(text) or len(ints) < len(numbers):
             return None
         unresolved, signature = data.get("unresolved"), data.get("signature")
-        edits = data.get("edits")
+        edits, usage = data.get("edits"), data.get("usage")
         return cls(strings["ask_id"], strings["prompt_hash"], strings["model"],
                    strings["status"], strings["answer"], ints["steps"], ints["tokens"],
                    strings["created"], unresolved if isinstance(unresolved, dict) else None,
                    signature if isinstance(signature, str) else None, ints["version"],
-                   edits if isinstance(edits, list) else None, data)
+                   edits if isinstance(edits, list) else None,
+                   usage if isinstance(usage, dict) else None, data)
 
     def to_json(self) -> dict[str, Any]:
         """Return the record as the cell's metadata holds it."""
@@ -93,6 +97,8 @@ class AskRecord:
             record["unresolved"] = self.unresolved
         if self.edits:
             record["edits"] = self.edits
+        if self.usage is not None:
+            record["usage"] = self.usage
         if self.signature is not None:
             record["signature"] = self.signature
         return record

@@ -25,13 +25,14 @@ from jupyter_ci.agent.events import (
     StepSentBack,
     StepStarted,
     Text,
+    WaitingForUser,
 )
 from jupyter_ci.agent.feedback import strip_ansi
 from jupyter_ci.agent.loop import RunCode
 from jupyter_ci.agent.outputs import OutputEvent
 from jupyter_ci.agent.restart import RestartProblem
 from jupyter_ci.agent.types import CodeResult, Output
-from jupyter_ci.kernel.capture import OWN_DISPLAYS
+from jupyter_ci.kernel.capture import OWN_DISPLAYS, update_own_display
 from jupyter_ci.kernel.protocol import AskInfo
 from jupyter_ci.kernel.safe_markdown import bundle, collapsed
 from jupyter_ci.kernel.safe_outputs import inert_bundle
@@ -69,7 +70,9 @@ class LiveMarkdown:
             if self._handle is not None:
                 OWN_DISPLAYS.add(self._handle.display_id)
         else:
-            self._handle.update(bundle(self.text), raw=True)
+            data = bundle(self.text)
+            if not update_own_display(data, self._handle.display_id):
+                self._handle.update(data, raw=True)
 
 
 def keep_busy() -> None:
@@ -275,6 +278,10 @@ class InlineView:
                 self._sent_back(problem)
             case Notice(message):
                 show_markdown(f"*⚠ {message}*")
+            case WaitingForUser(kind="step", step=step, code=code):
+                show_markdown(f"**Step {step} waits for you**\n\n{code_block(code or '')}")
+            case WaitingForUser(kind="plan", plan=plan):
+                show_markdown(f"**The model's plan**\n\n{plan}")
             case AskEnded(outcome):
                 self._end(outcome)
 
@@ -348,10 +355,11 @@ class InlineView:
             self._last_turn.set(answer)
         self._show_unfixed()
         self._disclosure().shown()
+        cost = f"  \n{line}" if (line := outcome.usage.line()) else ""  # tokens in, out, $
         if outcome.status == "done":
-            self._status.set(f"*{ending(self.info.model, outcome, done='')}*")
+            self._status.set(f"*{ending(self.info.model, outcome, done='')}*{cost}")
         else:
-            self._status.set(f"*{self.info.model} · ask {outcome.status}*")
+            self._status.set(f"*{self.info.model} · ask {outcome.status}*{cost}")
 
 
 def attempt_failure(run: RunCode, result: CodeResult) -> str:

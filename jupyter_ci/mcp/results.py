@@ -20,6 +20,7 @@ from mcp.types import (
 )
 from pydantic import AnyUrl
 
+from jupyter_ci.agent.cost import AskUsage
 from jupyter_ci.client import Execution
 
 #: Images of one run given back (PNG or JPEG), and the base64 characters of one at most.
@@ -94,6 +95,10 @@ def ask_result(result: dict[str, Any]) -> CallToolResult:
     steps = result.get("steps", 0)
     count = steps if isinstance(steps, int) else len(steps)
     lines.append(f"[{count} step(s) ran in the session]")
+    usage = result.get("usage")
+    spent = AskUsage.from_json(usage).line() if isinstance(usage, dict) else ""
+    if spent:
+        lines.append(f"[{spent}]")
     return text("\n".join(lines), error=status == "failed")
 
 

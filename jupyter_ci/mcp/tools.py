@@ -15,7 +15,7 @@ import binascii
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Protocol
+from typing import Annotated, Any, Literal, Protocol
 
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.types import CallToolResult, ToolAnnotations
@@ -24,14 +24,19 @@ from pydantic import Field
 from jupyter_ci.client import AsyncClient, AsyncSession, CodeInterpreterError
 from jupyter_ci.client.formats import raise_for
 from jupyter_ci.mcp import results
+from jupyter_ci.mcp.approval import NEEDS_ELICITATION, Approver
 
 INSTRUCTIONS = (
     "jupyter-ci runs Python in stateful Jupyter kernels (sessions): variables, imports and "
     "files persist between `execute` calls of one session. Tools that take `session_id` use "
     "this connection's default session when it is omitted (started on first use). `ask` "
-    "hands a whole task to jupyter-ci's own agent, which writes and runs the code itself."
+    "hands a whole task to jupyter-ci's own agent, which writes and runs the code itself; "
+    "with `approve`, each step (or its plan) is shown to the user to run, edit, skip or stop "
+    "first."
 )
 
+#: The approval modes, from least to most asking.
+Mode = Literal["never", "first", "plan", "each"]
 SessionId = Annotated[str | None, Field(
     description="The session to use (from start_session); omitted: this connection's "
     "default session, started on first use.")]
@@ -98,6 +103,7 @@ def build_server(backend: Backend) -> FastMCP[Connection]:
                                           lifespan=lifespan, log_level="WARNING")
     _session_tools(server, backend)
     _run_tools(server, backend)
+    _ask_tool(server, backend)
     _file_tools(server, backend)
     _read_tools(server, backend)
     from jupyter_ci.mcp.notebooks import notebook_tools  # it builds on this module's types
@@ -156,27 +162,50 @@ def _run_tools(server: FastMCP[Connection], backend: Backend) -> None:
                      else session.execute(code))
         return results.run_result(run)
 
+
+def _ask_tool(server: FastMCP[Connection], backend: Backend) -> None:
     @server.tool(annotations=ToolAnnotations(openWorldHint=True))
     async def ask(ctx: Context[Any, Connection, Any], prompt: Annotated[
             str, Field(description="The task, in plain words.")],
             session_id: SessionId = None, model: Annotated[str | None, Field(
                 description="provider:model, e.g. openai:gpt-4.1; omitted: the server's "
                 "default.")] = None,
+            approve: Annotated[Mode | None, Field(
+                description="Which steps wait for the user's approval, asked through this "
+                "client (MCP elicitation): never, first (the first step), plan (a plan "
+                "first), each (every step); omitted: the server's setting. The server's "
+                "minimum may be stricter.")] = None,
     ) -> CallToolResult:
         """Hand a task to jupyter-ci's own agent (the %%ask loop) in a session: it writes
         and runs code until done, with the server's model keys; progress is reported as
-        each step runs; the answer comes back."""
+        each step runs; steps that need approval are shown to the user to run, edit, skip
+        or stop; the answer comes back."""
+        approver = Approver(ctx)
+        if approve not in (None, "never") and not approver.elicits:
+            return results.text(NEEDS_ELICITATION.format(mode=f"approve={approve!r}"),
+                                error=True)
         session = await _session(ctx, backend, session_id)
-        narrator, sent = results.Narrator(), 0
-        async for event, data in session.ask(prompt, **({"model": model} if model else {})):
-            if event == "result":
-                return results.ask_result(data)
-            if event == "error":
-                return results.text(str(data.get("message")), error=True)
-            for message in narrator.messages(event, data):
-                sent += 1
-                await ctx.report_progress(sent, None, message)
-        return results.text("The ask's stream ended without a result.", error=True)
+        options = {k: v for k, v in (("model", model), ("approve", approve)) if v}
+        return await _asked(ctx, session.ask(prompt, on_approval=approver, **options),
+                            approver)
+
+
+async def _asked(ctx: Context[Any, Connection, Any],
+                 stream: AsyncIterator[tuple[str, dict[str, Any]]], approver: Approver
+                 ) -> CallToolResult:
+    """Report an ask's events as progress; return its result (or why it has none)."""
+    narrator, sent = results.Narrator(), 0
+    async for event, data in stream:
+        if event == "result":
+            return results.text(NEEDS_ELICITATION.format(
+                mode="the server's approval setting"), error=True) if approver.refused \
+                else results.ask_result(data)
+        if event == "error":
+            return results.text(str(data.get("message")), error=True)
+        for message in narrator.messages(event, data):
+            sent += 1
+            await ctx.report_progress(sent, None, message)
+    return results.text("The ask's stream ended without a result.", error=True)
 
 
 def _file_tools(server: FastMCP[Connection], backend: Backend) -> None:

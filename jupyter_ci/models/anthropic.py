@@ -155,6 +155,8 @@ class _Turn:
     calls: dict[int, tuple[str, str, list[str]]] = field(default_factory=dict)
     input_tokens: int = 0
     output_tokens: int = 0
+    #: Of the input tokens, those read from the prompt cache (cache_read_input_tokens).
+    cached_tokens: int = 0
     #: Called with a tool call's input JSON so far whenever a piece of it arrives.
     on_tool_input: OnToolInput | None = None
     #: Where each usage report goes as it arrives (kept when the stream is cut).
@@ -164,9 +166,8 @@ class _Turn:
         """Fold one stream event into the turn; report usage and tool input as they come."""
         if event.type == "message_start":
             usage = event.message.usage
-            # Cached prompt tokens are billed input too; the three counts add up.
-            self.input_tokens = (usage.input_tokens + (usage.cache_creation_input_tokens or 0)
-                                 + (usage.cache_read_input_tokens or 0))
+            self._input(usage.input_tokens, usage.cache_creation_input_tokens,
+                        usage.cache_read_input_tokens)
             self.output_tokens = usage.output_tokens
             self._report_usage()
         elif event.type == "content_block_start":
@@ -190,14 +191,19 @@ class _Turn:
             # message_delta carries cumulative counts; input only on some API versions.
             self.output_tokens = event.usage.output_tokens
             if event.usage.input_tokens is not None:
-                self.input_tokens = (event.usage.input_tokens
-                                     + (event.usage.cache_creation_input_tokens or 0)
-                                     + (event.usage.cache_read_input_tokens or 0))
+                self._input(event.usage.input_tokens, event.usage.cache_creation_input_tokens,
+                            event.usage.cache_read_input_tokens)
             self._report_usage()
+
+    def _input(self, uncached: int, written: int | None, read: int | None) -> None:
+        """Count the prompt as OpenAI does: Anthropic's input_tokens leaves out the
+        tokens written to and read from its cache; all three are billed input."""
+        self.input_tokens = uncached + (written or 0) + (read or 0)
+        self.cached_tokens = read or 0
 
     def _report_usage(self) -> None:
         if self.usage is not None:
-            self.usage.set(self.input_tokens, self.output_tokens)
+            self.usage.set(self.input_tokens, self.output_tokens, self.cached_tokens)
 
     def _text(self, piece: str, on_text: OnText) -> None:
         self.text.append(piece)
@@ -207,7 +213,8 @@ class _Turn:
         """Return the finished turn."""
         calls = tuple(ToolCall(i, n, _arguments("".join(parts)))
                       for _, (i, n, parts) in sorted(self.calls.items()))
-        return ModelReply("".join(self.text), calls, self.input_tokens, self.output_tokens)
+        return ModelReply("".join(self.text), calls, self.input_tokens, self.output_tokens,
+                          self.cached_tokens)
 
 
 def _arguments(raw: str) -> str:

@@ -45,14 +45,19 @@ class Usage:
     output_tokens: int = 0
     #: Whether the provider reported any usage yet (a cut stream may have reported none).
     reported: bool = False
+    #: Of `input_tokens`, those read from the provider's prompt cache.
+    cached_tokens: int = 0
 
-    def set(self, input_tokens: int | None, output_tokens: int | None) -> None:
+    def set(self, input_tokens: int | None, output_tokens: int | None,
+            cached_tokens: int | None = None) -> None:
         """Take a cumulative report; a field the provider left out keeps its value."""
         self.reported = True
         if input_tokens is not None:
             self.input_tokens = input_tokens
         if output_tokens is not None:
             self.output_tokens = output_tokens
+        if cached_tokens is not None:
+            self.cached_tokens = cached_tokens
 
     @property
     def total(self) -> int:

@@ -20,9 +20,11 @@ ENV_PROVIDERS = "JUPYTER_CI_BROKER_PROVIDERS"
 ENV_SOCKET = "JUPYTER_CI_BROKER_SOCKET"
 #: The default model, shared by the server's config and kernels.
 ENV_MODEL = "JUPYTER_CI_MODEL"
+#: The least approval mode an admin set for every ask (config.JupyterCI.approval_minimum).
+ENV_APPROVAL = "JUPYTER_CI_APPROVAL_MINIMUM"
 
 #: Every variable the server manages in kernels' environments.
-MANAGED = (ENV_URL, ENV_TOKEN, ENV_PROVIDERS, ENV_SOCKET, ENV_MODEL)
+MANAGED = (ENV_URL, ENV_TOKEN, ENV_PROVIDERS, ENV_SOCKET, ENV_MODEL, ENV_APPROVAL)
 
 
 def behind_broker(env: Mapping[str, str]) -> bool:

@@ -224,6 +224,8 @@ class _Turn:
     slots: dict[int, _Call] = field(default_factory=dict)
     input_tokens: int = 0
     output_tokens: int = 0
+    #: Of the input tokens, those read from OpenAI's prompt cache (they are billed less).
+    cached_tokens: int = 0
     #: Called with the last call's arguments so far whenever a chunk brings some.
     on_tool_input: OnToolInput | None = None
     #: Where each usage report goes as it arrives (kept when the stream is cut).
@@ -234,8 +236,10 @@ class _Turn:
         if chunk.usage is not None:
             self.input_tokens = chunk.usage.prompt_tokens or 0
             self.output_tokens = chunk.usage.completion_tokens or 0
+            details = chunk.usage.prompt_tokens_details  # absent on compatible servers
+            self.cached_tokens = (details.cached_tokens or 0) if details is not None else 0
             if self.usage is not None:
-                self.usage.set(self.input_tokens, self.output_tokens)
+                self.usage.set(self.input_tokens, self.output_tokens, self.cached_tokens)
         for choice in chunk.choices[:1]:
             piece = choice.delta.content or choice.delta.refusal
             if piece:
@@ -272,7 +276,8 @@ class _Turn:
             ToolCall(c.id or f"call_{uuid.uuid4().hex[:24]}", c.name, "".join(c.arguments))
             for c in self.calls
         )
-        return ModelReply("".join(self.text), calls, self.input_tokens, self.output_tokens)
+        return ModelReply("".join(self.text), calls, self.input_tokens, self.output_tokens,
+                          self.cached_tokens)
 
 
 def _tool(name: str, description: str, parameters: dict[str, Any]) -> ChatCompletionToolParam:

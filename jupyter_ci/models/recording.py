@@ -78,21 +78,24 @@ def _turn_json(reply: ModelReply) -> dict[str, Any]:
     return {"text": reply.text,
             "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments}
                            for c in reply.tool_calls],
-            "input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens}
+            "input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens,
+            "cached_tokens": reply.cached_tokens}
 
 
 def _turn(item: object, number: int) -> ModelReply:
     """Build one recorded turn, or say which one is malformed."""
     if isinstance(item, dict):
         text, calls = item.get("text", ""), item.get("tool_calls", [])
-        tokens = [item.get(name, 0) for name in ("input_tokens", "output_tokens")]
+        # cached_tokens: absent from recordings made before it was kept.
+        tokens = [item.get(name, 0) for name in ("input_tokens", "output_tokens",
+                                                 "cached_tokens")]
         if (isinstance(text, str) and isinstance(calls, list)
                 and all(isinstance(t, int) and not isinstance(t, bool) for t in tokens)
                 and all(isinstance(c, dict) and all(isinstance(c.get(k), str)
                                                     for k in ("id", "name", "arguments"))
                         for c in calls)):
             return ModelReply(text, tuple(ToolCall(c["id"], c["name"], c["arguments"])
-                                          for c in calls), tokens[0], tokens[1])
+                                          for c in calls), *tokens)
     raise RecordingError(f"its turn {number} is malformed")
 
 

@@ -58,7 +58,7 @@ class ReplayModel:
         for piece in _pieces(reply.text):
             on_text(piece)
         # Nothing was spent on this turn: usage stays out of the ask's token budget.
-        return dataclasses.replace(reply, input_tokens=0, output_tokens=0)
+        return dataclasses.replace(reply, input_tokens=0, output_tokens=0, cached_tokens=0)
 
     def load(self, prompt: str) -> Recording:
         """Find and read the recording for `prompt` (a folder holds one per prompt)."""

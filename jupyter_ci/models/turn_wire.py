@@ -200,7 +200,7 @@ def line(event: Mapping[str, Any]) -> bytes:
 def reply_json(reply: ModelReply) -> dict[str, Any]:
     """Encode a finished turn."""
     return {"text": reply.text, "input_tokens": reply.input_tokens,
-            "output_tokens": reply.output_tokens,
+            "output_tokens": reply.output_tokens, "cached_tokens": reply.cached_tokens,
             "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments}
                            for c in reply.tool_calls]}
 
@@ -261,7 +261,8 @@ def _reply(data: object) -> ModelReply:
         str(r.get("text", "")),
         tuple(ToolCall(str(c.get("id", "")), str(c.get("name", "")), str(c.get("arguments", "")))
               for c in calls if isinstance(c, dict)),
-        int(r.get("input_tokens") or 0), int(r.get("output_tokens") or 0))
+        int(r.get("input_tokens") or 0), int(r.get("output_tokens") or 0),
+        int(r.get("cached_tokens") or 0))  # absent from an older server's replies
 
 
 def tool_input_event(name: str, before: str, now: str) -> dict[str, Any]:

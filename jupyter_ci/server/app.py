@@ -10,9 +10,10 @@ from jupyter_server.extension.application import ExtensionApp
 from jupyter_server.serverapp import ServerApp
 from tornado.ioloop import PeriodicCallback
 
+from jupyter_ci.agent.cost import price_table
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.mcp.http import MCPDoor
-from jupyter_ci.models.broker import ENV_SOCKET, ENV_TOKEN, ENV_URL
+from jupyter_ci.models.broker import ENV_APPROVAL, ENV_SOCKET, ENV_TOKEN, ENV_URL
 from jupyter_ci.server.broker.broker import BROKER_ROUTE, Broker, broker_url
 from jupyter_ci.server.broker.kernels import hook_kernel_manager
 from jupyter_ci.server.broker.keys import key_file_to_read, stored_keys
@@ -22,6 +23,7 @@ from jupyter_ci.server.broker.unix_socket import BrokerSocket
 from jupyter_ci.server.broker.upstream import make_client
 from jupyter_ci.server.handlers import routes
 from jupyter_ci.server.hardening import make_non_dumpable
+from jupyter_ci.server.nodelay import KernelWebsockets, install_low_latency
 from jupyter_ci.server.sandbox.environ import ENV_BROKER_SOCKET, ENV_HIDE
 from jupyter_ci.server.sessions.manager import SessionManager
 from jupyter_ci.server.sessions.ports import ModelPort
@@ -42,13 +44,15 @@ class JupyterCIApp(ExtensionApp):
             make_non_dumpable(self.log)
         stored = stored_keys(key_file_to_read(self.ci.key_file), os.environ, self.log)
         self.broker = Broker.take_from_environ(os.environ, stored)
-        self.broker.budget.per_kernel = self.ci.max_tokens_per_kernel
-        self.broker.budget.per_server = self.ci.max_tokens_per_server
+        self._budgets()
         # Each kernel gets its own token in the env of its start (see server/broker/kernels.py).
         hook_kernel_manager(self._server().kernel_manager, self.broker, self.log)
+        # Kernel websockets without Nagle's 40 ms per execute (server/nodelay.py).
+        install_low_latency(self.settings, KernelWebsockets(parent=self).low_latency)
         self.client = make_client(self.ci.request_timeout)
         self.service = ModelService(self.broker, self.ci.request_timeout, self.ci.retries,
-                                    self.ci.max_reply_tokens, self.log, self.ci.model)
+                                    self.ci.max_reply_tokens, self.log, self.ci.model,
+                                    price_table(self.ci.prices))
         self._publish_environ()
         # The port is final only once init_httpserver has run (after extensions load,
         # and it resolves --port=0 and port retries); the loop's first callback runs
@@ -71,6 +75,13 @@ class JupyterCIApp(ExtensionApp):
                       names)
         for problem in self.broker.misconfigured():
             self.log.warning("jupyter-ci: %s", problem)
+
+    def _budgets(self) -> None:
+        """Give the broker the budgets of kernels and the server, in tokens and in USD."""
+        budget, ci = self.broker.budget, self.ci
+        budget.per_kernel, budget.per_server = ci.max_tokens_per_kernel, ci.max_tokens_per_server
+        budget.money.per_kernel = ci.max_cost_per_kernel
+        budget.money.per_server = ci.max_cost_per_server
 
     def initialize_handlers(self) -> None:
         """Register the routes (see handlers.routes)."""
@@ -144,6 +155,10 @@ class JupyterCIApp(ExtensionApp):
         # The model set in the server's config becomes the kernels' default too.
         socket = "" if self.ci.broker_url else server.sock
         os.environ.update(self.broker.kernel_environ(url, socket, self.ci.model))
+        # An admin's least approval reaches every kernel started from now on.
+        os.environ.pop(ENV_APPROVAL, None)
+        if self.ci.approval_minimum != "never":
+            os.environ[ENV_APPROVAL] = self.ci.approval_minimum
 
     def _server(self) -> ServerApp:
         """Return the server this extension was loaded into."""

@@ -12,6 +12,8 @@ import hashlib
 import secrets
 from dataclasses import dataclass, field
 
+from jupyter_ci.server.broker.spend import Spend
+
 
 def _digest(token: str) -> bytes:
     """Hash a token for lookup (headers are latin-1 strings; any str encodes)."""
@@ -67,6 +69,8 @@ class Reservation:
 
     holder: str
     tokens: int
+    #: USD set aside too (the money budget), priced by the model the call names.
+    usd: float = 0.0
 
 
 @dataclass
@@ -86,6 +90,8 @@ class Budget:
     kernel_used: dict[str, int] = field(default_factory=dict)
     server_reserved: int = 0
     kernel_reserved: dict[str, int] = field(default_factory=dict)
+    #: The money budget, kept for the same holders (c.JupyterCI.max_cost_per_*).
+    money: Spend = field(default_factory=Spend)
 
     @property
     def active(self) -> bool:
@@ -108,19 +114,21 @@ class Budget:
                     "setting (0 = unlimited).")
         return None
 
-    def reserve(self, holder: str, tokens: int) -> Reservation | str:
-        """Set `tokens` aside for a call of `holder`, or say which limit refuses it."""
-        reason = self.exceeded(holder)
+    def reserve(self, holder: str, tokens: int, usd: float = 0.0) -> Reservation | str:
+        """Set `tokens` (and `usd`) aside for a call of `holder`, or say which limit refuses."""
+        reason = self.exceeded(holder) or self.money.exceeded(holder)
         if reason is not None:
             return reason
+        self.money.reserve(holder, usd)
         tokens = max(tokens, 0)
         self.server_reserved += tokens
         if holder in self.kernel_used:
             self.kernel_reserved[holder] = self.kernel_reserved.get(holder, 0) + tokens
-        return Reservation(holder, tokens)
+        return Reservation(holder, tokens, max(usd, 0.0))
 
-    def settle(self, reservation: Reservation, tokens: int) -> None:
-        """End a reservation, charging what the call used."""
+    def settle(self, reservation: Reservation, tokens: int, usd: float = 0.0) -> None:
+        """End a reservation, charging what the call used (tokens, and USD)."""
+        self.money.settle(reservation.holder, reservation.usd, usd)
         self.server_reserved = max(0, self.server_reserved - reservation.tokens)
         left = self.kernel_reserved.get(reservation.holder, 0) - reservation.tokens
         if left > 0:
@@ -142,11 +150,13 @@ class Budget:
     def open(self, holder: str) -> None:
         """Start counting for a kernel or session (kept over its restarts)."""
         self.kernel_used.setdefault(holder, 0)
+        self.money.open(holder)
 
     def close(self, holder: str) -> None:
         """Stop counting for a kernel or session that is gone."""
         self.kernel_used.pop(holder, None)
         self.kernel_reserved.pop(holder, None)
+        self.money.close(holder)
 
     def rebind(self, old: str, new: str) -> None:
         """Count what `old` used for `new` from now on."""
@@ -154,3 +164,4 @@ class Budget:
             self.kernel_used[new] = self.kernel_used.pop(old)
         if old in self.kernel_reserved:
             self.kernel_reserved[new] = self.kernel_reserved.pop(old)
+        self.money.rebind(old, new)

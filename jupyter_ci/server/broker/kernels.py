@@ -30,7 +30,7 @@ from collections.abc import Awaitable, Callable
 from logging import Logger
 from typing import Any
 
-from jupyter_ci.models.broker import ENV_MODEL, ENV_PROVIDERS, ENV_TOKEN, ENV_URL
+from jupyter_ci.models.broker import ENV_APPROVAL, ENV_MODEL, ENV_PROVIDERS, ENV_TOKEN, ENV_URL
 from jupyter_ci.server.broker.broker import Broker
 from jupyter_ci.server.gateway import is_gateway
 from jupyter_ci.server.sandbox.environ import (
@@ -44,8 +44,8 @@ from jupyter_ci.server.sandbox.environ import (
 _HOOKED = "_jupyter_ci_broker_hooks"
 #: What a gateway kernel needs to reach the broker, and what a gateway's sandbox provisioner
 #: needs (the broker's socket and the paths to hide: of use when it shares this machine).
-GATEWAY_ENVS = (ENV_URL, ENV_TOKEN, ENV_PROVIDERS, ENV_MODEL, ENV_BROKER_SOCKET,
-                ENV_HIDE, ENV_SESSION, ENV_PASS)
+GATEWAY_ENVS = (ENV_URL, ENV_TOKEN, ENV_PROVIDERS, ENV_MODEL, ENV_APPROVAL,
+                ENV_BROKER_SOCKET, ENV_HIDE, ENV_SESSION, ENV_PASS)
 
 
 def hook_kernel_manager(manager: Any, broker: Broker, log: Logger) -> bool:

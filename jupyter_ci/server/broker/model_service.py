@@ -1,13 +1,14 @@
 """The model service: the server's one path to models, for %%ask kernels and REST asks alike.
 
 A caller gives our own request for one turn (turn_wire.Turn); the service picks the
-provider's adapter with the key it holds, reserves the turn's tokens in the budget, streams
-the turn through the SDK's async client on the server's event loop (no thread per call),
-and settles the budget on the usage it read itself. Kernels never send provider requests,
-so no route, tool, field or header of a provider's API is theirs to choose. Cancelling the
-awaiting task (a kernel that hangs up or is interrupted, a REST client gone, a session
-deleted) closes the provider's stream at once and charges what the provider reported so
-far, or the reservation when it reported nothing.
+provider's adapter with the key it holds, reserves the turn's tokens (and, priced by the
+model the turn names, their cost) in the budget, streams the turn through the SDK's async
+client on the server's event loop (no thread per call), and settles the budget on the usage
+it read itself. Kernels never send provider requests, so no route, tool, field or header of
+a provider's API is theirs to choose. Cancelling the awaiting task (a kernel that hangs up
+or is interrupted, a REST client gone, a session deleted) closes the provider's stream at
+once and charges what the provider reported so far, or the reservation when it reported
+nothing.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from logging import Logger
 from typing import Any, cast
 
 from jupyter_ci import secret_rules
+from jupyter_ci.agent.cost import PriceTable, Rates
 from jupyter_ci.agent.errors import AskError, LimitReached, ModelConfigError, ModelUnavailable
 from jupyter_ci.agent.prompts import RUN_PYTHON
 from jupyter_ci.agent.types import ModelReply, ModelRequest, ToolSpec
@@ -32,6 +34,7 @@ from jupyter_ci.models.resolve import (
 )
 from jupyter_ci.models.turn_wire import Turn, tool_input_event
 from jupyter_ci.server.broker.broker import Broker, Provider
+from jupyter_ci.server.broker.credentials import Reservation
 from jupyter_ci.server.broker.errors import BrokerError
 
 #: The tools a turn may offer the model: the one code tool (by name; schemas are ours).
@@ -58,6 +61,10 @@ class ModelService:
     log: Logger | None = None
     #: The server's default model (c.JupyterCI.model), prepared first.
     default_model: str = ""
+    #: What each model's calls cost, for the money budget (c.JupyterCI.prices).
+    prices: PriceTable = field(default_factory=PriceTable)
+    #: Models told in the log to have no price (once each).
+    _unpriced: set[str] = field(default_factory=set)
     _adapters: dict[tuple[str, str, str, str], AsyncChatModel] = field(default_factory=dict)
 
     async def model(self, model_id: str) -> AsyncChatModel:
@@ -102,35 +109,59 @@ class ModelService:
     async def turn(self, holder: str, turn: Turn, emit: Emit) -> ModelReply:
         """Stream one turn for `holder` (a kernel id, or a session's ask holder)."""
         model = await self.model(turn.model)
-        reservation = self.broker.budget.reserve(holder, reserve_for(turn.request))
+        rates = self._rates(turn.model)
+        tokens = reserve_for(turn.request)
+        reservation = self.broker.budget.reserve(holder, tokens,
+                                                 _cost(rates, tokens, turn.request.max_tokens))
         if isinstance(reservation, str):
             raise LimitReached(reservation, "")
-        usage, charged = Usage(), 0
+        usage = Usage()
+        spent: ModelReply | None = None  # what is charged; None: the whole reservation
         try:
             reply = await model.acomplete(_streaming(turn.request, emit),
                                           lambda text: emit({"text": text}), usage)
-            charged = reply.input_tokens + reply.output_tokens
-            if not usage.reported and not charged:
+            spent = reply
+            if not usage.reported and not reply.input_tokens + reply.output_tokens:
                 # A server that reports no usage: a guess of what went each way.
-                charged = (_size(turn.request) + _reply_size(reply)) // BYTES_PER_TOKEN
+                sent = _size(turn.request) // BYTES_PER_TOKEN
+                total = (_size(turn.request) + _reply_size(reply)) // BYTES_PER_TOKEN
+                spent = ModelReply(input_tokens=sent, output_tokens=total - sent)
             return reply
         except asyncio.CancelledError:
             # Hung up: the provider bills what it streamed; with no report, the reservation.
-            charged = usage.total if usage.reported else reservation.tokens
+            spent = _reported(usage) if usage.reported else None
             raise
         except AskError:
-            charged = usage.total  # a refused request costs nothing; a cut stream what it said
+            spent = _reported(usage)  # a refused request costs nothing; a cut stream what it said
             raise
         except Exception as err:
             # Below the SDK (a stream cut mid-event, a reply nested past the parser's depth):
             # told by its class only, as its text may quote the provider's URL or headers.
-            charged = usage.total
+            spent = _reported(usage)
             self.warn(f"{turn.model!r}: the provider's reply failed ({type(err).__name__})")
             raise ModelUnavailable(
                 f"{turn.model}'s reply failed while it streamed ({type(err).__name__}).",
                 "Try again; if it keeps failing, try another model.") from None
         finally:
-            self.broker.budget.settle(reservation, charged)
+            self._settle(reservation, spent, rates)
+
+    def _settle(self, reservation: Reservation, spent: ModelReply | None,
+                rates: Rates | None) -> None:
+        """Charge what a turn used (None: its reservation), in tokens and in USD."""
+        if spent is None:
+            self.broker.budget.settle(reservation, reservation.tokens, reservation.usd)
+            return
+        usd = rates.cost(spent) if rates is not None else 0.0
+        self.broker.budget.settle(reservation, spent.input_tokens + spent.output_tokens, usd)
+
+    def _rates(self, model_id: str) -> Rates | None:
+        """Return the model's prices; say once in the log when a money budget meets none."""
+        rates = self.prices.rates(model_id)
+        if rates is None and self.broker.budget.money.active and model_id not in self._unpriced:
+            self._unpriced.add(model_id)
+            self.warn(f"{model_id} has no price (c.JupyterCI.prices): its calls count as $0 "
+                      "toward max_cost_per_kernel and max_cost_per_server.")
+        return rates
 
     def warn(self, message: str) -> None:
         """Log a problem that does not end a turn."""
@@ -173,6 +204,20 @@ def reserve_for(request: ModelRequest) -> int:
     images = sum(len(m.result.images) for m in request.messages if m.result is not None)
     return (_size(request) + tools + FRAMING_TOKENS * (len(request.messages) + 1)
             + IMAGE_TOKENS * images + request.max_tokens)
+
+
+def _cost(rates: Rates | None, tokens: int, reply_tokens: int) -> float:
+    """Price a reservation: its reply limit as output, the rest as uncached input."""
+    if rates is None:
+        return 0.0
+    return rates.cost(ModelReply(input_tokens=max(tokens - reply_tokens, 0),
+                                 output_tokens=reply_tokens))
+
+
+def _reported(usage: Usage) -> ModelReply:
+    """Return what a provider reported so far as a reply's usage."""
+    return ModelReply(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+                      cached_tokens=usage.cached_tokens)
 
 
 def _size(request: ModelRequest) -> int:

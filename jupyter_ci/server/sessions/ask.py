@@ -17,8 +17,9 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+from jupyter_ci.agent.cost import Meter, price_table
 from jupyter_ci.agent.drive import drive_async
-from jupyter_ci.agent.errors import AskError
+from jupyter_ci.agent.errors import AskError, AskInterrupted
 from jupyter_ci.agent.events import (
     AskEnded,
     AskStarted,
@@ -32,6 +33,7 @@ from jupyter_ci.agent.events import (
 )
 from jupyter_ci.agent.loop import AskLoop, Limits
 from jupyter_ci.agent.memory import Memory
+from jupyter_ci.agent.prompts import system_prompt
 from jupyter_ci.agent.secrets import Redactor
 from jupyter_ci.agent.types import CodeResult, ModelReply, ModelRequest, OnText
 from jupyter_ci.config import JupyterCI
@@ -47,6 +49,7 @@ from jupyter_ci.models.resolve import (
 )
 from jupyter_ci.models.turn_wire import Turn
 from jupyter_ci.providers import model_sees_images
+from jupyter_ci.server.sessions.approvals import Asker, approval_mode, parse_mode
 from jupyter_ci.server.sessions.errors import SessionError
 from jupyter_ci.server.sessions.manager import SessionManager
 from jupyter_ci.server.sessions.ports import ModelPort, as_text_sink, ask_token_id
@@ -66,6 +69,8 @@ class AskRequest:
     timeout: float | None = None
     max_steps: int | None = None
     max_fixes: int | None = None
+    #: Which steps wait for approval (never, first, plan, each); None: c.JupyterCI.approval.
+    approve: str | None = None
 
     def limits(self, ci: JupyterCI, model: SeesImages) -> Limits:
         """The ask's limits: the request's where given, else the server's settings."""
@@ -85,6 +90,8 @@ class ServiceTurns:
         self.record_dir = Path(record_dir) if record_dir else None
         self.turns: list[ModelReply] = []
         self.sees_images = model_sees_images(model_id)
+        #: The ask's tokens and cost (set by `resolve` from c.JupyterCI.prices).
+        self.meter = Meter(None)
 
     async def complete(self, request: ModelRequest, on_text: OnText) -> ModelReply:
         """Stream one turn on the event loop (no thread); cancelling stops the provider."""
@@ -107,6 +114,7 @@ class InProcessTurns:
     def __init__(self, model: ChatModel) -> None:
         self.model, self.id = model, model.id
         self.sees_images = model.sees_images
+        self.meter = Meter(None)  # a replay or the scripted double: priced when listed
 
     async def complete(self, request: ModelRequest, on_text: OnText) -> ModelReply:
         """Call it in a worker thread (a replay reads files), its text back on the loop."""
@@ -162,7 +170,7 @@ def parse(body: dict[str, Any]) -> AskRequest:
             raise SessionError(f"'{name}' must be a positive "
                                f"{'number' if kind is float else 'integer'}.")
         numbers[name] = value
-    return AskRequest(prompt.strip(), model, **numbers)
+    return AskRequest(prompt.strip(), model, approve=parse_mode(body), **numbers)
 
 
 async def resolve(manager: SessionManager, session: Session, model: str | None
@@ -187,6 +195,7 @@ async def resolve(manager: SessionManager, session: Session, model: str | None
             turns = ServiceTurns(service, holder, model_id, manager.ci.record_dir)
     except AskError as error:
         raise SessionError(str(error)) from None
+    turns.meter = price_table(manager.ci.prices).meter(turns.id)
     # Redacted: every provider key the server holds, and the kernel's own credential.
     return turns, Redactor([*service.held_keys(), *_kernel_token(manager, session)])
 
@@ -226,9 +235,11 @@ def _kernel_token(manager: SessionManager, session: Session) -> list[str]:
 
 
 async def ask(manager: SessionManager, session: Session, request: AskRequest,
-              chat: Turns, redactor: Redactor, emit: Emit) -> dict[str, Any]:
+              chat: Turns, redactor: Redactor, emit: Emit, user: str = "") -> dict[str, Any]:
     """Run one ask in the session (its lock held by the caller); return its result."""
-    journal = Journal([sse(emit)])
+    ci = manager.ci  # its questions wait for `user`'s answer (approvals.py)
+    asker = Asker(session.approvals, uuid.uuid4().hex[:12], user, emit, ci.approval_timeout)
+    journal = Journal([sse(emit), asker.saw])
     if session.memory is None:
         session.memory = Memory(manager.ci.memory_tokens)
     memory: Memory = session.memory
@@ -237,34 +248,42 @@ async def ask(manager: SessionManager, session: Session, request: AskRequest,
                    history=memory.messages(), limits=request.limits(manager.ci, chat),
                    redact=redactor,
                    # A REST client has no stdin to answer on: "never" unless "always".
-                   install=manager.ci.install_policy(can_ask=False))
+                   install=manager.ci.install_policy(can_ask=False),
+                   approval=approval_mode(request.approve, ci.approval, ci.approval_minimum),
+                   system=system_prompt(redactor(ci.instructions)))
     session.history.append(markdown_cell(f"**Ask:** {request.prompt}"))
-    journal.emit(AskStarted(uuid.uuid4().hex[:12], request.prompt, chat.id))
+    journal.emit(AskStarted(asker.ask_id, request.prompt, chat.id))
     warning = retiring.note(chat.id)
     if warning:  # a retiring model still answers: said, not refused
         manager.log.warning("jupyter-ci: session %s: %s", session.id, warning)
         journal.emit(Notice(warning))
     try:
         answer = await drive_async(loop, chat, SessionSteps(manager, session, journal),
-                                   journal.emit)
-    except AskError as error:
+                                   journal.emit, decide=asker, price=chat.meter)
+    except AskError as error:  # AskInterrupted: stopped when asked, or no answer came
         memory.remember(request.prompt, loop.transcript(), f"(The ask failed: {error})")
-        outcome = Outcome("failed", error=error, steps=loop.step, tokens=loop.tokens_used)
+        outcome = Outcome("interrupted" if isinstance(error, AskInterrupted) else "failed",
+                          error=error, steps=loop.step, tokens=loop.tokens_used)
     else:
         memory.remember(request.prompt, loop.transcript(), answer)
         session.history.append(markdown_cell(answer))
         outcome = Outcome("done", answer, unresolved=loop.unresolved, steps=loop.step,
                           tokens=loop.tokens_used)
+    outcome = replace(outcome, usage=chat.meter.usage())  # tokens in, out, cached; cost
     journal.emit(AskEnded(outcome))
-    return result(outcome, journal.ended())
+    return result(outcome, journal.ended(), asker.noted)
 
 
-def result(outcome: Outcome, ended: list[StepEnded]) -> dict[str, Any]:
+def result(outcome: Outcome, ended: list[StepEnded],
+           approvals: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Read the ask's outcome as the API's result, with each step's last attempt."""
     steps = [{**{k: v for k, v in end.to_json().items() if k != "type"},
               "outputs": list(end.result.outputs)} for end in ended]
-    found: dict[str, Any] = {"status": outcome.status, "answer": outcome.answer,
-                             "steps": steps, "usage": {"tokens": outcome.tokens}}
+    # "interrupted" is a stop here: the user said stop, or no answer came in time.
+    status = "stopped" if outcome.status == "interrupted" else outcome.status
+    found: dict[str, Any] = {"status": status, "answer": outcome.answer, "steps": steps,
+                             "usage": {"tokens": outcome.tokens, **outcome.usage.to_json()},
+                             "approvals": list(approvals or [])}
     if outcome.error is not None:
         found["error"] = outcome.error_json()
     if outcome.unresolved is not None:

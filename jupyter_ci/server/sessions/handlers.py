@@ -7,6 +7,7 @@ JSON, and reports errors as `{"message", "reason"}` with a 4xx status, never a t
 from __future__ import annotations
 
 import asyncio
+import hmac
 import json
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
@@ -87,6 +88,15 @@ class SessionAPIHandler(APIHandler):
             return self.current_user is not None
         except RuntimeError:  # refused before Jupyter authenticated it
             return False
+
+    def user(self) -> str:
+        """Return who asks (an ask's approvals are theirs to answer): the user's name, or,
+        for the server's own shared token, its holder (Jupyter names each such request
+        anew: an anonymous user per cookie-less connection)."""
+        token = getattr(self.identity_provider, "token", "")
+        if token and hmac.compare_digest(self.identity_provider.get_token(self) or "", token):
+            return "\0the server's token"
+        return str(getattr(self.current_user, "username", self.current_user))
 
     def body(self) -> dict[str, Any]:
         """Return the request's JSON object (an empty body is an empty object)."""
@@ -312,7 +322,7 @@ class AskHandler(StreamingHandler):
     @web.authenticated
     @authorized
     async def post(self, sid: str) -> None:
-        """Ask {"prompt", "model"?, "timeout"?, "max_steps"?, "max_fixes"?} in the session."""
+        """Ask {"prompt", "model"?, "timeout"?, "max_steps"?, "max_fixes"?, "approve"?}."""
         request = ask.parse(self.fields(ask.FIELDS))
         session = self.manager.get(sid)
         languages.check_ask(session.language)
@@ -320,7 +330,7 @@ class AskHandler(StreamingHandler):
 
         async def work(send: Callable[[bytes], None]) -> dict[str, Any]:
             return await ask.ask(self.manager, session, request, chat, redactor,
-                                 lambda event, data: send(sse(event, data)))
+                                 lambda event, data: send(sse(event, data)), self.user())
 
         await self.stream(session, work)
 

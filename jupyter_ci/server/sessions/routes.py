@@ -8,6 +8,7 @@ from tornado import web
 
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.server.sessions import handlers as s
+from jupyter_ci.server.sessions.approval_handler import ApprovalsHandler
 from jupyter_ci.server.sessions.file_handler import FileHandler
 from jupyter_ci.server.sessions.manager import SessionManager
 from jupyter_ci.server.sessions.notebook_run import ROUTE as NOTEBOOK_RUN
@@ -26,6 +27,7 @@ def routes(ci: JupyterCI, manager: SessionManager
         (rf"{base}/{sid}/restart", s.RestartHandler, session),
         (rf"{base}/{sid}/execute", s.ExecuteHandler, session),
         (rf"{base}/{sid}/ask", s.AskHandler, session),
+        (rf"{base}/{sid}/approvals", ApprovalsHandler, session),
         (rf"{base}/{sid}/notebook", s.NotebookHandler, session),
         (rf"{base}/{sid}/files", s.FilesHandler, session),
         (rf"{base}/{sid}/files/(?P<path>.+)", FileHandler, session),

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from jupyter_ci.server.sessions.approvals import Approvals
 from jupyter_ci.server.sessions.executor import KernelExecutor
 from jupyter_ci.server.sessions.results import History
 
@@ -29,6 +30,9 @@ class Session:
     history: History = field(default_factory=History)
     busy: bool = False
     dead: bool = False
+    #: Why its kernel in a gateway cannot be reached: ("unavailable" or "gone", message)
+    #: (gateway_health.py).
+    gateway_trouble: tuple[str, str] | None = None
     #: Deleted (or culled): a run still in flight ends as UnknownSession, not a crash.
     closed: bool = False
     #: What the ask route keeps between asks of this session (its Memory).
@@ -41,14 +45,19 @@ class Session:
     language: str = "python"
     #: Its runs and asks in flight: deleting the session cancels them (and their model calls).
     tasks: set[asyncio.Future[Any]] = field(default_factory=set)
+    #: Its asks' questions that wait for the user's answer (approvals.py).
+    approvals: Approvals = field(default_factory=Approvals)
 
     def to_json(self) -> dict[str, Any]:
         """Describe the session as the API returns it."""
+        trouble = self.gateway_trouble
         return {"id": self.id, "kernel_id": self.kernel_id, "kernel_name": self.kernel_name,
-                "status": "dead" if self.dead else "busy" if self.busy else "idle",
+                "status": trouble[0] if trouble else "dead" if self.dead else "busy"
+                if self.busy else "idle",
                 "created": _iso(self.created), "last_activity": _iso(self.last_activity),
                 "executions": len(self.history), "sandboxed": self.sandboxed,
-                "language": self.language, "cwd": str(self.directory)}
+                "language": self.language, "cwd": str(self.directory),
+                **({"status_message": trouble[1]} if trouble else {})}
 
 
 def _iso(stamp: float) -> str:

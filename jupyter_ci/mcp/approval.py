@@ -1,0 +1,106 @@
+"""Approval of an MCP `ask`'s steps: each question goes to the MCP client as an elicitation.
+
+The client shows the proposed code (or plan) with run / edit / skip / stop; what it answers
+goes back to the REST ask as the approval's answer. A client that cannot elicit cannot
+approve: the tool refuses an ask that would wait, and nothing runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp.server.fastmcp import Context
+from mcp.types import ClientCapabilities, ElicitationCapability
+from pydantic import BaseModel, Field
+
+NEEDS_ELICITATION = (
+    "This ask needs the user's approval before its code runs ({mode}), and this "
+    "MCP client does not support elicitation, so it cannot ask them: nothing ran. Use a "
+    "client that supports MCP elicitation, or ask with approve='never' where the server "
+    "allows it (its c.JupyterCI.approval_minimum may not).")
+#: Times one question is put again when its answer is an edit with nothing in it.
+ASKED_AT_MOST = 3
+#: Characters of proposed code or plan shown in the elicitation's message.
+SHOWN_CHARS = 20_000
+
+
+class StepAnswer(BaseModel):
+    """The form of a step's approval."""
+
+    decision: str = Field(description="run: run the code as shown; edit: run `code` "
+                          "instead; skip: do not run it (the model is told); stop: end "
+                          "the ask.", json_schema_extra={"enum": ["run", "edit", "skip",
+                                                                   "stop"]})
+    code: str = Field("", description="The edited code to run (with decision 'edit').")
+
+
+class PlanAnswer(BaseModel):
+    """The form of a plan's approval."""
+
+    decision: str = Field(description="run: carry out the plan as shown; edit: carry out "
+                          "`plan` instead; stop: end the ask.",
+                          json_schema_extra={"enum": ["run", "edit", "stop"]})
+    plan: str = Field("", description="The edited plan (with decision 'edit').")
+
+
+def can_elicit(ctx: Context[Any, Any, Any]) -> bool:
+    """Tell whether the MCP client said it supports elicitation."""
+    wanted = ClientCapabilities(elicitation=ElicitationCapability())
+    return bool(ctx.session.check_client_capability(wanted))
+
+
+def message(event: dict[str, Any]) -> str:
+    """Return what the elicitation shows: the question and the code or plan it is about."""
+    question = str(event.get("question") or "Approve this step?")
+    if event.get("kind") == "plan":
+        return f"{question}\n\nProposed plan:\n{_cut(str(event.get('plan') or ''))}"
+    step = event.get("step")
+    title = f"Step {step}" if step is not None else "The next step"
+    return f"{question}\n\n{title} would run this code:\n```python\n" \
+        f"{_cut(str(event.get('code') or ''))}\n```"
+
+
+def _cut(text: str) -> str:
+    if len(text) <= SHOWN_CHARS:
+        return text
+    return text[:SHOWN_CHARS] + f"\n… [{len(text) - SHOWN_CHARS} more characters]"
+
+
+async def elicit(ctx: Context[Any, Any, Any], event: dict[str, Any]) -> dict[str, Any]:
+    """Ask the MCP client's user; return the approval's answer (declined or dismissed: stop)."""
+    plan = event.get("kind") == "plan"
+    schema: type[StepAnswer] | type[PlanAnswer] = PlanAnswer if plan else StepAnswer
+    text_field = "plan" if plan else "code"
+    shown = message(event)
+    for _ in range(ASKED_AT_MOST):
+        result = await ctx.elicit(shown, schema)
+        if result.action != "accept":
+            return {"decision": "stop"}
+        data = result.data.model_dump()
+        decision = str(data.get("decision", "")).strip().lower()
+        text = str(data.get(text_field) or "")
+        if decision == "edit" and text.strip():
+            return {"decision": "edit", text_field: text}
+        if decision == "edit":  # said edit, gave nothing: asked again, not run as shown
+            shown = f"An edit needs the new {text_field} in `{text_field}`.\n\n{message(event)}"
+            continue
+        if decision == "run" or (decision == "skip" and not plan):
+            return {"decision": decision}
+        break
+    return {"decision": "stop"}  # anything else runs nothing
+
+
+class Approver:
+    """An MCP ask's `on_approval`: elicits each question, or (no elicitation) stops the ask."""
+
+    def __init__(self, ctx: Context[Any, Any, Any]) -> None:
+        self.ctx, self.elicits = ctx, can_elicit(ctx)
+        #: Questions that came though the client cannot elicit (the server's setting asked).
+        self.refused: list[dict[str, Any]] = []
+
+    async def __call__(self, event: dict[str, Any]) -> dict[str, Any]:
+        """Return the answer to one approval_needed event."""
+        if self.elicits:
+            return await elicit(self.ctx, event)
+        self.refused.append(event)
+        return {"decision": "stop"}

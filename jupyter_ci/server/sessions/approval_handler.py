@@ -1,0 +1,29 @@
+"""The route that answers an ask's approvals (thin: the work is in approvals.py)."""
+
+from __future__ import annotations
+
+import json
+
+from jupyter_server.auth.decorator import authorized
+from tornado import web
+
+from jupyter_ci.server.sessions.approvals import ANSWER_FIELDS
+from jupyter_ci.server.sessions.handlers import SessionAPIHandler
+
+
+class ApprovalsHandler(SessionAPIHandler):
+    """GET the questions that wait in a session; POST the answer to one."""
+
+    @web.authenticated
+    @authorized
+    def get(self, sid: str) -> None:
+        """List the approval_needed events that wait (to answer them from elsewhere)."""
+        self.finish(json.dumps(self.manager.get(sid).approvals.listing()))
+
+    @web.authenticated
+    @authorized
+    def post(self, sid: str) -> None:
+        """Answer {"approval_id", "decision": run/edit/skip/stop, "code"?, "plan"?}."""
+        body = self.fields(ANSWER_FIELDS)
+        answered = self.manager.get(sid).approvals.answer(self.user(), body)
+        self.finish(json.dumps(answered))
