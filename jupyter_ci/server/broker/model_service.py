@@ -22,8 +22,14 @@ from typing import Any, cast
 
 from jupyter_ci import secret_rules
 from jupyter_ci.agent.cost import PriceTable, Rates
-from jupyter_ci.agent.errors import AskError, LimitReached, ModelConfigError, ModelUnavailable
-from jupyter_ci.agent.prompts import RUN_PYTHON
+from jupyter_ci.agent.errors import (
+    AskError,
+    BadModelReply,
+    LimitReached,
+    ModelConfigError,
+    ModelUnavailable,
+)
+from jupyter_ci.agent.prompts import EDIT_CELL, RUN_PYTHON
 from jupyter_ci.agent.types import ModelReply, ModelRequest, ToolSpec
 from jupyter_ci.models.base import AsyncChatModel, Endpoint, Preparable, Usage
 from jupyter_ci.models.resolve import (
@@ -37,8 +43,9 @@ from jupyter_ci.server.broker.broker import Broker, Provider
 from jupyter_ci.server.broker.credentials import Reservation
 from jupyter_ci.server.broker.errors import BrokerError
 
-#: The tools a turn may offer the model: the one code tool (by name; schemas are ours).
-TOOLS: dict[str, ToolSpec] = {RUN_PYTHON.name: RUN_PYTHON}
+#: The tools a turn may offer the model: running code and editing a cell (by name; schemas
+#: are ours).
+TOOLS: dict[str, ToolSpec] = {RUN_PYTHON.name: RUN_PYTHON, EDIT_CELL.name: EDIT_CELL}
 #: Rough bytes per token, to guess the usage of a server that reports none.
 BYTES_PER_TOKEN = 4
 #: Tokens one image may cost, at most (both providers scale a large image down first).
@@ -131,8 +138,9 @@ class ModelService:
             # Hung up: the provider bills what it streamed; with no report, the reservation.
             spent = _reported(usage) if usage.reported else None
             raise
-        except AskError:
+        except AskError as err:
             spent = _reported(usage)  # a refused request costs nothing; a cut stream what it said
+            self._note(turn.model, err)
             raise
         except Exception as err:
             # Below the SDK (a stream cut mid-event, a reply nested past the parser's depth):
@@ -144,6 +152,12 @@ class ModelService:
                 "Try again; if it keeps failing, try another model.") from None
         finally:
             self._settle(reservation, spent, rates)
+
+    def _note(self, model_id: str, error: AskError) -> None:
+        """Log a reply that was not the provider's wire format: the operator's to fix (a base
+        URL that points at a web page, a proxy in the way); the message is already redacted."""
+        if isinstance(error, BadModelReply):
+            self.warn(f"{model_id!r}: {error.message}")
 
     def _settle(self, reservation: Reservation, spent: ModelReply | None,
                 rates: Rates | None) -> None:
