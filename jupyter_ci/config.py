@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
@@ -27,6 +28,7 @@ from jupyter_ci.agent.images import Vision
 from jupyter_ci.agent.install import InstallPolicy
 from jupyter_ci.agent.loop import Limits
 from jupyter_ci.models.base import SeesImages
+from jupyter_ci.models.broker import ENV_PRICES
 from jupyter_ci.models.resolve import ModelSettings, vision_enabled
 
 
@@ -163,7 +165,8 @@ class JupyterCI(Configurable):
         "matches that model name under any provider. Entries here come before the built-in "
         "prices of OpenAI's and Anthropic's current models. An ask shows its tokens and cost "
         "(cell log, panel, REST result); a model no entry covers (Ollama, a local server) "
-        "shows tokens only. Default: {} (the built-in prices).",
+        "shows tokens only. Kernels a server starts take the server's prices unless their "
+        "own config sets them. Default: {} (the built-in prices).",
     ).tag(config=True)
     max_cost_per_kernel = Float(
         0.0, min=0.0,
@@ -306,6 +309,19 @@ class JupyterCI(Configurable):
         "it, the oldest outputs are dropped first and replaced by a note; code and prompts "
         "are kept (default 33554432, 32 MiB; 0 = no cap).",
     ).tag(config=True)
+    restart_on_stuck_interrupt = Bool(
+        True,
+        help="Restart a REST session's kernel when a run that timed out does not stop within "
+        "10 s of its interrupt (code that ignores SIGINT, or is stuck in C): the run reports "
+        "`timeout` with \"kernel restarted, variables lost\" and the session is usable at once. "
+        "Off: the session is `dead` until the client restarts it (default True).",
+    ).tag(config=True)
+    session_orphans_kept = Float(
+        86400.0, min=0.0,
+        help="Seconds the directory of a session lost when the server was killed is kept, "
+        "under `<session_root>/.lost/<session id>`, before a later start or the idle culler "
+        "removes it (default 86400, a day; 0 = removed at the next start).",
+    ).tag(config=True)
     approval_timeout = Float(
         600.0, min=1.0,
         help="Seconds a REST (or MCP) ask waits for the answer to an approval_needed event "
@@ -320,6 +336,16 @@ class JupyterCI(Configurable):
     @default("record_dir")
     def _record_dir_default(self) -> str:
         return os.environ.get("JUPYTER_CI_RECORD_DIR", "")
+
+    @default("prices")
+    def _prices_default(self) -> dict[str, Any]:
+        # A kernel under a server prices as the server does (app.py publishes its table).
+        try:
+            published = json.loads(os.environ.get(ENV_PRICES, "") or "{}")
+            parse_prices(published)
+        except (ValueError, PriceError):
+            return {}
+        return dict(published) if isinstance(published, dict) else {}
 
     @default("model")
     def _model_default(self) -> str:

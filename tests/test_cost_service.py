@@ -90,3 +90,23 @@ async def test_the_server_money_budget_counts_every_kernel_and_skips_unpriced_mo
     assert kind == "LimitReached"
     assert "money budget c.JupyterCI.max_cost_per_server = 0.02 (USD)" in message
     assert broker.budget.money.server_spent == pytest.approx(2 * COSTS["anthropic"])
+
+
+PRICES = {"openai:house-model": {"input": 3.0, "output": 9.0, "context_window": 64_000}}
+
+
+@pytest.mark.parametrize("ci_config", [{"prices": PRICES}])
+async def test_kernels_the_server_starts_price_asks_with_the_servers_table(
+    live_server: Any, ci_config: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+    import os
+
+    from jupyter_ci.config import JupyterCI
+
+    published = os.environ["JUPYTER_CI_PRICES"]  # what kernels started now inherit
+    assert json.loads(published) == PRICES
+    monkeypatch.setenv("JUPYTER_CI_PRICES", published)
+    assert JupyterCI().prices == PRICES  # a kernel's own default
+    monkeypatch.setenv("JUPYTER_CI_PRICES", '{"x": {"input": "free"}}')
+    assert JupyterCI().prices == {}  # a bad table is ignored, never an error at load

@@ -22,9 +22,12 @@ ENV_SOCKET = "JUPYTER_CI_BROKER_SOCKET"
 ENV_MODEL = "JUPYTER_CI_MODEL"
 #: The least approval mode an admin set for every ask (config.JupyterCI.approval_minimum).
 ENV_APPROVAL = "JUPYTER_CI_APPROVAL_MINIMUM"
+#: The server's price table (config.JupyterCI.prices) as JSON: kernels price asks with it.
+ENV_PRICES = "JUPYTER_CI_PRICES"
 
 #: Every variable the server manages in kernels' environments.
-MANAGED = (ENV_URL, ENV_TOKEN, ENV_PROVIDERS, ENV_SOCKET, ENV_MODEL, ENV_APPROVAL)
+MANAGED = (ENV_URL, ENV_TOKEN, ENV_PROVIDERS, ENV_SOCKET, ENV_MODEL, ENV_APPROVAL,
+           ENV_PRICES)
 
 
 def behind_broker(env: Mapping[str, str]) -> bool:

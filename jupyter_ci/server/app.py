@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from tornado.ioloop import PeriodicCallback
 from jupyter_ci.agent.cost import price_table
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.mcp.http import MCPDoor
-from jupyter_ci.models.broker import ENV_APPROVAL, ENV_SOCKET, ENV_TOKEN, ENV_URL
+from jupyter_ci.models.broker import ENV_APPROVAL, ENV_PRICES, ENV_SOCKET, ENV_TOKEN, ENV_URL
 from jupyter_ci.server.broker.broker import BROKER_ROUTE, Broker, broker_url
 from jupyter_ci.server.broker.kernels import hook_kernel_manager
 from jupyter_ci.server.broker.keys import key_file_to_read, stored_keys
@@ -159,6 +160,10 @@ class JupyterCIApp(ExtensionApp):
         os.environ.pop(ENV_APPROVAL, None)
         if self.ci.approval_minimum != "never":
             os.environ[ENV_APPROVAL] = self.ci.approval_minimum
+        # Its price table too, so a notebook's cost line matches the server's budgets.
+        os.environ.pop(ENV_PRICES, None)
+        if self.ci.prices:
+            os.environ[ENV_PRICES] = json.dumps(self.ci.prices)
 
     def _server(self) -> ServerApp:
         """Return the server this extension was loaded into."""

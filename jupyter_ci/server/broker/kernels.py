@@ -30,7 +30,14 @@ from collections.abc import Awaitable, Callable
 from logging import Logger
 from typing import Any
 
-from jupyter_ci.models.broker import ENV_APPROVAL, ENV_MODEL, ENV_PROVIDERS, ENV_TOKEN, ENV_URL
+from jupyter_ci.models.broker import (
+    ENV_APPROVAL,
+    ENV_MODEL,
+    ENV_PRICES,
+    ENV_PROVIDERS,
+    ENV_TOKEN,
+    ENV_URL,
+)
 from jupyter_ci.server.broker.broker import Broker
 from jupyter_ci.server.gateway import is_gateway
 from jupyter_ci.server.sandbox.environ import (
@@ -44,7 +51,7 @@ from jupyter_ci.server.sandbox.environ import (
 _HOOKED = "_jupyter_ci_broker_hooks"
 #: What a gateway kernel needs to reach the broker, and what a gateway's sandbox provisioner
 #: needs (the broker's socket and the paths to hide: of use when it shares this machine).
-GATEWAY_ENVS = (ENV_URL, ENV_TOKEN, ENV_PROVIDERS, ENV_MODEL, ENV_APPROVAL,
+GATEWAY_ENVS = (ENV_URL, ENV_TOKEN, ENV_PROVIDERS, ENV_MODEL, ENV_APPROVAL, ENV_PRICES,
                 ENV_BROKER_SOCKET, ENV_HIDE, ENV_SESSION, ENV_PASS)
 
 
