@@ -14,7 +14,8 @@ As a process (browser tests, notebooks run by nbclient)::
 and from the test process: ``RemoteFakeLLM(f"http://127.0.0.1:{port}").push(Turn("hi"))``.
 Script JSON: a list of ``"text"``, ``{"text": ..., "tool_calls": [[name, args], ...]}``
 (args a JSON object, or a string sent as is, e.g. malformed JSON),
-``{"fail": 500, "times": 2}`` or ``{"hang": 3.0}`` (see `turn_from_json`).
+``{"fail": 500, "times": 2}``, ``{"hang": 3.0}`` or ``{"garbage": "html"}`` (a 200 that is
+not the provider's wire format; see `Garbage` and `turn_from_json`).
 """
 
 from __future__ import annotations
@@ -31,12 +32,14 @@ from dataclasses import asdict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.fakellm_garbage import send_garbage
 from tests.fakellm_wire import (
     ANTHROPIC_PATH,
     JSON,
     OPENAI_PATH,
     Answer,
     Fail,
+    Garbage,
     Hang,
     Recorded,
     ScriptedCall,
@@ -60,8 +63,9 @@ from tests.fakellm_wire import (
 #: Where both APIs list their models.
 MODELS_PATH = "/v1/models"
 
-__all__ = ["ANTHROPIC_PATH", "OPENAI_PATH", "Answer", "Fail", "FakeLLM", "Hang", "Recorded",
-           "RemoteFakeLLM", "ScriptedCall", "Step", "Turn", "turn_from_json", "turn_to_json"]
+__all__ = ["ANTHROPIC_PATH", "OPENAI_PATH", "Answer", "Fail", "FakeLLM", "Garbage", "Hang",
+           "Recorded", "RemoteFakeLLM", "ScriptedCall", "Step", "Turn", "turn_from_json",
+           "turn_to_json"]
 
 
 class FakeLLM:
@@ -214,6 +218,8 @@ class FakeLLM:
             handler.send_json(504, error_body(provider, 504, "fakellm: hung on purpose", model))
         elif isinstance(answer, Fail):
             self._fail(handler, provider, answer, model, bool(body.get("stream")))
+        elif isinstance(answer, Garbage):
+            send_garbage(handler, provider, answer, model, bool(body.get("stream")))
         else:
             self._turn(handler, provider, answer, body)
 

@@ -77,6 +77,27 @@ class Hang:
     times: int = 1
 
 
+@dataclass
+class Garbage:
+    """Answer HTTP 200 with something that is not the provider's wire format.
+
+    kind: "html" (a proxy's or portal's HTML page), "not_json" (plain text), "bad_chunk"
+    (a stream whose second event's data is cut-off JSON; a non-streaming body that is
+    cut-off JSON), "wrong_shape" (valid JSON that is no chunk, event or completion), "cut"
+    (a stream that stops mid-reply with no end: no finish_reason, message_stop or [DONE];
+    a non-streaming body shorter than its Content-Length), "broken" (a stream announced
+    with a Content-Length it never delivers, so the client sees a protocol error).
+    """
+
+    kind: str = "html"
+    times: int = 1
+    #: Text streamed (in the provider's real format) before the garbage, if any.
+    text: str = "Let me look at the data"
+
+
+GARBAGE_KINDS = ("html", "not_json", "bad_chunk", "wrong_shape", "cut", "broken")
+
+
 @dataclass(frozen=True)
 class Recorded:
     """One request the fake received."""
@@ -92,13 +113,14 @@ class Recorded:
         return list(self.body.get("messages", [])) if isinstance(self.body, dict) else []
 
 
-Answer = Turn | Fail | Hang
+Answer = Turn | Fail | Hang | Garbage
 #: A script entry: an answer, or a function choosing one from the request it answers.
 Step = Answer | Callable[[Recorded], Answer]
 
 
 def turn_from_json(item: Any) -> Answer:
-    """Build a step from its JSON form: "text", {"text", "tool_calls"}, {"fail"}, {"hang"}."""
+    """Build a step from its JSON form: "text", {"text", "tool_calls"}, {"fail"}, {"hang"},
+    {"garbage": kind}."""
     if isinstance(item, str):
         return Turn(text=item)
     if "fail" in item:
@@ -106,6 +128,9 @@ def turn_from_json(item: Any) -> Answer:
         return Fail(status=int(item["fail"]), **options)
     if "hang" in item:
         return Hang(seconds=float(item["hang"]), times=int(item.get("times", 1)))
+    if "garbage" in item:
+        options = {k: v for k, v in item.items() if k != "garbage"}
+        return Garbage(kind=str(item["garbage"]), **options)
     calls = [(str(c["name"]), c["arguments"]) if isinstance(c, dict) else (str(c[0]), c[1])
              for c in item.get("tool_calls", [])]
     return Turn(**{**item, "tool_calls": calls})
@@ -118,6 +143,9 @@ def turn_to_json(step: Answer) -> Any:
         return {"fail": data.pop("status"), **data}
     if isinstance(step, Hang):
         return {"hang": step.seconds, "times": step.times}
+    if isinstance(step, Garbage):
+        data = asdict(step)
+        return {"garbage": data.pop("kind"), **data}
     if isinstance(step, Turn):
         return {**asdict(step), "tool_calls": [list(call) for call in step.tool_calls]}
     raise TypeError(f"cannot send {step!r} to a fakellm process")

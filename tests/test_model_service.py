@@ -218,7 +218,9 @@ async def test_a_provider_dying_mid_stream_ends_the_turn_with_an_error(
     status, lines = await turn_fetch(turn_body(MODELS[provider]), token)
     # A cut stream, never a reply the kernel would take as a complete answer.
     assert not any("reply" in line for line in lines), lines
-    assert lines[-1]["error"]["type"] == "ModelUnavailable"
+    # A reply broken off mid-stream is not the provider's wire format: said, never retried.
+    assert lines[-1]["error"]["type"] == "BadModelReply"
+    assert "broke off its reply" in lines[-1]["error"]["message"]
     budget = broker_of(live_server).budget
     assert budget.server_reserved == 0 and not budget.kernel_reserved
     problems = []

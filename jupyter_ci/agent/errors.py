@@ -27,6 +27,15 @@ class ModelUnavailable(AskError):
     """The model could not be reached or kept failing after retries."""
 
 
+class BadModelReply(ModelUnavailable):
+    """The model's server answered with something that is not its provider's wire format.
+
+    An HTML page or plain text with status 200, an event that is not JSON or not the
+    provider's shape, a stream cut off before its end: the message says what came back
+    (content type, first bytes) and which base URL answered. Not retried.
+    """
+
+
 class ModelConfigError(AskError):
     """The model is unknown, or no key or server is configured for it."""
 

@@ -91,7 +91,7 @@ def ask_result(result: dict[str, Any]) -> CallToolResult:
     lines = [answer] if answer else []
     if status != "done":
         problem = result.get("error") or result.get("unresolved") or {}
-        lines.append(f"[ask {status}: {json.dumps(problem)}]")
+        lines.append(f"[ask {status}: {_problem(problem)}]")
     steps = result.get("steps", 0)
     count = steps if isinstance(steps, int) else len(steps)
     lines.append(f"[{count} step(s) ran in the session]")
@@ -100,6 +100,15 @@ def ask_result(result: dict[str, Any]) -> CallToolResult:
     if spent:
         lines.append(f"[{spent}]")
     return text("\n".join(lines), error=status == "failed")
+
+
+def _problem(problem: Any) -> str:
+    """Say why an ask did not end done: an error's type, message and hint as text."""
+    if not isinstance(problem, dict) or not isinstance(problem.get("message"), str):
+        return json.dumps(problem)
+    kind, message, hint = problem.get("type"), str(problem["message"]), problem.get("hint")
+    return (f"{kind}: " if isinstance(kind, str) and kind else "") + message + (
+        f"\n{hint}" if isinstance(hint, str) and hint else "")
 
 
 def _clip(value: str) -> str:

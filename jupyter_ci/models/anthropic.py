@@ -28,7 +28,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 
 from jupyter_ci.agent.types import (
     Image,
@@ -161,10 +161,17 @@ class _Turn:
     on_tool_input: OnToolInput | None = None
     #: Where each usage report goes as it arrives (kept when the stream is cut).
     usage: Usage | None = None
+    #: Whether message_stop (or a stop_reason) came: a stream that ends before was cut off.
+    finished: bool = False
+    end_mark: ClassVar[str] = "message_stop"
 
     def add(self, event: RawMessageStreamEvent, on_text: OnText) -> None:
         """Fold one stream event into the turn; report usage and tool input as they come."""
-        if event.type == "message_start":
+        if not isinstance(getattr(event, "type", None), str):
+            raise TypeError("an event without a type")  # JSON, but not an event
+        if event.type == "message_stop":
+            self.finished = True
+        elif event.type == "message_start":
             usage = event.message.usage
             self._input(usage.input_tokens, usage.cache_creation_input_tokens,
                         usage.cache_read_input_tokens)
@@ -188,6 +195,7 @@ class _Turn:
                 if self.on_tool_input is not None:
                     self.on_tool_input(name, "".join(pieces))
         elif event.type == "message_delta":
+            self.finished = self.finished or event.delta.stop_reason is not None
             # message_delta carries cumulative counts; input only on some API versions.
             self.output_tokens = event.usage.output_tokens
             if event.usage.input_tokens is not None:

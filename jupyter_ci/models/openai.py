@@ -25,7 +25,7 @@ import json
 import uuid
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from jupyter_ci.agent.types import (
     Image,
@@ -199,7 +199,7 @@ _REHEARSAL_STREAM = sse(
 def _has_arguments(chunk: ChatCompletionChunk) -> bool:
     """Tell whether a chunk carries a piece of tool-call arguments."""
     return any(d.function is not None and d.function.arguments
-               for c in chunk.choices[:1] for d in c.delta.tool_calls or [])
+               for c in (chunk.choices or [])[:1] for d in c.delta.tool_calls or [])
 
 
 @dataclass
@@ -230,9 +230,14 @@ class _Turn:
     on_tool_input: OnToolInput | None = None
     #: Where each usage report goes as it arrives (kept when the stream is cut).
     usage: Usage | None = None
+    #: Whether a finish_reason came: a stream that ends without one was cut off.
+    finished: bool = False
+    end_mark: ClassVar[str] = "a finish_reason"
 
     def add(self, chunk: ChatCompletionChunk, on_text: OnText) -> None:
         """Fold one chunk into the turn; report usage and arguments as they come."""
+        if not isinstance(chunk.choices, list) and chunk.usage is None:
+            raise TypeError("a chunk without choices")  # JSON, but not a chunk
         if chunk.usage is not None:
             self.input_tokens = chunk.usage.prompt_tokens or 0
             self.output_tokens = chunk.usage.completion_tokens or 0
@@ -240,7 +245,8 @@ class _Turn:
             self.cached_tokens = (details.cached_tokens or 0) if details is not None else 0
             if self.usage is not None:
                 self.usage.set(self.input_tokens, self.output_tokens, self.cached_tokens)
-        for choice in chunk.choices[:1]:
+        for choice in (chunk.choices or [])[:1]:  # a usage-only chunk may have choices: null
+            self.finished = self.finished or bool(choice.finish_reason)
             piece = choice.delta.content or choice.delta.refusal
             if piece:
                 self.text.append(piece)

@@ -5,19 +5,21 @@ its SDK, imported there alone and only when a turn or `prepare` needs it (import
 slow); its client classes; its offline rehearsal client; how one turn streams. The frame
 builds the sync client (%%ask outside a server) and the async one (the server's model
 service) with the same endpoint settings, turns what the SDK raises into ask errors, and
-folds a stream of events into a reply with `fold` and `afold`.
+folds a stream of events into a reply with `fold` and `afold`, which refuse a reply that is
+not the provider's wire format (bad_reply.py).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Iterator
-from contextlib import closing
+from contextlib import aclosing, closing
 from types import ModuleType, TracebackType
 from typing import Any, Generic, Protocol, TypeVar
 
 from jupyter_ci.agent.errors import AskError
 from jupyter_ci.agent.types import ModelReply, ModelRequest
+from jupyter_ci.models.bad_reply import AsyncBody, Body, ReplyProblem, Watch, bad_reply
 from jupyter_ci.models.base import Endpoint, OnText, Usage
 from jupyter_ci.models.sdk_errors import ask_error
 from jupyter_ci.models.transport import REHEARSAL_REQUEST
@@ -110,6 +112,8 @@ class SdkChatModel(ABC, Generic[C, A]):
         except self._sdk_error() as err:
             # from None: the SDK's own message may quote a response that echoes the key.
             raise self._error(err, client) from None
+        except ReplyProblem as problem:
+            raise self._bad_reply(problem, client) from None
 
     async def acomplete(self, request: ModelRequest, on_text: OnText,
                         usage: Usage | None = None) -> ModelReply:
@@ -122,11 +126,18 @@ class SdkChatModel(ABC, Generic[C, A]):
             return await self._astream(client, request, on_text, usage)
         except self._sdk_error() as err:
             raise self._error(err, client) from None
+        except ReplyProblem as problem:
+            raise self._bad_reply(problem, client) from None
 
     def _error(self, err: Exception, client: C | A) -> AskError:
         """Return the ask error for an SDK exception of a turn sent through `client`."""
         url = str(client.base_url).rstrip("/")
         return ask_error(err, self._sdk(), self.spec, url, self.name, self.endpoint)
+
+    def _bad_reply(self, problem: ReplyProblem, client: C | A) -> AskError:
+        """Return the ask error for a reply through `client` that is not the wire format."""
+        return bad_reply(problem, self.spec, str(client.base_url), self.endpoint.timeout,
+                         [self.endpoint.api_key])
 
     @abstractmethod
     def _sdk(self) -> ModuleType:
@@ -162,6 +173,16 @@ class SdkChatModel(ABC, Generic[C, A]):
 class Assembly(Protocol[E_contra]):
     """A turn assembled from the events of its stream (each adapter's `_Turn`)."""
 
+    @property
+    def finished(self) -> bool:
+        """Tell whether the provider's end of a turn came (a stream may stop before it)."""
+        ...
+
+    @property
+    def end_mark(self) -> str:
+        """Name the provider's end of a turn, for the message of a stream cut before it."""
+        ...
+
     def add(self, event: E_contra, on_text: OnText) -> None:
         """Fold one event into the turn."""
         ...
@@ -174,6 +195,9 @@ class Assembly(Protocol[E_contra]):
 class EventStream(Protocol[E_co]):
     """An SDK's sync stream of events: iterated, and closed on leaving `with`."""
 
+    @property
+    def response(self) -> Body: ...
+
     def __iter__(self) -> Iterator[E_co]: ...
 
     def __enter__(self) -> object: ...
@@ -185,6 +209,9 @@ class EventStream(Protocol[E_co]):
 class AsyncEventStream(Protocol[E_co]):
     """An SDK's async stream of events: iterated, and closed on leaving `async with`."""
 
+    @property
+    def response(self) -> AsyncBody: ...
+
     def __aiter__(self) -> AsyncIterator[E_co]: ...
 
     async def __aenter__(self) -> object: ...
@@ -194,16 +221,21 @@ class AsyncEventStream(Protocol[E_co]):
 
 
 def fold(stream: EventStream[E], turn: Assembly[E], on_text: OnText) -> ModelReply:
-    """Fold every event of `stream` into `turn`, closing the stream; return the turn."""
+    """Fold every event of `stream` into `turn`, closing the stream; return the turn.
+
+    Raises `ReplyProblem` for a reply that is not the provider's wire format.
+    """
+    watch = Watch(turn)
     with stream:
-        for event in stream:
-            turn.add(event, on_text)
-    return turn.reply()
+        for event in watch.events(stream, stream.response):
+            watch.add(event, on_text)
+    return watch.reply()
 
 
 async def afold(stream: AsyncEventStream[E], turn: Assembly[E], on_text: OnText) -> ModelReply:
     """The async twin of `fold`; leaving it, even by cancellation, closes the stream."""
-    async with stream:
-        async for event in stream:
-            turn.add(event, on_text)
-    return turn.reply()
+    watch = Watch(turn)
+    async with stream, aclosing(watch.aevents(aiter(stream), stream.response)) as events:
+        async for event in events:
+            watch.add(event, on_text)
+    return watch.reply()

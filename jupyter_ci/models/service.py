@@ -15,10 +15,17 @@ import os
 import socket
 from urllib.parse import SplitResult, urlsplit
 
-from jupyter_ci.agent.errors import ModelConfigError, ModelUnavailable
+from jupyter_ci.agent.errors import BadModelReply, ModelConfigError, ModelUnavailable
 from jupyter_ci.agent.types import ModelReply, ModelRequest, OnText
 from jupyter_ci.models.base import Endpoint
-from jupyter_ci.models.turn_wire import TURN_PATH, ReplyReader, read_error, request_json
+from jupyter_ci.models.broker import ENV_URL
+from jupyter_ci.models.turn_wire import (
+    NDJSON,
+    TURN_PATH,
+    ReplyReader,
+    read_error,
+    request_json,
+)
 from jupyter_ci.providers import ProviderSpec
 
 #: Seconds the server may take beyond its own provider timeout and retries to say something.
@@ -64,6 +71,8 @@ class ServiceModel:
                     "was restarted.") from None
             if response.status != 200:
                 raise _refusal(response)
+            if _media_type(response) != NDJSON:
+                raise _not_a_reply(response, url)
             reader = ReplyReader(on_text, request.on_tool_input)
             return _read(response, reader)
         finally:
@@ -101,6 +110,27 @@ def _refusal(response: http.client.HTTPResponse) -> Exception:
             "Restart the kernel so it gets a current one.")
     return ModelUnavailable(f"The Jupyter server's model service answered HTTP "
                             f"{response.status}.", "The server log may say more.")
+
+
+def _media_type(response: http.client.HTTPResponse) -> str:
+    """Return the answer's media type, without parameters."""
+    return (response.getheader("Content-Type") or "").partition(";")[0].strip().lower()
+
+
+def _not_a_reply(response: http.client.HTTPResponse, url: SplitResult) -> BadModelReply:
+    """Say what answered in the service's place (a proxy in front of the server, say)."""
+    try:
+        head = response.read(512)
+    except (OSError, http.client.HTTPException):
+        head = b""
+    text = " ".join(head.decode("utf-8", "replace").split())
+    shown = text[:160] + ("…" if len(text) > 160 else "")
+    return BadModelReply(
+        f"The Jupyter server's model service at {_where(url)} answered HTTP 200 with "
+        f"{_media_type(response) or 'no content type'}, not its reply stream ({NDJSON}): "
+        f"'{shown}'.",
+        f"Something else answered at {ENV_URL} (a proxy in front of the Jupyter server?); "
+        "check the server's address, then restart the kernel.")
 
 
 def connection(scheme: str, host: str, port: int | None, unix_path: str | None,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import traceback
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
@@ -236,7 +237,19 @@ def _kernel_token(manager: SessionManager, session: Session) -> list[str]:
 
 async def ask(manager: SessionManager, session: Session, request: AskRequest,
               chat: Turns, redactor: Redactor, emit: Emit, user: str = "") -> dict[str, Any]:
-    """Run one ask in the session (its lock held by the caller); return its result."""
+    """Run one ask in the session (its lock held by the caller); return its result.
+
+    Whatever goes wrong, the result is one (failed, then) for the stream's `result` event.
+    """
+    try:
+        return await _ask(manager, session, request, chat, redactor, emit, user)
+    except Exception as exc:  # the ask's own failures are outcomes already: this is a backstop
+        return result(Outcome("failed", error=failure(exc, manager, redactor)), [])
+
+
+async def _ask(manager: SessionManager, session: Session, request: AskRequest,
+               chat: Turns, redactor: Redactor, emit: Emit, user: str) -> dict[str, Any]:
+    """Run one ask in the session; return its result."""
     ci = manager.ci  # its questions wait for `user`'s answer (approvals.py)
     asker = Asker(session.approvals, uuid.uuid4().hex[:12], user, emit, ci.approval_timeout)
     journal = Journal([sse(emit), asker.saw])
@@ -260,7 +273,8 @@ async def ask(manager: SessionManager, session: Session, request: AskRequest,
     try:
         answer = await drive_async(loop, chat, SessionSteps(manager, session, journal),
                                    journal.emit, decide=asker, price=chat.meter)
-    except AskError as error:  # AskInterrupted: stopped when asked, or no answer came
+    except Exception as exc:  # AskInterrupted: stopped when asked, or no answer came
+        error = failure(exc, manager, redactor)  # anything else: still one failed result
         memory.remember(request.prompt, loop.transcript(), f"(The ask failed: {error})")
         outcome = Outcome("interrupted" if isinstance(error, AskInterrupted) else "failed",
                           error=error, steps=loop.step, tokens=loop.tokens_used)
@@ -272,6 +286,23 @@ async def ask(manager: SessionManager, session: Session, request: AskRequest,
     outcome = replace(outcome, usage=chat.meter.usage())  # tokens in, out, cached; cost
     journal.emit(AskEnded(outcome))
     return result(outcome, journal.ended(), asker.noted)
+
+
+def failure(exc: Exception, manager: SessionManager, redactor: Redactor) -> AskError:
+    """Return the AskError an ask ended with: `exc`, or one that says what broke.
+
+    A session's own failure (its kernel or gateway gone) keeps its message; anything else
+    (a bug, an executor's surprise) is logged, and the client still gets a failed result.
+    """
+    if isinstance(exc, AskError):
+        return exc
+    if isinstance(exc, SessionError):
+        return AskError(exc.message)
+    told = redactor(f"{type(exc).__name__}: {exc}")
+    manager.log.error("jupyter-ci: an ask failed: %s", redactor(
+        "".join(traceback.format_exception(exc))))
+    return AskError(f"The ask failed unexpectedly ({told[:300]}).",
+                    "The server log says more.")
 
 
 def result(outcome: Outcome, ended: list[StepEnded],
