@@ -24,6 +24,9 @@ MAX_FILES_LISTED = 30
 REDACTION_NOTE = ("[Values that looked like credentials were replaced with [redacted]; use "
                   "them through their variables and do not print them.]")
 
+#: What a timed-out run whose kernel had to be restarted says (it ignored the interrupt).
+KERNEL_RESTARTED = "kernel restarted, variables lost"
+
 
 def strip_ansi(text: str) -> str:
     """Remove terminal colour codes."""
@@ -133,7 +136,10 @@ def format_result(result: CodeResult, timeout: float, max_chars: int,
         now = strip_ansi(format_output(output, notes.get(i))).strip("\n") or "(nothing)"
         parts.append(f"[A display shown earlier was updated; it now shows:]\n{now}")
     text = "\n".join(p for p in parts if p)
-    if result.status == "timeout":
+    if result.status == "timeout" and result.error is not None and (
+            KERNEL_RESTARTED in result.error.evalue):
+        text += "\n" + format_error(result.error)  # the variables are gone: say so
+    elif result.status == "timeout":
         text += (
             f"\n[Timed out after {timeout:g} s: the run was interrupted. The kernel and its "
             "variables are intact. Make the code faster or work on less data.]"

@@ -18,6 +18,11 @@ TOOL_TEXT_CHARS = 20_000
 _IMAGE_TYPES = ("image/png", "image/jpeg")
 _STATUS: dict[str, RunStatus] = {"ok": "ok", "error": "error", "timeout": "timeout",
                                  "dead": "died"}
+#: What the model reads of a run whose kernel died (the server sends no error output then).
+_DIED = ErrorInfo("KernelDied", "the kernel died (out of memory, a crash, or the process "
+                  "exited): its variables and imports are lost and no more code can run "
+                  "until the session is restarted (Session.restart()); after that, run again "
+                  "what the task needs")
 
 
 def _joined(value: Any) -> str:
@@ -171,7 +176,7 @@ class Execution:
         """What the run showed, as a model reads it: outputs, `Out:` value, error, images noted."""
         error = self.error
         info = ErrorInfo(error.name, error.value, tuple(error.get("traceback", []))) \
-            if error is not None else None
+            if error is not None else _DIED if self.status == "dead" else None
         result = CodeResult(_STATUS.get(self.status, "error"), self.outputs,
                             self.duration_ms / 1000, self.execution_count, info)
         return format_result(result, self.duration_ms / 1000, TOOL_TEXT_CHARS)

@@ -42,3 +42,15 @@ class FilesElsewhere(SessionError):
     """The session's kernel runs where this server's disk is not (a remote gateway)."""
 
     status, reason = 409, "files_unavailable"
+
+
+class GatewayUnreachable(SessionError):
+    """The gateway that runs the session's kernel does not answer (gateway_health.py)."""
+
+    status, reason = 503, "gateway_unreachable"
+
+
+class KernelGone(SessionError):
+    """The gateway answers but no longer has the session's kernel (it restarted without it)."""
+
+    status, reason = 410, "kernel_gone"

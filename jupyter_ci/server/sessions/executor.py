@@ -29,6 +29,8 @@ from jupyter_ci.agent.types import CodeResult, ErrorInfo, Output, RunStatus
 
 #: Seconds to wait for the kernel to settle after an interrupt before calling it dead.
 INTERRUPT_GRACE_S = 10.0
+#: The ename of a "died" run whose kernel is alive but ignored the interrupt (it runs on).
+STUCK = "KernelStuck"
 #: How often to check that the kernel is still alive while waiting for messages.
 POLL_S = 1.0
 #: Seconds at most a run waits for late outputs after its idle status (see late_s).
@@ -291,13 +293,17 @@ class KernelExecutor:
         run = _Run(self.client.execute(code, store_history=True, allow_stdin=False),
                    outputs)
         status = await self._follow(run, started + timeout)
+        stuck = False
         if status == "timeout":
             await self.control.interrupt()
             if not await self._settle(run):
-                status = "died"
+                # Alive but deaf to SIGINT: the session manager may restart it (STUCK).
+                status, stuck = "died", await self.control.is_alive()
+        error = ErrorInfo(STUCK, f"the code was still running after {timeout:g} s and did "
+                          f"not stop within {INTERRUPT_GRACE_S:g} s of the interrupt") if (
+            stuck) else self._error(status, run, timeout)
         return CodeResult(status, run.outputs.merged(), time.monotonic() - started,
-                          run.execution_count, self._error(status, run, timeout),
-                          updated=run.outputs.updated_elsewhere())
+                          run.execution_count, error, updated=run.outputs.updated_elsewhere())
 
     async def _follow(self, run: _Run, deadline: float) -> RunStatus:
         """Read messages until the run is idle, the deadline passes or the kernel dies."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -53,7 +54,12 @@ class FileHandler(SessionAPIHandler):
     def data_received(self, chunk: bytes) -> None:
         """Write the upload as it arrives; past the limit, drop it and answer 413 now."""
         if self._upload is not None and not self._too_large:
-            self._too_large = not self._upload.write(chunk)
+            try:
+                self._too_large = not self._upload.write(chunk)
+            except OSError as error:  # a full disk: answer now, keep nothing
+                self._upload.abort()
+                self._upload, self._too_large = None, True
+                return self.fail(_refusal(self.path_kwargs["path"], error))
             if self._too_large and not self._finished:
                 self._upload.abort()
                 self._upload = None
@@ -69,6 +75,8 @@ class FileHandler(SessionAPIHandler):
     async def put(self, sid: str, path: str) -> None:
         """Put the uploaded file in place and describe it."""
         self._body_read = True  # tornado calls put() once the whole body has arrived
+        if self._finished:  # refused while it arrived (too large, a full disk)
+            return
         upload, self._upload = self._upload, None
         if upload is None:
             return self.fail(Refused(400, "bad_request", "Nothing was uploaded."))
@@ -138,8 +146,20 @@ def _file_op(path: str, fn: Callable[..., T], *args: Any) -> T:
         raise Refused(404, "no_such_file", str(error)) from None
     except files.FilesUnsupported as error:
         raise Refused(409, "files_unavailable", str(error)) from None
-    except OSError as error:  # the system refuses (permissions, a race)
-        raise Refused(400, "file_error", f"{path!r}: {error.strerror or error}.") from None
+    except OSError as error:  # the system refuses (permissions, a full disk, a race)
+        raise _refusal(path, error) from None
+
+
+def _refusal(path: str, error: OSError) -> Refused:
+    """Map what the system refused: a full disk is 507, a file past its size limit 413."""
+    if error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return Refused(507, "insufficient_storage", f"{path!r} could not be written: no "
+                       "space is left on the disk of the session's directory (or its quota is "
+                       "used up). Nothing was kept; delete files or ask the server's admin.")
+    if error.errno == errno.EFBIG:
+        return Refused(413, "upload_too_large", f"{path!r} could not be written: the file is "
+                       "larger than this system lets the server write. Nothing was kept.")
+    return Refused(400, "file_error", f"{path!r}: {error.strerror or error}.")
 
 
 def _too_large(limit: int) -> str:

@@ -269,13 +269,17 @@ class Upload:
         return describe(self.target, size)
 
     def abort(self) -> None:
-        """Drop the partial file."""
-        if not self._file.closed:
-            self._file.close()
-        if self._folder >= 0:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self._temp, dir_fd=self._folder)
-        self._close_folder()
+        """Drop the partial file (also when closing it fails: a full disk fails its flush)."""
+        try:
+            if not self._file.closed:
+                self._file.close()  # closes the descriptor even when the flush fails
+        except OSError:
+            pass
+        finally:
+            if self._folder >= 0:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self._temp, dir_fd=self._folder)
+            self._close_folder()
 
     def _close_folder(self) -> None:
         if self._folder >= 0:

@@ -15,7 +15,7 @@ from typing import Any
 
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
-from tornado import web
+from tornado import iostream, web
 
 from jupyter_ci.agent.outputs import OutputEvent
 from jupyter_ci.config import JupyterCI
@@ -27,7 +27,7 @@ from jupyter_ci.server.sessions.fields import optional_str as _optional_str
 from jupyter_ci.server.sessions.fields import timeout_of as _timeout
 from jupyter_ci.server.sessions.fields import validate_cwd_name, validate_env
 from jupyter_ci.server.sessions.manager import SessionManager
-from jupyter_ci.server.sessions.results import execute_result, notebook
+from jupyter_ci.server.sessions.results import execute_result, notebook_pieces
 from jupyter_ci.server.sessions.session import Session
 
 SID = r"(?P<sid>[^/]+)"  # any id: an unknown one gets our JSON 404
@@ -343,9 +343,18 @@ class NotebookHandler(SessionAPIHandler):
     async def get(self, sid: str) -> None:
         """Return the notebook."""
         session = self.manager.get(sid)
-        # nbformat validates every cell it makes: off the event loop.
-        self.finish(json.dumps(await asyncio.to_thread(
-            notebook, session.history, session.kernel_name, session.id, session.language)))
+        # nbformat validates every cell it makes, and a history of tens of MB takes a while
+        # to encode: all off the event loop, which sends the bytes in slices between others.
+        pieces = await asyncio.to_thread(notebook_pieces, session.history, session.kernel_name,
+                                         session.id, session.language)
+        self.set_header("Content-Type", "application/json")
+        try:
+            for piece in pieces:
+                self.write(piece)
+                await self.flush()
+        except iostream.StreamClosedError:
+            return  # the client hung up: nothing to answer
+        self.finish()
 
 
 class FilesHandler(SessionAPIHandler):

@@ -22,10 +22,11 @@ from jupyter_client.kernelspec import NoSuchKernel
 from jupyter_core.utils import ensure_async
 
 from jupyter_ci.config import JupyterCI
-from jupyter_ci.server.gateway import is_gateway, kernel_client
+from jupyter_ci.server.gateway import connected, is_gateway, kernel_client
 from jupyter_ci.server.sessions import languages
 from jupyter_ci.server.sessions.errors import CannotSandbox, KernelUnavailable, SessionError
 from jupyter_ci.server.sessions.executor import POLL_S, KernelControl, KernelExecutor
+from jupyter_ci.server.sessions.orphans import Orphans
 from jupyter_ci.server.sessions.sandbox import CannotBox, Choice, choose, session_environ
 
 READY_S = 60.0  # a kernel that is not ready by then is not going to be
@@ -66,6 +67,9 @@ class SessionKernels:
         self.elsewhere: set[str] = set()
         self._filling: asyncio.Task[None] | None = None
         self._closing = False
+        self._disposing: set[asyncio.Future[None]] = set()  # pooled kernels being shut down
+        #: Records of the kernels while they run, for the next start after a kill (orphans.py).
+        self.orphans = Orphans(root, ci.session_orphans_kept, log)
 
     # -- the pool ---------------------------------------------------------------------
 
@@ -100,11 +104,18 @@ class SessionKernels:
             return None
         while self.pool:
             pooled = self.pool.pop(0)
-            if pooled.kernel_id in self.km:
+            if pooled.kernel_id in self.km and connected(pooled.client):
                 return pooled
+            if pooled.kernel_id in self.km:  # its gateway went away meanwhile: shut it down
+                task = asyncio.ensure_future(self.dispose(pooled.client, pooled.kernel_id,
+                                                          pooled.directory))
+                self._disposing.add(task)
+                task.add_done_callback(self._disposing.discard)
+                continue
             # Shut down from elsewhere: JupyterLab's Running panel lists every kernel.
             pooled.client.stop_channels()
             shutil.rmtree(pooled.directory, ignore_errors=True)
+            self.orphans.forget(pooled.kernel_id)
         return None
 
     async def stop_filling(self) -> None:
@@ -166,6 +177,8 @@ class SessionKernels:
         except BaseException:  # cancelled: the server is stopping
             shutil.rmtree(directory, ignore_errors=True)
             raise
+        self.orphans.record(str(kernel_id), sid, directory, None if is_gateway(self.km) else
+                            getattr(self.km.get_kernel(kernel_id), "connection_file", None))
         return Started(sid, str(kernel_id), directory, choice)
 
     def _start_arguments(self, choice: Choice, env: dict[str, str] | None, directory: Path
@@ -242,6 +255,10 @@ class SessionKernels:
         async def is_alive() -> bool:
             if kernel_id not in self.km:
                 return False
+            if not connected(client):
+                # Its websocket to the gateway ended: no message of this run can come any
+                # more, though the kernel may live (the manager says why: gateway_health.py).
+                raise ConnectionError("the websocket to the kernel's gateway ended")
             return bool(await ensure_async(self.km.get_kernel(kernel_id).is_alive()))
 
         return KernelExecutor(client, KernelControl(interrupt, is_alive),
@@ -265,3 +282,4 @@ class SessionKernels:
         if client is not None:
             client.stop_channels()
         await asyncio.to_thread(shutil.rmtree, directory, True)
+        self.orphans.forget(kernel_id)

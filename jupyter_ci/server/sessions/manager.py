@@ -16,10 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_core.utils import ensure_async
+from tornado import web
 
+from jupyter_ci.agent.feedback import KERNEL_RESTARTED
 from jupyter_ci.agent.outputs import OnOutput
 from jupyter_ci.agent.types import CodeResult, ErrorInfo, FileInfo
 from jupyter_ci.config import JupyterCI
+from jupyter_ci.server.gateway import is_gateway
 from jupyter_ci.server.sessions import files, languages
 from jupyter_ci.server.sessions.errors import (
     FilesElsewhere,
@@ -27,6 +30,8 @@ from jupyter_ci.server.sessions.errors import (
     TooManySessions,
     UnknownSession,
 )
+from jupyter_ci.server.sessions.executor import STUCK
+from jupyter_ci.server.sessions.gateway_health import GatewayWatch, translate
 from jupyter_ci.server.sessions.kernels import SessionKernels, Started
 from jupyter_ci.server.sessions.ports import ModelPort, ask_token_id
 from jupyter_ci.server.sessions.results import History, code_cell, execute_result
@@ -55,6 +60,10 @@ class SessionManager:
         #: Why recently ended sessions ended, by id (the last ENDED_KEPT).
         self.ended: dict[str, str] = {}
         self.kernels = SessionKernels(kernel_manager, self.root_dir, self.root, ci, log)
+        # What a killed server left: cleared now, its sessions' 404s say so (orphans.py).
+        self.ended.update(self.kernels.orphans.recover())
+        #: Sessions whose gateway went away (gateway_health.py); idle without a gateway.
+        self.watch = GatewayWatch(self.kernels, is_gateway(kernel_manager), log)
         self._starting = 0  # sessions being created, counted against max_sessions
 
     # -- lifecycle --------------------------------------------------------------------
@@ -76,6 +85,8 @@ class SessionManager:
             session = await self._connect(started)
             session.language = language
             session.executor.late_s = languages.LATE_OUTPUTS_S.get(language, 0.0)
+        except web.HTTPError as error:  # a gateway's kernelspecs or start
+            raise translate(error) or error from None
         finally:
             self._starting -= 1
         self.sessions[session.id] = session
@@ -97,6 +108,7 @@ class SessionManager:
         if session is None:
             raise UnknownSession(f"No session {sid!r}.")
         session.closed = True
+        self.watch.forget(session)
         # So a client that reconnects by id is told what became of it (a bounded memory).
         self.ended[sid] = f"The session {sid!r} {why}: its kernel and files are gone."
         while len(self.ended) > ENDED_KEPT:
@@ -105,8 +117,9 @@ class SessionManager:
             task.cancel()  # an ask's model call stops now, not when its reply would end
         if self.service is not None:
             self.service.close_budget(ask_token_id(sid))  # its asks' budget (ask.py)
-        await self.kernels.dispose(session.client, session.kernel_id, session.directory,
-                                   session.lock)
+        if not session.restarting:  # else the restart shuts it down as it ends (_renew)
+            await self.kernels.dispose(session.client, session.kernel_id, session.directory,
+                                       session.lock)
 
     async def restart(self, sid: str) -> Session:
         """Restart the kernel (state cleared, files kept) and reconnect."""
@@ -117,21 +130,55 @@ class SessionManager:
         async with session.lock:
             if session.closed:
                 raise UnknownSession(f"The session {sid!r} was deleted.")
-            session.client.stop_channels()
-            try:
-                await self._restart_kernel(session.kernel_id)
-                session.client = await self.kernels.client(session.kernel_id,
-                                                           session.directory)
-            except Exception as exc:
-                session.dead = True
-                raise KernelUnavailable(f"The session's kernel could not be restarted "
-                                        f"({type(exc).__name__}); delete the session.") from exc
-            session.executor = self.kernels.executor(session.kernel_id, session.client)
-            session.executor.late_s = languages.LATE_OUTPUTS_S.get(session.language, 0.0)
-            session.dead = False
+            await self._renew(session)
             session.history.clear()
-            session.last_activity = time.time()
         return session
+
+    async def _renew(self, session: Session) -> None:
+        """Restart the kernel of a session whose lock the caller holds, and reconnect."""
+        await self.watch.ensure(session)  # a gateway that is away: 503 or 410, as a run
+        if session.closed:  # deleted meanwhile; no await from here to `restarting`
+            raise UnknownSession(f"The session {session.id!r} was deleted.")
+        session.restarting, failed = True, None
+        session.client.stop_channels()
+        try:
+            await self._restart_kernel(session.kernel_id)
+            session.client = await self.kernels.client(session.kernel_id, session.directory)
+        except Exception as exc:
+            session.dead, failed = True, exc
+        finally:
+            session.restarting = False
+        if session.closed:  # deleted while it restarted: the delete left the kernel to us
+            await self.kernels.dispose(session.client, session.kernel_id, session.directory)
+            raise UnknownSession(f"The session {session.id!r} was deleted while it restarted.")
+        if failed is not None:
+            raise KernelUnavailable(f"The session's kernel could not be restarted "
+                                    f"({type(failed).__name__}); delete the session.") from failed
+        session.executor = self.kernels.executor(session.kernel_id, session.client)
+        self.watch.watch(session)
+        session.executor.late_s = languages.LATE_OUTPUTS_S.get(session.language, 0.0)
+        session.dead = False
+        session.last_activity = time.time()
+
+    async def _unstick(self, session: Session, result: CodeResult) -> CodeResult:
+        """Restart a kernel deaf to a timeout's interrupt (restart_on_stuck_interrupt)."""
+        said = result.error.evalue if result.error is not None else "the code did not stop"
+        if not self.ci.restart_on_stuck_interrupt:
+            result.error = ErrorInfo("KernelDied", f"{said}, and runs on: restart the session "
+                                     "(c.JupyterCI.restart_on_stuck_interrupt is off)")
+            return result
+        try:
+            await self._renew(session)
+        except KernelUnavailable as error:
+            result.error = ErrorInfo("KernelDied", f"{said}; {error.message}")
+            return result
+        session.history.clear()  # as a restart does: the notebook starts with this run
+        message = (f"{said}: {KERNEL_RESTARTED}. Run again what the next code needs "
+                   "(imports, data, definitions), and make this code faster or stoppable.")
+        outputs = [*result.outputs, {"output_type": "error", "ename": "TimeoutError",
+                                     "evalue": message, "traceback": []}]
+        return CodeResult("timeout", outputs, result.duration_s, result.execution_count,
+                          ErrorInfo("TimeoutError", message), updated=result.updated)
 
     async def _restart_kernel(self, kernel_id: str) -> None:
         """Restart a kernel through the kernel manager, once more if its restarter was at it."""
@@ -159,6 +206,7 @@ class SessionManager:
         # `env` (this run's variables) is never recorded: not in the history, not logged.
         if session.closed:
             raise UnknownSession(f"The session {session.id!r} was deleted.")
+        await self.watch.ensure(session)  # a gateway that went away: reconnect, or say why not
         if session.dead:
             # Its state is gone, even if the server restarted the kernel on its own: say so
             # rather than run in a blank kernel, until the client restarts the session.
@@ -169,6 +217,8 @@ class SessionManager:
         before = await files.walk(session.file_count, files.snapshot,
                                   session.directory) if here else {}
         result = await self._run(session, code, timeout, on_output, env)
+        if result.error is not None and result.error.ename == STUCK:
+            result = await self._unstick(session, result)  # alive, deaf to the interrupt
         languages.name_error(result)  # bash's errors carry only an exit status
         session.dead = session.dead or result.status == "died"
         changed = await files.walk(len(before), files.changed, session.directory,
@@ -188,8 +238,9 @@ class SessionManager:
                 result = await session.executor.run(code, timeout, on_output, around=around)
             else:
                 result = await session.executor.run(code, timeout, on_output, env)
-        except Exception:
+        except Exception as exc:
             if not session.closed:
+                await self.watch.explain(session, exc)  # the gateway went away: 503 or 410
                 raise
             # Deleting shuts the kernel and closes the channels under a run in flight.
             raise UnknownSession(f"The session {session.id!r} was deleted while this "
@@ -209,6 +260,7 @@ class SessionManager:
     async def cull(self) -> None:
         """Delete the sessions idle for longer than c.JupyterCI.session_idle_timeout."""
         limit = self.ci.session_idle_timeout
+        await asyncio.to_thread(self.kernels.orphans.prune)  # lost sessions' files past time
         if limit <= 0:
             return
         now = time.time()
@@ -227,6 +279,7 @@ class SessionManager:
         for sid in list(self.sessions):
             await self.delete(sid)
         await self.kernels.empty()
+        self.kernels.orphans.release()
 
     def directory(self, sid: str) -> Path:
         """Return the session's directory for the files routes, if its kernel uses it."""
@@ -248,6 +301,7 @@ class SessionManager:
                           history=History(self.ci.session_history_output_bytes,
                                           self.ci.session_history_bytes),
                           sandboxed=started.choice.sandboxed)
+        self.watch.watch(session)
         # The server's restarter revives a kernel that died while idle, blank: that is dead too.
         add_callback = getattr(self.km.get_kernel(started.kernel_id), "add_restart_callback",
                                None)  # none on a gateway's kernels

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -116,3 +117,24 @@ def notebook(history: History, kernel_name: str, session_id: str, language: str 
     kernelspec = {"name": kernel_name, "display_name": kernel_name, "language": language}
     return _new_notebook(cells=cells, metadata={"kernelspec": kernelspec,
                                                  "jupyter_ci": {"session": session_id}})
+
+
+#: Bytes of an exported notebook written to the connection at a time.
+EXPORT_SLICE = 256 * 1024
+
+
+def notebook_pieces(history: History, kernel_name: str, session_id: str,
+                    language: str = "python") -> list[bytes]:
+    """Return the notebook's JSON in pieces, a cell each (for a worker thread).
+
+    Encoding JSON holds the GIL for a whole call: one call over 100 MB of history would
+    stall the server's event loop as surely as running it there.
+    """
+    whole = notebook(history, kernel_name, session_id, language)
+    rest = json.dumps({k: v for k, v in whole.items() if k != "cells"})  # never empty
+    pieces = [b'{"cells": [']
+    for index, cell in enumerate(whole["cells"]):
+        text = (", " if index else "").encode() + json.dumps(cell).encode()
+        # Sent a slice at a time, so the loop does little between other requests' turns.
+        pieces += [text[at:at + EXPORT_SLICE] for at in range(0, len(text), EXPORT_SLICE)]
+    return [*pieces, f"], {rest[1:]}".encode()]

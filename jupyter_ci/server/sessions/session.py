@@ -35,6 +35,9 @@ class Session:
     gateway_trouble: tuple[str, str] | None = None
     #: Deleted (or culled): a run still in flight ends as UnknownSession, not a crash.
     closed: bool = False
+    #: Its kernel is being restarted: a delete meanwhile leaves the shutdown to the restart
+    #: (a kernel manager shutting down a kernel it is restarting leaks the new one).
+    restarting: bool = False
     #: What the ask route keeps between asks of this session (its Memory).
     memory: Any = None
     #: Files in the directory at the last look (small directories are looked at inline).
