@@ -296,6 +296,52 @@ def test_timer_never_fires_after_run_returned(kernel: Kernel) -> None:
     assert_ok(kernel.ci_run("'calm'"))
 
 
+def test_one_timer_thread_and_a_shorter_timeout_after_longer_ones(kernel: Kernel) -> None:
+    # The timer thread sleeps until the earliest deadline it holds: a shorter timeout than
+    # those of the runs before must wake it, and no run starts a thread of its own.
+    code = textwrap.dedent("""\
+        import threading, time
+        from jupyter_ci.kernel.executor import ShellExecutor
+        ex = ShellExecutor(get_ipython(), passthrough=False)
+        for i in range(5):
+            ex.run("x = 1", 60)
+        started = time.monotonic()
+        short = ex.run("import time\\ntime.sleep(20)", 0.5)
+        took = time.monotonic() - started
+        timers = [t.name for t in threading.enumerate()].count("jupyter-ci-timeout")
+        (short.status, took < 5, timers)""")
+    assert kernel.value(code) == "('timeout', True, 1)"
+    assert_ok(kernel.ci_run("'calm'"))
+
+
+def test_own_displays_send_what_ipython_display_sends(kernel: Kernel) -> None:
+    # LiveMarkdown builds its display messages itself (fewer waits for the IOPub thread):
+    # they must be what IPython's display() and update_display() send.
+    def shown(code: str) -> list[tuple[str, Any]]:
+        reply, msgs = kernel.execute(code)
+        assert reply["status"] == "ok", reply
+        return [(m["msg_type"], m["content"]) for m in msgs
+                if m["msg_type"] in ("display_data", "update_display_data")]
+
+    setup = ("from jupyter_ci.kernel import views\n"
+             "def _show(text_1, text_2):\n"
+             "    v = views.LiveMarkdown(); v.set(text_1); v.set(text_2)\n"
+             "    return v._handle.display_id\n")
+    ours = shown(setup + "_id = _show('a *b*', 'c <img src=x onerror=1>')")
+    ours_id = kernel.value("_id").strip("'")
+    theirs = shown("_ours = views.show_own_display, views.update_own_display\n"
+                   "views.show_own_display = lambda data: None\n"
+                   "views.update_own_display = lambda data, display_id: False\n"
+                   "_id = _show('a *b*', 'c <img src=x onerror=1>')\n"
+                   "views.show_own_display, views.update_own_display = _ours")
+    theirs_id = kernel.value("_id").strip("'")
+    assert len(ours) == 2 and [kind for kind, _ in ours] == ["display_data", "update_display_data"]
+    assert [(kind, {**content, "transient": {}}) for kind, content in ours] == [
+        (kind, {**content, "transient": {}}) for kind, content in theirs]
+    assert [content["transient"] for _, content in ours] == [{"display_id": ours_id}] * 2
+    assert [content["transient"] for _, content in theirs] == [{"display_id": theirs_id}] * 2
+
+
 @pytest.mark.parametrize("code", ["input('name? ')", "import getpass\ngetpass.getpass()"])
 def test_input_raises_instead_of_hanging(kernel: Kernel, code: str) -> None:
     run = kernel.ci_run(code, timeout=20)

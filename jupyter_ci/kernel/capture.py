@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
+import threading
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING, Any
@@ -42,9 +44,101 @@ def swap(obj: object, name: str, value: object) -> Iterator[None]:
 
 def flush_std_streams() -> None:
     """Flush stdout/stderr: ipykernel then sends the pending stream messages."""
-    for stream in (sys.stdout, sys.stderr):
-        if stream is not None:
+    streams: list[Any] = [stream for stream in (sys.stdout, sys.stderr) if stream is not None]
+    pub_thread = _shared_pub_thread(streams)
+    if pub_thread is None:
+        for stream in streams:
             stream.flush()
+        return
+    # ipykernel's flush() is a round trip to its IOPub thread per stream, each queued behind
+    # what that thread has to send; one round trip does both, in the same order.
+    done = threading.Event()
+    for stream in streams:
+        pub_thread.schedule(stream._flush)
+    pub_thread.schedule(done.set)
+    if not done.wait(max(stream.flush_timeout for stream in streams)):
+        print("IOStream.flush timed out", file=sys.__stderr__)
+        return
+    for stream in streams:  # what an untouched stream looks like from now on
+        _FLUSHED[id(stream)] = (stream, getattr(stream, "_buffers", None))
+
+
+#: Per ipykernel stream: the stream and its (empty) buffers as the last flush here left them.
+_FLUSHED: dict[int, tuple[Any, Any]] = {}
+
+
+def settle_std_streams() -> None:
+    """Flush stdout/stderr, unless nothing was written to them since the last flush here.
+
+    ipykernel swaps a stream's buffers for new ones each time it sends them: the same empty
+    buffers mean that nothing was written, and nothing is on its way, since then.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        if stream is None:
+            continue
+        seen, buffers = _FLUSHED.get(id(stream), (None, None))
+        if seen is not stream or getattr(stream, "_buffers", None) is not buffers or buffers \
+                or getattr(stream, "_flush_pending", True):
+            flush_std_streams()
+            return
+
+
+def _shared_pub_thread(streams: list[Any]) -> Any:
+    """Return the IOPub thread of ipykernel streams that all share it, if this is not it."""
+    threads = {id(getattr(stream, "pub_thread", None)) for stream in streams}
+    pub_thread = getattr(streams[0], "pub_thread", None) if len(threads) == 1 else None
+    thread = getattr(pub_thread, "thread", None)
+    if thread is None or not thread.is_alive() or thread.ident == threading.get_ident():
+        return None  # not ipykernel's streams (plain IPython, a user's tee), or on that thread
+    if not all(callable(getattr(stream, "_flush", None)) and isinstance(
+            getattr(stream, "flush_timeout", None), int | float) for stream in streams):
+        return None
+    return pub_thread
+
+
+def show_own_display(data: dict[str, Any]) -> str | None:
+    """Show a new display of the ask's own and return its display_id (None: not shown).
+
+    As IPython's `display(data, raw=True, display_id=True)`, with one round trip to flush
+    stdout/stderr (none when nothing was written since the last flush), not two.
+    """
+    display_id = uuid.uuid4().hex
+    if not _send_own_display("display_data", data, display_id, settle_std_streams):
+        return None
+    return display_id
+
+
+def update_own_display(data: dict[str, Any], display_id: str) -> bool:
+    """Rewrite one of the ask's own displays in place, without flushing stdout/stderr.
+
+    ipykernel flushes both streams before each display message, to keep prints and displays
+    in order: two round trips to its IOPub thread. An update rewrites a display where it is,
+    so that order does not matter to it. Returns False where this does not apply (plain
+    IPython, output hooks, display history), for the caller to update as usual.
+    """
+    return _send_own_display("update_display_data", data, display_id, None)
+
+
+def _send_own_display(msg_type: str, data: dict[str, Any], display_id: str,
+                      before: Callable[[], None] | None) -> bool:
+    """Send a display message as ipykernel's display publisher does; False: not here."""
+    from IPython import get_ipython
+
+    pub: Any = getattr(get_ipython(), "display_pub", None)
+    session, socket = getattr(pub, "session", None), getattr(pub, "pub_socket", None)
+    if session is None or socket is None or getattr(pub, "_hooks", True) or getattr(
+            pub, "store_display_history", True):
+        return False
+    from ipykernel import jsonutil
+
+    clean: Callable[[Any], Any] = jsonutil.json_clean
+    encode: Callable[[Any], Any] = jsonutil.encode_images
+    if before is not None:
+        before()
+    content = {"data": encode(data), "metadata": {}, "transient": {"display_id": display_id}}
+    msg = session.msg(msg_type, clean(content), parent=pub.parent_header)
+    session.send(socket, msg, ident=pub.topic)
+    return True
 
 
 @contextmanager

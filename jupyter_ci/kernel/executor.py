@@ -14,26 +14,24 @@ import builtins
 import contextlib
 import getpass
 import logging
-import signal
 import sys
-import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from jupyter_ci import workdir
 from jupyter_ci.agent.feedback import strip_ansi
 from jupyter_ci.agent.outputs import OnOutput, OutputList
 from jupyter_ci.agent.types import CodeResult, ErrorInfo, FileInfo, Output, RunStatus
+from jupyter_ci.kernel.alarm import Alarm
 from jupyter_ci.kernel.capture import (
     MISSING,
-    flush_std_streams,
     put_back,
+    settle_std_streams,
     swap,
     tap_session,
     tap_shell,
@@ -48,8 +46,8 @@ INPUT_HINT = ("input() is not available to generated code: define the value in c
               "the user in your answer")
 EXIT_HINT = ("exit()/quit()/sys.exit() do not work in generated code and the kernel keeps "
              "running: remove the call, or raise an exception to stop early")
-#: Seconds between further SIGINTs after the timeout, in case the code swallowed one.
-REFIRE_S = 1.0
+#: Inputs IPython's history keeps in memory while generated code runs (see _history_cached).
+HISTORY_CACHE = 1_000
 
 
 
@@ -96,83 +94,27 @@ def _guarded(shell: InteractiveShell) -> Iterator[None]:
         yield
 
 
-@dataclass
-class _Alarm:
-    """Interrupt the main thread with SIGINT after a timeout, never after the cell ended."""
+@contextmanager
+def _history_cached(shell: InteractiveShell) -> Iterator[None]:
+    """Keep the run's input in IPython's history cache; the next cell writes it out.
 
-    timeout: float
-    sent: int = 0  # SIGINTs the timer sent
-    late: bool = False  # a SIGINT arrived after the cell ended
-    _armed: bool = True
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-    _cancel: threading.Event = field(default_factory=threading.Event)
-
-    def __post_init__(self) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            # Python runs signal handlers on the main thread only (ipykernel subshells run
-            # cells elsewhere): there the timeout is not enforced.
-            log.warning("not on the main thread: the timeout cannot be enforced")
-            self._armed = False  # and the timer must not interrupt the main thread instead
-
-    @contextmanager
-    def installed(self) -> Iterator[None]:
-        """Let SIGINT raise KeyboardInterrupt in the cell; take any late signal at the end."""
-        if not self._armed:
-            yield
-            return
-        # The C default_int_handler (ipykernel's choice too) adds no frame to tracebacks.
-        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-        try:
-            yield
-        finally:
-            try:
-                self._disarm()
-            finally:
-                # None: a handler not set from Python, which cannot be put back from here.
-                restore = signal.default_int_handler if previous is None else previous
-                signal.signal(signal.SIGINT, restore)
-        if self.late and not self.sent:
-            raise KeyboardInterrupt  # not ours: the user pressed Stop just after the cell
-
-    def start(self) -> None:
-        """Start the timer."""
-        threading.Thread(target=self._wait, name="jupyter-ci-timeout", daemon=True).start()
-
-    def stop(self) -> None:
-        """From now on, absorb SIGINTs instead of raising: the cell has ended."""
-        if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGINT, self._absorb)
-
-    def _wait(self) -> None:
-        delay, target = self.timeout, threading.main_thread().ident
-        # Keep interrupting, as a user would: `except:` in a retry loop swallows one SIGINT.
-        while not self._cancel.wait(delay) and target is not None:
-            with self._lock:  # _disarm takes it too: no signal is sent after _disarm
-                if not self._armed:
-                    return
-                self.sent += 1
-                # pthread_kill, not os.kill: only a signal aimed at the main thread makes a
-                # blocking call there (time.sleep, select, wait) return with EINTR.
-                signal.pthread_kill(target, signal.SIGINT)
-            delay = REFIRE_S
-
-    def _absorb(self, signum: int, frame: FrameType | None) -> None:
-        self.late = True
-
-    def _disarm(self) -> None:
-        self.stop()
-        with self._lock:
-            self._armed = False
-        self._cancel.set()
-        # A signal sent just before is pending or delivered: consume a pending one, and
-        # unblocking runs the Python handler (_absorb) of a delivered one, before run() ends.
-        sigint = {signal.SIGINT}
-        signal.pthread_sigmask(signal.SIG_BLOCK, sigint)
-        try:
-            if signal.sigtimedwait(sigint, 0) is not None:
-                self.late = True
-        finally:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, sigint)
+    IPython writes each cell's input to its SQLite database on a thread that holds the
+    cache's lock through the commit (an fsync): a step right after another waited for the
+    other's commit, milliseconds on a busy disk. As with IPython's `db_cache_size`, the
+    inputs are written with the next cell's (or when the kernel exits); `In`, `_ih` and
+    `%history` have them at once.
+    """
+    manager: Any = getattr(shell, "history_manager", None)
+    size = getattr(manager, "db_cache_size", None)
+    if not isinstance(size, int) or size >= HISTORY_CACHE:
+        yield
+        return
+    manager.db_cache_size = HISTORY_CACHE
+    try:
+        yield
+    finally:
+        if manager.db_cache_size == HISTORY_CACHE:  # else the code set it: keep that
+            manager.db_cache_size = size
 
 
 def _traceback_lines(output: Output | None) -> tuple[str, ...]:
@@ -210,7 +152,7 @@ def missing_module_name(exc: BaseException) -> str | None:
     return None
 
 
-def _outcome(result: ExecutionResult | None, alarm: _Alarm, collector: OutputList,
+def _outcome(result: ExecutionResult | None, alarm: Alarm, collector: OutputList,
              repr_failed: bool, timeout: float) -> tuple[RunStatus, ErrorInfo | None]:
     """Classify a run and describe its error for the model."""
     exc = None if result is None else (result.error_before_exec or result.error_in_exec)
@@ -248,14 +190,15 @@ class ShellExecutor:
 
     def run(self, code: str, timeout: float) -> CodeResult:
         """Run `code` in the user namespace, interrupting it after `timeout` seconds."""
-        collector, alarm = OutputList(self.on_output), _Alarm(timeout)
-        flush_std_streams()  # what the %%ask cell printed itself is not this code's output
+        collector, alarm = OutputList(self.on_output), Alarm(timeout)
+        settle_std_streams()  # what the %%ask cell printed itself is not this code's output
         before = self._snapshot()
         started = time.monotonic()
         with ExitStack() as stack:
             stack.enter_context(self._tap(collector))
             stack.enter_context(_guarded(self.shell))
             stack.enter_context(alarm.installed())
+            stack.enter_context(_history_cached(self.shell))
             result = self._run_cell(code, alarm)
             # ipykernel fails a request whose _repr_*_ method raised inside the displayhook.
             repr_failed = bool(getattr(self.shell, "_last_traceback_during_displayhook", 0))
@@ -291,7 +234,7 @@ class ShellExecutor:
             return tap_session(kernel, collector, self.passthrough)
         return tap_shell(self.shell, collector, self.passthrough)
 
-    def _run_cell(self, code: str, alarm: _Alarm) -> ExecutionResult | None:
+    def _run_cell(self, code: str, alarm: Alarm) -> ExecutionResult | None:
         """Run the cell; None when a KeyboardInterrupt escaped IPython's own handling."""
         streams = (sys.stdout, sys.stderr)
         writes = [vars(s).get("write", MISSING) for s in streams]

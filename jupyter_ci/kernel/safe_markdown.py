@@ -57,7 +57,28 @@ def renderer() -> Callable[[str], Any]:
 
 def to_html(markdown: str) -> str:
     """Render Markdown to sanitised HTML in which no raw HTML of the source is live."""
+    lines = markdown.split("\n")
+    if len(lines) > 1 and all(_PLAIN_ITEM.fullmatch(line) for line in lines):
+        items = [_item_html(line) for line in lines]
+        if all(items):
+            return f"<ul>\n{''.join(items)}</ul>\n"
     return _clean(str(renderer()(markdown)), _TAGS)
+
+
+#: A list item that renders alike alone and in a list of such items (the %%ask cell's log,
+#: rendered again as each line is added): one line that starts with a letter (no thematic
+#: break, no nested list) and holds no link, reference definition or HTML.
+_PLAIN_ITEM = re.compile(r"- [^\W\d_][^\n\r\[\]<>]*")
+
+
+@functools.lru_cache(maxsize=512)
+def _item_html(line: str) -> str:
+    """Render one plain list item as its `<li>` element ("" if it does not render as one)."""
+    html = _clean(str(renderer()(line)), _TAGS)
+    head, tail = "<ul>\n<li>", "</li>\n</ul>\n"
+    if not (html.startswith(head) and html.endswith(tail)) or "<li>" in html[len(head):]:
+        return ""
+    return html.removeprefix("<ul>\n").removesuffix("</ul>\n")
 
 
 def _clean(html: str, tags: frozenset[str]) -> str:

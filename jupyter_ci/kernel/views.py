@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from IPython.display import display
+from IPython.display import DisplayHandle, display
 
 from jupyter_ci.agent.disclosure import Part, total_tokens
 from jupyter_ci.agent.events import (
@@ -32,7 +32,7 @@ from jupyter_ci.agent.loop import RunCode
 from jupyter_ci.agent.outputs import OutputEvent
 from jupyter_ci.agent.restart import RestartProblem
 from jupyter_ci.agent.types import CodeResult, Output
-from jupyter_ci.kernel.capture import OWN_DISPLAYS, update_own_display
+from jupyter_ci.kernel.capture import OWN_DISPLAYS, show_own_display, update_own_display
 from jupyter_ci.kernel.protocol import AskInfo
 from jupyter_ci.kernel.safe_markdown import bundle, collapsed
 from jupyter_ci.kernel.safe_outputs import inert_bundle
@@ -65,14 +65,15 @@ class LiveMarkdown:
     def flush(self) -> None:
         """Show the current text."""
         self.shown_at = time.monotonic()
+        data = bundle(self.text)
         if self._handle is None:
-            self._handle = display(bundle(self.text), raw=True, display_id=True)
+            shown = show_own_display(data)  # as display(), with fewer waits for IOPub
+            self._handle = DisplayHandle(shown) if shown else display(
+                data, raw=True, display_id=True)
             if self._handle is not None:
                 OWN_DISPLAYS.add(self._handle.display_id)
-        else:
-            data = bundle(self.text)
-            if not update_own_display(data, self._handle.display_id):
-                self._handle.update(data, raw=True)
+        elif not update_own_display(data, self._handle.display_id):
+            self._handle.update(data, raw=True)
 
 
 def keep_busy() -> None:
