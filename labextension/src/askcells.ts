@@ -84,6 +84,27 @@ export class AskCells {
     this.reveal?.(cell.id);
   }
 
+  /**
+   * Show a step that waits for the user's approval in the cell it will run in (as code the
+   * model wrote, see preview); return that cell's id, or null when there is none.
+   */
+  showPending(step: number, code: string): string | null {
+    this.preview(step, code);
+    return this._stepCell(step)?.id ?? this._previewCell()?.id ?? null;
+  }
+
+  /** A pending step was skipped: its new cell goes; a fix's cell gets its last run code back. */
+  dropPending(step: number): void {
+    const existing = this._stepCell(step);
+    const ran = this._codes.get(step);
+    if (existing !== null && ran !== undefined) {
+      existing.sharedModel.setSource(ran);
+      return;
+    }
+    this._removeCell(this._previewCell());
+    this._previewId = null;
+  }
+
   /** Insert the step's cell (attempt 1) or reset it for a new attempt. */
   startStep(step: number, attempt: number, code: string): void {
     this._codes.set(step, code);

@@ -8,6 +8,9 @@ import * as React from 'react';
 
 import { askStatusText, phaseText, stepText } from './asktext';
 import type { IAskView } from './conversation';
+import { AskCost } from './costview';
+import type { IReviewActions } from './reviewbox';
+import { AskReviews } from './reviewview';
 
 /** Render Markdown with the application's rendermime registry (sanitized). */
 function Markdown(props: { source: string; rendermime: IRenderMimeRegistry }): JSX.Element {
@@ -160,15 +163,21 @@ function Answer(props: { ask: IAskView; rendermime: IRenderMimeRegistry }): JSX.
   );
 }
 
-/** One ask of the conversation. */
-export function Ask(props: { ask: IAskView; rendermime: IRenderMimeRegistry }): JSX.Element {
+/** One ask of the conversation (`reviews`: what its edit reviews' buttons do). */
+export function Ask(props: {
+  ask: IAskView;
+  rendermime: IRenderMimeRegistry;
+  reviews?: IReviewActions | null;
+}): JSX.Element {
   const { ask } = props;
   return (
     <li className="jp-ci-ask-entry" data-jupyter-ci="ask" data-jupyter-ci-status={ask.status}>
       <div className="jp-ci-prompt-text">{ask.prompt}</div>
       <AskMeta ask={ask} />
       <Steps steps={ask.steps} />
+      <AskReviews ask={ask} actions={props.reviews ?? null} />
       <Answer ask={ask} rendermime={props.rendermime} />
+      <AskCost ask={ask} />
       <Sent parts={ask.sent} />
       {ask.error ? (
         <div className="jp-ci-error" data-jupyter-ci="error">

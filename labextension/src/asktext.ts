@@ -55,5 +55,6 @@ const PHASE_TEXT: Record<IPhase['what'], string> = {
 /** "thinking · 4 s": what a running ask does now and for how long, at `now`. */
 export function phaseText(phase: IPhase, now: number): string {
   const seconds = Math.max(0, Math.floor((now - phase.since) / 1000));
-  return `${PHASE_TEXT[phase.what]} · ${seconds} s`;
+  const approval = phase.what === 'waiting' && (phase.kind === 'step' || phase.kind === 'plan');
+  return `${approval ? 'waiting for your approval' : PHASE_TEXT[phase.what]} · ${seconds} s`;
 }

@@ -8,6 +8,7 @@ import type { INotebookModel } from '@jupyterlab/notebook';
 import type { Kernel, KernelMessage as KM } from '@jupyterlab/services';
 import type { IDisposable } from '@lumino/disposable';
 
+import type { NotebookApprovals } from './approvalcontrol';
 import { AskCells } from './askcells';
 import type { Conversation } from './conversation';
 import { KernelFollower } from './kernelfollower';
@@ -44,7 +45,8 @@ export class NotebookComm implements IDisposable {
     private readonly _model: () => INotebookModel | null,
     private readonly _conversation: Conversation,
     private readonly _trust: TrustGuard | null = null,
-    private readonly _reveal: ((cellId: string) => void) | null = null
+    private readonly _reveal: ((cellId: string) => void) | null = null,
+    private readonly _approvals: NotebookApprovals | null = null
   ) {
     this._follower = new KernelFollower(_session, {
       changed: () => this._lose('The kernel changed before the ask finished.'),
@@ -215,6 +217,8 @@ export class NotebookComm implements IDisposable {
     if (cells === undefined) {
       return; // not an ask of this notebook
     }
+    // A step or plan waiting for approval is shown with its buttons (approvalcontrol.ts).
+    this._approvals?.follow(msg, cells);
     if (msg.type === 'ask_end') {
       this._end(cells, msg);
       return;

@@ -16,6 +16,8 @@ export namespace CommandIDs {
   export const stop = 'jupyter-ci:stop';
   /** Show the side panel. */
   export const openPanel = 'jupyter-ci:open-panel';
+  /** Ask to fix the error of the active cell, in an `%%ask` cell below it (fixcell.ts). */
+  export const fixCell = 'jupyter-ci:fix-cell';
 }
 
 /** Id of the side panel widget. */

@@ -3,6 +3,8 @@
  */
 import { ISignal, Signal } from '@lumino/signaling';
 
+import { addTurn, atEnd, IAskCost } from './cost';
+import { IEditReview, reviewOf } from './editstate';
 import { errorText, isKnown } from './protocol';
 import type {
   AnyMessage,
@@ -14,8 +16,11 @@ import type {
   IStepEnd,
   IStepStart,
   IUnresolved,
+  IUsage,
+  IWaitingForUser,
   StepKind,
-  StepStatus
+  StepStatus,
+  WaitingKind
 } from './protocol';
 import type { IRecordedAsk } from './records';
 
@@ -43,6 +48,8 @@ export interface IPhase {
   since: number;
   /** While waiting: the question the kernel asks the user. */
   question?: string;
+  /** While waiting: what the question is about (a step or plan waits for approval). */
+  kind?: WaitingKind;
 }
 
 export interface IAskView {
@@ -74,6 +81,10 @@ export interface IAskView {
    * as plain text only, until the kernel reuses it (it checks the record's signature).
    */
   fromNotebook?: boolean;
+  /** Its tokens and price so far (cost.ts adds them up). */
+  cost?: IAskCost | null;
+  /** The edits of the user's cells it proposed, batch by batch, and what was decided. */
+  reviews?: IEditReview[];
 }
 
 /** The asks kept across page loads: the last ones, what was sent only for the last few. */
@@ -189,7 +200,10 @@ export class Conversation {
       case 'thinking':
         return this.thinking(msg.ask_id);
       case 'waiting_for_user':
-        return this.waitingForUser(msg.ask_id, msg.question);
+        this.proposeEdits(msg);
+        return this.waitingForUser(msg.ask_id, msg.question, msg.kind);
+      case 'usage':
+        return this.update(msg.ask_id, ask => this._addUsage(ask, msg));
       // warning, step_sent_back: the %%ask cell's log shows them (the kernel writes it).
     }
   }
@@ -236,12 +250,35 @@ export class Conversation {
   }
 
   /** The kernel asks the user a question (on stdin, in the notebook). */
-  waitingForUser(askId: string, question: string): void {
+  waitingForUser(askId: string, question: string, kind?: WaitingKind): void {
     const ask = this._find(askId);
     if (ask !== undefined) {
-      ask.phase = { what: 'waiting', since: Date.now(), question };
+      ask.phase = { what: 'waiting', since: Date.now(), question, kind };
       this._changed.emit();
     }
+  }
+
+  /** Edits of the user's cells to review (a waiting_for_user of kind "edits"). */
+  proposeEdits(msg: IWaitingForUser): void {
+    const review = reviewOf(msg);
+    if (review !== null) {
+      this.update(msg.ask_id, ask => {
+        ask.reviews = [...(ask.reviews ?? []), review];
+      });
+    }
+  }
+
+  /** Change the ask `askId` (edit reviews do, editreview.ts) and tell the views. */
+  update(askId: string, change: (ask: IAskView) => void): void {
+    const ask = this._find(askId);
+    if (ask !== undefined) {
+      change(ask);
+      this._changed.emit();
+    }
+  }
+
+  private _addUsage(ask: IAskView, msg: IUsage): void {
+    ask.cost = addTurn(ask.cost ?? undefined, msg);
   }
 
   stepStart(msg: IStepStart): void {
@@ -318,6 +355,14 @@ export class Conversation {
     }
     ask.error = errorText(msg.error);
     ask.unresolved = msg.unresolved ?? null;
+    if (msg.usage) {
+      ask.cost = atEnd(ask.cost ?? undefined, msg.usage);
+    }
+    for (const review of ask.reviews ?? []) {
+      if (review.state === 'open') {
+        review.state = 'closed'; // the ask ended before the page answered: nothing applies
+      }
+    }
     if (typeof msg.record?.created === 'string') {
       ask.created = msg.record.created;
     }
@@ -371,6 +416,7 @@ export class Conversation {
         error: recorded.error || null,
         unresolved: recorded.unresolved,
         created: recorded.created,
+        cost: recorded.cost ?? null,
         fromNotebook: true
       };
       const later = this._asks.findIndex(a => !!a.created && !!ask.created && a.created > ask.created);

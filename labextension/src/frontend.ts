@@ -15,6 +15,7 @@ import type { IDisposable } from '@lumino/disposable';
 import { asksAbove, codeAbove } from './cells';
 import { KernelFollower } from './kernelfollower';
 import { cellsAboveAsk, generatedAfter } from './notebookcells';
+import { readCells, sentCells } from './notebookcontext';
 import { FRONTEND_KEY, PROTOCOL_VERSION } from './protocol';
 
 type RequestExecute = Kernel.IKernelConnection['requestExecute'];
@@ -104,6 +105,10 @@ export function announce(
     frontend.above = above;
     if (above !== null) {
       frontend.asks_above = asksAbove(cells, cells.length) as unknown as JSONObject[];
+    }
+    // The notebook's code cells: the model may propose a new source for one (edit_cell).
+    if (model !== null) {
+      frontend.cells = sentCells(readCells(model), cells.length) as unknown as JSONObject[];
     }
   }
   return { ...(metadata ?? {}), [FRONTEND_KEY]: frontend };

@@ -12,10 +12,13 @@ import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { ITranslator } from '@jupyterlab/translation';
 
+import { manageApprovals } from './approvalcontrol';
 import { NotebookComm } from './comm';
 import { addCommands, CommandIDs, insertAndRunAsk, PANEL_ID } from './commands';
 import { Conversations } from './conversation';
 import { CellDecorator } from './decoration';
+import { reviewEdits } from './editreview';
+import { addFixCommand } from './fixcell';
 import { FrontendAnnouncer } from './frontend';
 import { askIcon, AskPanel } from './panel';
 import { PanelModel } from './panelmodel';
@@ -35,6 +38,8 @@ function manageNotebooks(
   const managed = new WeakSet<object>();
   const manage = (panel: NotebookPanel): void => {
     new CellDecorator(panel.content);
+    // Steps and plans waiting for approval, with their buttons in this view (approvalcontrol.ts).
+    const approvals = manageApprovals(tracker, panel);
     const context = panel.context;
     if (managed.has(context)) {
       return; // another view of the same document
@@ -58,9 +63,13 @@ function manageNotebooks(
         conversation.addRecorded(recordedAsks(notebookCells(context.model)));
       }
     });
-    const comm = new NotebookComm(panel.sessionContext, model, conversation, guard, reveal);
+    const comm = new NotebookComm(
+      panel.sessionContext, model, conversation, guard, reveal, approvals
+    );
     const announcer = new FrontendAnnouncer(panel.sessionContext, model);
+    const reviewer = reviewEdits(tracker, panel, conversation);
     context.disposed.connect(() => {
+      reviewer.dispose();
       comm.dispose();
       announcer.dispose();
       guard.dispose();
@@ -77,7 +86,7 @@ function addPanel(
   rendermime: IRenderMimeRegistry,
   restorer: ILayoutRestorer | null
 ): void {
-  const panel = new AskPanel(model, rendermime);
+  const panel = new AskPanel(model, rendermime, app.commands);
   panel.id = PANEL_ID;
   panel.title.icon = askIcon;
   panel.title.caption = 'jupyter-ci: ask in the current notebook';
@@ -139,6 +148,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
 
     const contents = app.serviceManager.contents;
     const model = new PanelModel({ tracker, conversations, ask, contents });
+    // "Fix" in the cell toolbar and the panel asks with the model the panel picked.
+    addFixCommand(app, { tracker, ask, model: () => model.pickedModel || null, icon: askIcon });
     addPanel(app, model, rendermime, restorer);
     void model.refreshConfig();
     if (settingRegistry !== null) {

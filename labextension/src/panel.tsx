@@ -6,9 +6,14 @@
  */
 import type { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { LabIcon, VDomRenderer } from '@jupyterlab/ui-components';
+import type { CommandRegistry } from '@lumino/commands';
 import * as React from 'react';
 
+import { ApprovalPrompt, FixButton } from './approvalview';
 import { Ask } from './askentry';
+import { CommandIDs } from './commands';
+import { NotebookCost } from './costview';
+import { reviewerOf } from './editreview';
 import { KeyForm } from './keyform';
 import type { PanelModel } from './panelmodel';
 import { Prompt } from './prompt';
@@ -52,7 +57,12 @@ function ModelPicker(props: { model: PanelModel }): JSX.Element {
 
 /** The side panel widget (re-renders whenever its model changes). */
 export class AskPanel extends VDomRenderer<PanelModel> {
-  constructor(model: PanelModel, rendermime: IRenderMimeRegistry) {
+  /** `commands`: where the Fix command is (fixcell.ts); without it, no Fix button. */
+  constructor(
+    model: PanelModel,
+    rendermime: IRenderMimeRegistry,
+    private readonly _commands: CommandRegistry | null = null
+  ) {
     super(model);
     // Answers are model-written: nothing loads from elsewhere (beacons), on top of
     // JupyterLab's rules.
@@ -64,6 +74,10 @@ export class AskPanel extends VDomRenderer<PanelModel> {
   }
 
   private readonly _rendermime: IRenderMimeRegistry;
+
+  private readonly _fix = (): void => {
+    void this._commands?.execute(CommandIDs.fixCell);
+  };
 
   protected override onAfterShow(): void {
     void this.model.refreshConfig();
@@ -95,9 +109,17 @@ export class AskPanel extends VDomRenderer<PanelModel> {
         <ModelPicker model={model} />
         <ol className="jp-ci-conversation" data-jupyter-ci="conversation">
           {asks.map((ask, i) => (
-            <Ask key={`${ask.cellId}-${i}`} ask={ask} rendermime={this._rendermime} />
+            <Ask
+              key={`${ask.cellId}-${i}`}
+              ask={ask}
+              rendermime={this._rendermime}
+              reviews={reviewerOf(model.conversation)}
+            />
           ))}
         </ol>
+        <NotebookCost asks={asks} />
+        <ApprovalPrompt notebook={notebook} askIds={asks.map(ask => ask.askId)} />
+        <FixButton notebook={notebook} fix={this._commands ? this._fix : null} />
         <Prompt model={model} />
       </div>
     );

@@ -122,10 +122,69 @@ export interface IThinking extends IEnvelope {
   type: 'thinking';
 }
 
-/** The kernel asks the user a yes/no question on stdin. */
+/** What the kernel asks the user: an install, a step to run, a plan, edits of their cells. */
+export type WaitingKind = 'install' | 'step' | 'plan' | 'edits';
+
+/** A new source for one of the user's own cells that the model proposes (`edit_cell`). */
+export interface IProposedEdit {
+  call_id: string;
+  /** The cell's id in the notebook. */
+  cell_id: string;
+  /** The source the kernel was sent for that cell. */
+  old: string;
+  new: string;
+}
+
+/**
+ * The kernel asks the user a question on stdin; its prompt is exactly `question`. The page
+ * answers edits itself (editreview.ts), with the JSON of docs/protocol.md.
+ */
 export interface IWaitingForUser extends IEnvelope {
   type: 'waiting_for_user';
   question: string;
+  /** Absent from kernels before protocol's "edits": an install question. */
+  kind?: WaitingKind;
+  step?: number | null;
+  attempt?: number | null;
+  code?: string | null;
+  plan?: string | null;
+  /** With kind "edits": the edits to review together. */
+  edits?: IProposedEdit[] | null;
+}
+
+/** After each model turn: its tokens, the ask's so far, and their price where known. */
+export interface IUsage extends IEnvelope {
+  type: 'usage';
+  /** Of the turn just ended. */
+  input_tokens: number;
+  output_tokens: number;
+  /** The ask's tokens so far. */
+  ask_tokens: number;
+  /** Of the turn's input, read from the provider's cache (0 when it reports none). */
+  cached_tokens?: number;
+  /** The turn's price in US dollars; null for a model without a price. */
+  cost_usd?: number | null;
+  /** The ask's price so far; null for a model without a price. */
+  ask_cost_usd?: number | null;
+  /** The model's context window in tokens, when known. */
+  context_window?: number | null;
+}
+
+/** An ask's tokens and price, in its end. */
+export interface IAskUsage {
+  input_tokens: number;
+  output_tokens: number;
+  cached_tokens: number;
+  cost_usd: number | null;
+}
+
+/** What became of an edit an ask proposed. */
+export interface IEditOutcome {
+  call_id?: string;
+  cell_id: string;
+  old: string;
+  new: string;
+  decision: 'accepted' | 'rejected' | 'proposed';
 }
 
 /** Something the user should know (a retiring model, a restart notice). */
@@ -172,6 +231,10 @@ export interface IAskEnd extends IEnvelope {
   tokens: number;
   /** With status "done": what to write as `--pin` into the `%%ask` line. */
   pin?: string | null;
+  /** The ask's tokens and price (kernels before issue 23 send none). */
+  usage?: IAskUsage | null;
+  /** The edits of the user's cells it proposed, and what was decided. */
+  edits?: IEditOutcome[] | null;
 }
 
 /** Sent (on a comm opened and closed at once) when a re-run reuses its answer. */
@@ -217,6 +280,7 @@ export type KernelMessage =
   | IRequestSent
   | IThinking
   | IWaitingForUser
+  | IUsage
   | IWarning
   | IStepSentBack
   | IAskEnd
@@ -250,6 +314,7 @@ const KNOWN: { readonly [type in KernelMessage['type']]: true } = {
   request_sent: true,
   thinking: true,
   waiting_for_user: true,
+  usage: true,
   warning: true,
   step_sent_back: true,
   ask_end: true,

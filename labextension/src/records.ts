@@ -10,6 +10,7 @@ import type { INotebookModel } from '@jupyterlab/notebook';
 
 import { asGeneratedRecord, generatedIds, ICellData } from './cells';
 import type { IStepView } from './conversation';
+import { IAskCost, recordedCost } from './cost';
 import { AskStatus, IUnresolved, METADATA_KEY } from './protocol';
 
 /** One ask as its cells recorded it. */
@@ -27,6 +28,8 @@ export interface IRecordedAsk {
   created: string;
   unresolved: IUnresolved | null;
   steps: IStepView[];
+  /** Its tokens and price, from the record's `usage` (records before issue 23 have none). */
+  cost?: IAskCost | null;
 }
 
 /** A cell as plain data: an nbformat cell, or a cell model read out (notebookCells). */
@@ -134,7 +137,8 @@ export function recordedAsks(cells: readonly IRecordCell[]): IRecordedAsk[] {
       error: failed ? text(record.answer) : '',
       created: text(record.created),
       unresolved: unresolvedOf(record.unresolved),
-      steps: stepsOf(cells, index)
+      steps: stepsOf(cells, index),
+      cost: recordedCost(record.usage)
     });
   });
   return asks;

@@ -379,9 +379,10 @@ class Lab:
         if self.page.url == "about:blank":
             self.goto(relative)
         else:
+            # The command's result is the widget: not returned (too deep to serialize).
             self.page.evaluate(
-                "p => window.jupyterapp.commands.execute('docmanager:open', {path: p})",
-                relative)
+                "p => window.jupyterapp.commands.execute('docmanager:open', {path: p})"
+                ".then(() => null)", relative)
         notebook = self.reload_target(path)
         expect(notebook.cells).to_have_count(len(sources), timeout=WAIT_MS)
         notebook.wait_kernel_idle()
