@@ -143,7 +143,8 @@ class LogView:
             case WaitingForUser(kind=kind, step=step) if kind != "install":
                 self.log.stop_thinking()
                 self.log.add({"step": f"Step {step} waits for your approval (in its cell).",
-                              "plan": "The plan waits for your approval (in this cell and the panel).",
+                              "plan": "The plan waits for your approval (in this cell and "
+                                      "the panel).",
                               "edits": "Proposed edits wait for your review (in their "
                                        "cells)."}[kind])
             case CodePreview() | WaitingForUser():
