@@ -15,7 +15,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from jupyter_ci.agent.errors import AskError, LimitReached, ModelConfigError, ModelUnavailable
+from jupyter_ci.agent.errors import (
+    AskError,
+    BadModelReply,
+    LimitReached,
+    ModelConfigError,
+    ModelUnavailable,
+)
 from jupyter_ci.agent.types import (
     FileInfo,
     Image,
@@ -37,7 +43,8 @@ _ROLES = ("user", "assistant", "tool")
 _STATUSES = ("ok", "error", "timeout", "died", "interrupted", "invalid", "not_run")
 #: The ask errors a reply may name; anything else reads as ModelUnavailable.
 ERRORS: dict[str, type[AskError]] = {
-    cls.__name__: cls for cls in (ModelUnavailable, ModelConfigError, LimitReached)}
+    cls.__name__: cls for cls in (ModelUnavailable, ModelConfigError, LimitReached,
+                                  BadModelReply)}
 
 
 class WireError(ValueError):
