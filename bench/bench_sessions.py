@@ -6,7 +6,8 @@ baseline measured in the same run, interleaved.
     python bench/bench_sessions.py [--rounds 30] [--concurrent 20]
 
 1. execute of `x = 1`: REST (POST .../execute through Jupyter Server, JSON) against a raw
-   jupyter_client execute on a kernel of the same kind (goal <= 1.3x);
+   jupyter_client execute on a kernel of the same kind (goal <= 1.1x; bench_rest.py prints it
+   with the streamed execute, nbclient's cells per second and a REST ask step, with spread);
 2. POST /sessions taking a pooled kernel against one that starts a kernel cold;
 3. `--concurrent` sessions executing at once: p50 and p99 of one execute.
 """
@@ -109,7 +110,7 @@ def bench_execute(client: Client, rounds: int) -> None:
     r, b, f = statistics.median(rest), statistics.median(raw), statistics.median(floor)
     print(f"raw jupyter_client execute           {b * 1000:7.2f} ms")
     print(f"REST execute (x = 1)                  {r * 1000:7.2f} ms   ratio {r / b:5.2f}x "
-          "(goal <= 1.3x)")
+          "(goal <= 1.1x)")
     print(f"  Jupyter Server request floor        {f * 1000:7.2f} ms   (GET /api/status, "
           "same client)")
     print(f"  REST execute less that floor        {(r - f) * 1000:7.2f} ms   ratio "

@@ -236,7 +236,28 @@ class JupyterCI(Configurable):
     ).tag(config=True)
     session_pool = Int(
         1, help="Kernels kept started in advance for new REST sessions, from the first "
-        "session on: a server whose REST API is never used starts none (default 1; 0 = none).",
+        "session on: a server whose REST API is never used starts none (default 1; 0 = no "
+        "pool at all, whatever session_pool_max says). The pool's minimum: see "
+        "session_pool_max.",
+    ).tag(config=True)
+    session_pool_max = Int(
+        20, help="Kernels the pool may grow to under bursts (default 20, as max_sessions): "
+        "when new sessions drain the pool, it sets its size to the number asked for in the "
+        "last 2 s, so the next burst that large finds its kernels started; it never holds more "
+        "than max_sessions leaves room for, and shrinks back to session_pool after "
+        "session_pool_idle_timeout. Kernels start as many at a time as the machine has cores "
+        "(up to 4); a burst that finds the pool empty waits for them in turn.",
+    ).tag(config=True)
+    session_pool_idle_timeout = Float(
+        120.0, help="Seconds without a new REST session after which a pool that grew under "
+        "a burst shuts its extra kernels down, back to session_pool (default 120; 0 = never).",
+    ).tag(config=True)
+    session_run_slots = Int(
+        3 * (os.cpu_count() or 1), help="REST runs (executes, ask steps) let into their "
+        "kernels at once; more wait their turn in order of arrival, so under load every "
+        "session gets its share of the cores rather than some waiting behind others. A run "
+        "holds its turn for 50 ms at most: a longer one goes on and lets the next in "
+        "(default: three per core; 0 = no limit).",
     ).tag(config=True)
     session_sandbox = Enum(
         ["auto", "always", "never"], "auto",

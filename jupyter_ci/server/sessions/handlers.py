@@ -203,29 +203,50 @@ class StreamingHandler(SessionAPIHandler):
         self.set_header("Content-Type", "text/event-stream")
         self.set_header("Cache-Control", "no-cache")
         self.set_header("X-Accel-Buffering", "no")
+        if (stream := getattr(self.request.connection, "stream", None)) is not None:
+            # Else (Nagle) an event written before the last one's ACK waits for a delayed ACK.
+            stream.set_nodelay(True)
         queue: asyncio.Queue[bytes | None] = asyncio.Queue()
         task = self._begin(session, work, queue.put_nowait)
         task.add_done_callback(lambda _: queue.put_nowait(None))
-        while True:
-            try:
-                chunk = await asyncio.wait_for(queue.get(), KEEPALIVE_S)
-            except TimeoutError:
-                chunk = b": keep-alive\n\n"
-            if chunk is None:
-                break
+        while (chunk := await self._next_chunks(queue)) is not None:
             await self._send(chunk)
         if task.cancelled():
             if session.closed:  # deleted (or culled) while it ran: say so, if anyone listens
-                await self._send(sse("error", {"message": "The session was deleted while "
-                                               "this ran; its kernel is gone.",
-                                               "reason": "unknown_session"}))
-                self.finish()
+                self._end(sse("error", {"message": "The session was deleted while this ran; "
+                                        "its kernel is gone.", "reason": "unknown_session"}))
             return
         try:
-            await self._send(sse("result", task.result()))
+            self._end(sse("result", task.result()))
         except SessionError as error:
-            await self._send(sse("error", {"message": error.message, "reason": error.reason}))
-        self.finish()
+            self._end(sse("error", {"message": error.message, "reason": error.reason}))
+
+    @staticmethod
+    async def _next_chunks(queue: asyncio.Queue[bytes | None]) -> bytes | None:
+        """Return the events queued by now as one write (a keep-alive after KEEPALIVE_S of
+        quiet); None once the work is done and all it emitted was returned."""
+        if queue.empty():
+            try:
+                first = await asyncio.wait_for(queue.get(), KEEPALIVE_S)
+            except TimeoutError:
+                return b": keep-alive\n\n"
+        else:
+            first = queue.get_nowait()
+        chunks = [first] if first is not None else []
+        while not queue.empty():  # an ask emits events in bursts: one write for each burst
+            chunk = queue.get_nowait()
+            if chunk is None:
+                queue.put_nowait(None)  # the end, after what came before it
+                break
+            chunks.append(chunk)
+        return b"".join(chunks) if chunks else None
+
+    def _end(self, chunk: bytes) -> None:
+        """Send the last event with the end of the response (one write, not two)."""
+        if self.request.connection is not None and not self._finished:
+            self.write(chunk)
+        # APIHandler.finish sets its JSON content type unless told: headers may not be sent yet.
+        self.finish(set_content_type="text/event-stream")
 
     async def answer(self, session: Session, work: Work) -> dict[str, Any] | None:
         """Run `work` under the session's lock for one JSON reply; a hang-up interrupts it."""

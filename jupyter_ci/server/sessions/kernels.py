@@ -13,6 +13,7 @@ import os
 import shutil
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from logging import Logger
 from pathlib import Path
@@ -27,11 +28,11 @@ from jupyter_ci.server.sessions import languages
 from jupyter_ci.server.sessions.errors import CannotSandbox, KernelUnavailable, SessionError
 from jupyter_ci.server.sessions.executor import POLL_S, KernelControl, KernelExecutor
 from jupyter_ci.server.sessions.orphans import Orphans
+from jupyter_ci.server.sessions.pool import Hooks, Pool, Sizes
 from jupyter_ci.server.sessions.sandbox import CannotBox, Choice, choose, session_environ
 
 READY_S = 60.0  # a kernel that is not ready by then is not going to be
 _SETTLE_S = 3 * POLL_S  # how long a delete waits for a run in flight to see its kernel gone
-_STOPPING_S = 10.0  # how long a stopping server lets a pool kernel's start finish
 #: Run quietly in a Python session kernel: charts and tables as data beside their pictures
 #: (kernel/structured). One expression binds no name the user or the model would see; a
 #: kernel without jupyter_ci (a gateway's, another environment's) goes without.
@@ -53,86 +54,75 @@ class Started:
 
 
 class SessionKernels:
-    """Start, connect and dispose of session kernels; keep a pool of them started in advance."""
+    """Start, connect and dispose of session kernels; keep a pool of them (pool.py)."""
 
     def __init__(self, kernel_manager: Any, root_dir: Path, root: Path, ci: JupyterCI,
-                 log: Logger) -> None:
+                 log: Logger, room: Callable[[], int] | None = None) -> None:
         self.km = kernel_manager
         self.root_dir = root_dir
         self.root = root
         self.ci = ci
         self.log = log
-        self.pool: list[Started] = []
         #: Kernels (of a gateway) that could not enter their session directory.
         self.elsewhere: set[str] = set()
-        self._filling: asyncio.Task[None] | None = None
-        self._closing = False
-        self._disposing: set[asyncio.Future[None]] = set()  # pooled kernels being shut down
+        #: The kernelspec the pool starts: the default session's (known from the first ask).
+        self.pool_choice: Choice | None = None
+        sizes = Sizes(max(0, ci.session_pool), max(ci.session_pool, ci.session_pool_max),
+                      ci.session_pool_idle_timeout)
+        self._pool = Pool(Hooks(self._pooled, self._dispose_started, self._usable), sizes,
+                          room or (lambda: ci.max_sessions), log)
         #: Records of the kernels while they run, for the next start after a kill (orphans.py).
         self.orphans = Orphans(root, ci.session_orphans_kept, log)
 
-    # -- the pool ---------------------------------------------------------------------
+    # -- the pool (pool.py) -----------------------------------------------------------
+
+    @property
+    def pool(self) -> list[Started]:
+        """Return the pooled kernels ready now."""
+        return list(self._pool.ready)
 
     def fill(self) -> None:
-        """Start pooled kernels in the background up to c.JupyterCI.session_pool."""
-        if not self._closing and (self._filling is None or self._filling.done()):
-            self._filling = asyncio.ensure_future(self._fill())
+        """Start pooled kernels in the background, up to the pool's size now."""
+        self._pool.refill(retry=True)
 
-    async def _fill(self) -> None:
-        while len(self.pool) < self.ci.session_pool and not self._closing:
-            try:
-                pooled = await self.start(await self.choose(None), None)
-            except Exception as exc:  # logged; sessions then start cold
-                self.log.warning("jupyter-ci: could not pre-start a session kernel (%s)", exc)
-                return
-            if self._closing:  # the server stopped while it started: it needs no pool
-                await self.dispose(None, pooled.kernel_id, pooled.directory)
-                return
-            try:
-                # Connecting costs a few hundred ms of kernel_info polling: do it now too.
-                pooled.client = await self.client(pooled.kernel_id, pooled.directory)
-            except Exception as exc:
-                await self.dispose(None, pooled.kernel_id, pooled.directory)
-                self.log.warning("jupyter-ci: a pre-started kernel never became ready (%s)", exc)
-                return
-            self.pool.append(pooled)
+    def tidy(self) -> None:
+        """Shut down pooled kernels that went away, or that an idle pool no longer needs."""
+        self._pool.prune()
 
-    def take(self, choice: Choice, env: dict[str, str] | None) -> Started | None:
-        """Take a pooled kernel when the request asks for nothing it lacks."""
-        # The pool holds kernels of the default choice; a different one starts cold.
-        if env or any(pooled.choice != choice for pooled in self.pool):
+    async def acquire(self, choice: Choice, env: dict[str, str] | None) -> Started | None:
+        """Take a pooled kernel (or wait for the pool's next) when the request fits one."""
+        if env or not self._pool.enabled:
             return None
-        while self.pool:
-            pooled = self.pool.pop(0)
-            if pooled.kernel_id in self.km and connected(pooled.client):
-                return pooled
-            if pooled.kernel_id in self.km:  # its gateway went away meanwhile: shut it down
-                task = asyncio.ensure_future(self.dispose(pooled.client, pooled.kernel_id,
-                                                          pooled.directory))
-                self._disposing.add(task)
-                task.add_done_callback(self._disposing.discard)
-                continue
-            # Shut down from elsewhere: JupyterLab's Running panel lists every kernel.
-            pooled.client.stop_channels()
-            shutil.rmtree(pooled.directory, ignore_errors=True)
-            self.orphans.forget(pooled.kernel_id)
-        return None
+        if self.pool_choice is None:
+            self.pool_choice = await self.choose(None)
+        # The pool holds kernels of the default choice; a different one starts cold.
+        if choice != self.pool_choice:
+            return None
+        return await self._pool.get()
+
+    async def _pooled(self) -> Started:
+        """Start a kernel of the default choice for the pool, and connect to it."""
+        if self.pool_choice is None:
+            self.pool_choice = await self.choose(None)
+        started = await self.start(self.pool_choice, None)
+        # Connecting costs a few hundred ms of kernel_info polling: do it now too.
+        started.client = await self.ready_client(started)
+        return started
+
+    def _usable(self, pooled: Started) -> bool:
+        """Tell a pooled kernel still there (JupyterLab's Running panel lists every kernel)."""
+        return pooled.kernel_id in self.km and connected(pooled.client)
+
+    async def _dispose_started(self, pooled: Started) -> None:
+        await self.dispose(pooled.client, pooled.kernel_id, pooled.directory)
 
     async def stop_filling(self) -> None:
-        """Let a pool kernel's start in flight finish (briefly), then fill no more."""
-        self._closing = True
-        if self._filling is not None:
-            # Not cancelled at once: a kernel start cut halfway is one the kernel manager can
-            # neither finish nor shut down, and the server's own cleanup then stops short.
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(asyncio.shield(self._filling), _STOPPING_S)
-            self._filling.cancel()
+        """Let the pool's kernel starts in flight finish (briefly), then fill no more."""
+        await self._pool.stop()
 
     async def empty(self) -> None:
         """Shut down every pooled kernel (the server is stopping)."""
-        for pooled in self.pool:
-            await self.dispose(pooled.client, pooled.kernel_id, pooled.directory)
-        self.pool.clear()
+        await self._pool.empty()
 
     # -- kernels ----------------------------------------------------------------------
 

@@ -2,7 +2,7 @@
 
 The kernels themselves (start, pool, connect, dispose) are in kernels.py. Calls on one
 session are serialised by its lock; different sessions run concurrently on the event loop,
-which only ever awaits.
+which only ever awaits, a few runs at a time into their kernels (fair.py).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from jupyter_ci.agent.outputs import OnOutput
 from jupyter_ci.agent.types import CodeResult, ErrorInfo, FileInfo
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.server.gateway import is_gateway
-from jupyter_ci.server.sessions import files, languages
+from jupyter_ci.server.sessions import activity, files, languages
 from jupyter_ci.server.sessions.errors import (
     FilesElsewhere,
     KernelUnavailable,
@@ -31,6 +31,7 @@ from jupyter_ci.server.sessions.errors import (
     UnknownSession,
 )
 from jupyter_ci.server.sessions.executor import STUCK
+from jupyter_ci.server.sessions.fair import TURN_S, Turns
 from jupyter_ci.server.sessions.gateway_health import GatewayWatch, translate
 from jupyter_ci.server.sessions.kernels import SessionKernels, Started
 from jupyter_ci.server.sessions.ports import ModelPort, ask_token_id
@@ -59,12 +60,15 @@ class SessionManager:
         self.sessions: dict[str, Session] = {}
         #: Why recently ended sessions ended, by id (the last ENDED_KEPT).
         self.ended: dict[str, str] = {}
-        self.kernels = SessionKernels(kernel_manager, self.root_dir, self.root, ci, log)
+        self.kernels = SessionKernels(kernel_manager, self.root_dir, self.root, ci, log,
+                                      room=self._room)
         # What a killed server left: cleared now, its sessions' 404s say so (orphans.py).
         self.ended.update(self.kernels.orphans.recover())
         #: Sessions whose gateway went away (gateway_health.py); idle without a gateway.
         self.watch = GatewayWatch(self.kernels, is_gateway(kernel_manager), log)
         self._starting = 0  # sessions being created, counted against max_sessions
+        #: Runs let into their kernels at once, in turn (c.JupyterCI.session_run_slots).
+        self.turns = Turns(ci.session_run_slots, TURN_S)
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -79,7 +83,7 @@ class SessionManager:
         try:
             kernel_name, language = await self.kernels.pick(kernel_name, language)
             choice = await self.kernels.choose(kernel_name)
-            started = None if cwd_name else self.kernels.take(choice, env)
+            started = None if cwd_name else await self.kernels.acquire(choice, env)
             if started is None:
                 started = await self.kernels.start(choice, env, cwd_name)
             session = await self._connect(started)
@@ -92,6 +96,10 @@ class SessionManager:
         self.sessions[session.id] = session
         self.kernels.fill()
         return session
+
+    def _room(self) -> int:
+        """Return how many more sessions max_sessions allows (the pool keeps no more)."""
+        return self.ci.max_sessions - len(self.sessions) - self._starting
 
     def get(self, sid: str) -> Session:
         """Return the session with this id."""
@@ -120,6 +128,7 @@ class SessionManager:
         if not session.restarting:  # else the restart shuts it down as it ends (_renew)
             await self.kernels.dispose(session.client, session.kernel_id, session.directory,
                                        session.lock)
+        self.kernels.fill()  # room for the pool again, if max_sessions held it back
 
     async def restart(self, sid: str) -> Session:
         """Restart the kernel (state cleared, files kept) and reconnect."""
@@ -156,6 +165,7 @@ class SessionManager:
                                     f"({type(failed).__name__}); delete the session.") from failed
         session.executor = self.kernels.executor(session.kernel_id, session.client)
         self.watch.watch(session)
+        activity.unwatch(self.km, session.kernel_id)  # watched anew if its ports moved
         session.executor.late_s = languages.LATE_OUTPUTS_S.get(session.language, 0.0)
         session.dead = False
         session.last_activity = time.time()
@@ -216,7 +226,8 @@ class SessionManager:
         here = session.kernel_id not in self.kernels.elsewhere
         before = await files.walk(session.file_count, files.snapshot,
                                   session.directory) if here else {}
-        result = await self._run(session, code, timeout, on_output, env)
+        async with self.turns.turn():  # sessions take turns into their kernels (fair.py)
+            result = await self._run(session, code, timeout, on_output, env)
         if result.error is not None and result.error.ename == STUCK:
             result = await self._unstick(session, result)  # alive, deaf to the interrupt
         languages.name_error(result)  # bash's errors carry only an exit status
@@ -232,6 +243,7 @@ class SessionManager:
     async def _run(self, session: Session, code: str, timeout: float,
                    on_output: OnOutput | None, env: dict[str, str] | None = None) -> CodeResult:
         """Run code with the session marked busy; a delete meanwhile is UnknownSession."""
+        activity.record(self.km, session.kernel_id, "busy")
         try:
             if env and session.language != "python":
                 around = languages.env_prelude(session.language, env)
@@ -247,6 +259,7 @@ class SessionManager:
                                  "ran.") from None
         finally:
             session.busy, session.last_activity = False, time.time()
+            activity.record(self.km, session.kernel_id, "idle")
         if session.closed:
             raise UnknownSession(f"The session {session.id!r} was deleted while this ran.")
         return result
@@ -261,6 +274,7 @@ class SessionManager:
         """Delete the sessions idle for longer than c.JupyterCI.session_idle_timeout."""
         limit = self.ci.session_idle_timeout
         await asyncio.to_thread(self.kernels.orphans.prune)  # lost sessions' files past time
+        self.kernels.tidy()  # pooled kernels gone elsewhere, or more than an idle pool keeps
         if limit <= 0:
             return
         now = time.time()
@@ -302,6 +316,7 @@ class SessionManager:
                                           self.ci.session_history_bytes),
                           sandboxed=started.choice.sandboxed)
         self.watch.watch(session)
+        activity.unwatch(self.km, started.kernel_id)  # its runs say busy and idle (activity.py)
         # The server's restarter revives a kernel that died while idle, blank: that is dead too.
         add_callback = getattr(self.km.get_kernel(started.kernel_id), "add_restart_callback",
                                None)  # none on a gateway's kernels
