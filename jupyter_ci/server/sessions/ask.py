@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 import traceback
 import uuid
 from collections.abc import Callable
@@ -245,6 +246,9 @@ async def ask(manager: SessionManager, session: Session, request: AskRequest,
         return await _ask(manager, session, request, chat, redactor, emit, user)
     except Exception as exc:  # the ask's own failures are outcomes already: this is a backstop
         return result(Outcome("failed", error=failure(exc, manager, redactor)), [])
+    finally:
+        # An ask is activity, steps or not: the culler counts idle time from its end.
+        session.last_activity = time.time()
 
 
 async def _ask(manager: SessionManager, session: Session, request: AskRequest,
