@@ -191,8 +191,7 @@ class SessionKernels:
             return started.client or await self.client(started.kernel_id, started.directory)
         except Exception as exc:
             await self.dispose(None, started.kernel_id, started.directory)
-            raise KernelUnavailable(f"The kernel did not become ready within {READY_S:g} s "
-                                    f"({type(exc).__name__}).") from exc
+            raise KernelUnavailable(not_ready(exc)) from exc
 
     async def client(self, kernel_id: str, directory: Path) -> Any:
         """Connect a client to the kernel and wait until it answers."""
@@ -273,3 +272,12 @@ class SessionKernels:
             client.stop_channels()
         await asyncio.to_thread(shutil.rmtree, directory, True)
         self.orphans.forget(kernel_id)
+
+
+def not_ready(exc: Exception) -> str:
+    """Say why a started kernel never answered: it took too long, or it exited."""
+    if isinstance(exc, TimeoutError):
+        return f"The kernel did not become ready within {READY_S:g} s."
+    # jupyter_client's wait_for_ready says "Kernel died before replying to kernel_info".
+    return (f"The kernel exited as it started, before it answered ({type(exc).__name__}: "
+            f"{exc}); check its kernelspec and the server's log for its error.")
