@@ -112,14 +112,12 @@ def test_missing_usage_is_zero(fake: FakeLLM) -> None:
 
 
 def test_openai_compatible_chunk_quirks() -> None:
-    from openai.types.chat import ChatCompletionChunk
-
     from jupyter_ci.models.openai import _Turn
 
-    def chunk(*calls: dict[str, object]) -> ChatCompletionChunk:
-        return ChatCompletionChunk.model_validate({
-            "id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
-            "choices": [{"index": 0, "delta": {"tool_calls": list(calls)}}]})
+    def chunk(*calls: dict[str, object]) -> dict[str, object]:
+        # As the adapter folds them: decoded JSON, not the SDK's models.
+        return {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+                "choices": [{"index": 0, "delta": {"tool_calls": list(calls)}}]}
 
     turn = _Turn()
     # Ollama numbers parallel calls all 0, telling them apart only by id; a later server

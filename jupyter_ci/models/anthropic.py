@@ -42,6 +42,9 @@ from jupyter_ci.models.base import OnText, Usage
 from jupyter_ci.models.sdk_client import SdkChatModel, afold, fold
 from jupyter_ci.models.transport import REHEARSAL_URL, rehearsal_client, sse
 
+#: An event of the stream, decoded (sdk_client.as_json).
+JSON = dict[str, Any]
+
 ImageMime = Literal["image/jpeg", "image/png", "image/gif", "image/webp"]
 #: Image types the Messages API accepts.
 IMAGE_TYPES: tuple[str, ...] = ("image/jpeg", "image/png", "image/gif", "image/webp")
@@ -52,7 +55,6 @@ if TYPE_CHECKING:
         ContentBlockParam,
         ImageBlockParam,
         MessageParam,
-        RawMessageStreamEvent,
         TextBlockParam,
         ToolParam,
         ToolResultBlockParam,
@@ -99,14 +101,14 @@ class AnthropicChatModel(SdkChatModel["anthropic.Anthropic", "anthropic.AsyncAnt
     def _stream(self, client: anthropic.Anthropic, request: ModelRequest, on_text: OnText,
                 usage: Usage | None = None) -> ModelReply:
         """Stream one turn from `client`; SDK errors are the caller's to translate."""
-        stream: anthropic.Stream[RawMessageStreamEvent]
+        stream: anthropic.Stream[Any]
         stream = client.messages.create(stream=True, **self._kwargs(request))
         return fold(stream, _Turn(on_tool_input=request.on_tool_input, usage=usage), on_text)
 
     async def _astream(self, client: anthropic.AsyncAnthropic, request: ModelRequest,
                        on_text: OnText, usage: Usage | None) -> ModelReply:
         """The async twin of `_stream`; leaving it, even by cancellation, closes the stream."""
-        stream: anthropic.AsyncStream[RawMessageStreamEvent]
+        stream: anthropic.AsyncStream[Any]
         stream = await client.messages.create(stream=True, **self._kwargs(request))
         return await afold(stream, _Turn(on_tool_input=request.on_tool_input, usage=usage),
                            on_text)
@@ -149,7 +151,8 @@ _REHEARSAL_STREAM = sse(
 
 @dataclass
 class _Turn:
-    """The text, tool calls and usage of one streamed turn, assembled event by event."""
+    """The text, tool calls and usage of one streamed turn, assembled event by event from
+    their decoded JSON (`RawMessageStreamEvent`'s fields), not the SDK's models."""
 
     text: list[str] = field(default_factory=list)
     calls: dict[int, tuple[str, str, list[str]]] = field(default_factory=dict)
@@ -165,43 +168,51 @@ class _Turn:
     finished: bool = False
     end_mark: ClassVar[str] = "message_stop"
 
-    def add(self, event: RawMessageStreamEvent, on_text: OnText) -> None:
+    def add(self, event: JSON, on_text: OnText) -> None:
         """Fold one stream event into the turn; report usage and tool input as they come."""
-        if not isinstance(getattr(event, "type", None), str):
+        kind = event.get("type")
+        if not isinstance(kind, str):
             raise TypeError("an event without a type")  # JSON, but not an event
-        if event.type == "message_stop":
+        if kind == "message_stop":
             self.finished = True
-        elif event.type == "message_start":
-            usage = event.message.usage
-            self._input(usage.input_tokens, usage.cache_creation_input_tokens,
-                        usage.cache_read_input_tokens)
-            self.output_tokens = usage.output_tokens
+        elif kind == "message_start":
+            usage = event["message"]["usage"]
+            self._input(usage["input_tokens"], usage.get("cache_creation_input_tokens"),
+                        usage.get("cache_read_input_tokens"))
+            self.output_tokens = usage["output_tokens"]
             self._report_usage()
-        elif event.type == "content_block_start":
-            block = event.content_block
-            if block.type == "text" and block.text:
-                self._text(block.text, on_text)
-            elif block.type == "tool_use":
-                # Non-streaming proxies may put the whole input here instead of in deltas.
-                start = [json.dumps(block.input)] if block.input else []
-                self.calls[event.index] = (block.id, block.name, start)
-        elif event.type == "content_block_delta":
-            delta = event.delta
-            if delta.type == "text_delta":
-                self._text(delta.text, on_text)
-            elif delta.type == "input_json_delta" and event.index in self.calls:
-                _, name, pieces = self.calls[event.index]
-                pieces.append(delta.partial_json)
-                if self.on_tool_input is not None:
-                    self.on_tool_input(name, "".join(pieces))
-        elif event.type == "message_delta":
-            self.finished = self.finished or event.delta.stop_reason is not None
+        elif kind == "content_block_start":
+            self._start(event["index"], event["content_block"], on_text)
+        elif kind == "content_block_delta":
+            self._delta(event["index"], event["delta"], on_text)
+        elif kind == "message_delta":
+            self.finished = self.finished or event["delta"].get("stop_reason") is not None
             # message_delta carries cumulative counts; input only on some API versions.
-            self.output_tokens = event.usage.output_tokens
-            if event.usage.input_tokens is not None:
-                self._input(event.usage.input_tokens, event.usage.cache_creation_input_tokens,
-                            event.usage.cache_read_input_tokens)
+            usage = event["usage"]
+            self.output_tokens = usage["output_tokens"]
+            if usage.get("input_tokens") is not None:
+                self._input(usage["input_tokens"], usage.get("cache_creation_input_tokens"),
+                            usage.get("cache_read_input_tokens"))
             self._report_usage()
+
+    def _start(self, index: int, block: JSON, on_text: OnText) -> None:
+        """Open a content block: text may start in it; a tool call is named in it."""
+        if block["type"] == "text" and block.get("text"):
+            self._text(block["text"], on_text)
+        elif block["type"] == "tool_use":
+            # Non-streaming proxies may put the whole input here instead of in deltas.
+            start = [json.dumps(block["input"])] if block.get("input") else []
+            self.calls[index] = (block["id"], block["name"], start)
+
+    def _delta(self, index: int, delta: JSON, on_text: OnText) -> None:
+        """Fold a piece of a content block: text, or a tool call's input JSON."""
+        if delta["type"] == "text_delta":
+            self._text(delta["text"], on_text)
+        elif delta["type"] == "input_json_delta" and index in self.calls:
+            _, name, pieces = self.calls[index]
+            pieces.append(delta["partial_json"])
+            if self.on_tool_input is not None:
+                self.on_tool_input(name, "".join(pieces))
 
     def _input(self, uncached: int, written: int | None, read: int | None) -> None:
         """Count the prompt as OpenAI does: Anthropic's input_tokens leaves out the

@@ -218,7 +218,10 @@ def _json_text(data: object) -> str:
 
 
 def _event_text(event: object) -> str:
-    """Show an SDK event (a pydantic model, maybe built without validation) as its JSON."""
+    """Show an event (its decoded JSON, or an SDK's pydantic model of it) as its JSON."""
+    if isinstance(event, dict | list):
+        with contextlib.suppress(TypeError, ValueError):
+            return clip(json.dumps(event, separators=(",", ":"), ensure_ascii=False))
     dump = getattr(event, "model_dump_json", None)
     if callable(dump):
         with warnings.catch_warnings(), contextlib.suppress(Exception):

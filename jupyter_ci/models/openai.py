@@ -39,11 +39,13 @@ from jupyter_ci.models.base import OnText, Usage
 from jupyter_ci.models.sdk_client import SdkChatModel, afold, fold
 from jupyter_ci.models.transport import REHEARSAL_URL, rehearsal_client, sse
 
+#: A chunk of the stream, decoded.
+JSON = dict[str, Any]
+
 if TYPE_CHECKING:
     import openai
     from openai.types.chat import (
         ChatCompletionAssistantMessageParam,
-        ChatCompletionChunk,
         ChatCompletionContentPartParam,
         ChatCompletionMessageParam,
         ChatCompletionToolMessageParam,
@@ -96,7 +98,7 @@ class OpenAIChatModel(SdkChatModel["openai.OpenAI", "openai.AsyncOpenAI"]):
 
         plan = self._plan(client, request)
         create = client.chat.completions.create
-        stream: openai.Stream[ChatCompletionChunk]
+        stream: openai.Stream[Any]
         # The server's refusal (an HTTP error) raises in `create`, before any text.
         try:
             stream = create(stream=True, **plan.kwargs(plan.images))
@@ -114,7 +116,7 @@ class OpenAIChatModel(SdkChatModel["openai.OpenAI", "openai.AsyncOpenAI"]):
 
         plan = self._plan(client, request)
         create = client.chat.completions.create
-        stream: openai.AsyncStream[ChatCompletionChunk]
+        stream: openai.AsyncStream[Any]
         try:
             stream = await create(stream=True, **plan.kwargs(plan.images))
         except (openai.BadRequestError, openai.UnprocessableEntityError):
@@ -196,10 +198,11 @@ _REHEARSAL_STREAM = sse(
 )
 
 
-def _has_arguments(chunk: ChatCompletionChunk) -> bool:
+def _has_arguments(chunk: JSON) -> bool:
     """Tell whether a chunk carries a piece of tool-call arguments."""
-    return any(d.function is not None and d.function.arguments
-               for c in (chunk.choices or [])[:1] for d in c.delta.tool_calls or [])
+    return any((d.get("function") or {}).get("arguments")
+               for c in (chunk.get("choices") or [])[:1]
+               for d in (c.get("delta") or {}).get("tool_calls") or [])
 
 
 @dataclass
@@ -216,7 +219,8 @@ class _Turn:
     """The text, tool calls and usage of one streamed turn, assembled chunk by chunk.
 
     Not the SDK's `chat.completions.stream` helper: it raises on finish_reason "length"
-    and trusts every server to number its tool-call deltas properly.
+    and trusts every server to number its tool-call deltas properly. Chunks come as their
+    decoded JSON (`ChatCompletionChunk`'s fields), not the SDK's models (sdk_client.as_json).
     """
 
     text: list[str] = field(default_factory=list)
@@ -234,33 +238,43 @@ class _Turn:
     finished: bool = False
     end_mark: ClassVar[str] = "a finish_reason"
 
-    def add(self, chunk: ChatCompletionChunk, on_text: OnText) -> None:
+    def add(self, chunk: JSON, on_text: OnText) -> None:
         """Fold one chunk into the turn; report usage and arguments as they come."""
-        if not isinstance(chunk.choices, list) and chunk.usage is None:
+        choices, usage = chunk.get("choices"), chunk.get("usage")
+        if not isinstance(choices, list) and usage is None:
             raise TypeError("a chunk without choices")  # JSON, but not a chunk
-        if chunk.usage is not None:
-            self.input_tokens = chunk.usage.prompt_tokens or 0
-            self.output_tokens = chunk.usage.completion_tokens or 0
-            details = chunk.usage.prompt_tokens_details  # absent on compatible servers
-            self.cached_tokens = (details.cached_tokens or 0) if details is not None else 0
-            if self.usage is not None:
-                self.usage.set(self.input_tokens, self.output_tokens, self.cached_tokens)
-        for choice in (chunk.choices or [])[:1]:  # a usage-only chunk may have choices: null
-            self.finished = self.finished or bool(choice.finish_reason)
-            piece = choice.delta.content or choice.delta.refusal
+        if usage is not None:
+            self._usage(usage)
+        for choice in (choices or [])[:1]:  # a usage-only chunk may have choices: null
+            self.finished = self.finished or bool(choice.get("finish_reason"))
+            delta = choice.get("delta") or {}
+            piece = delta.get("content") or delta.get("refusal")
             if piece:
                 self.text.append(piece)
                 on_text(piece)
-            for delta in choice.delta.tool_calls or []:
-                fn = delta.function
-                call = self._slot(delta.index, delta.id)
-                call.id = call.id or delta.id or ""
-                call.name = call.name or (fn.name if fn else None) or ""
-                if fn is not None and fn.arguments:
-                    call.arguments.append(fn.arguments)
-        if self.on_tool_input is not None and _has_arguments(chunk) and self.calls:
+            for call_delta in delta.get("tool_calls") or []:
+                self._call_delta(call_delta)
+        if self.on_tool_input is not None and self.calls and _has_arguments(chunk):
             call = self.calls[-1]
             self.on_tool_input(call.name, "".join(call.arguments))
+
+    def _usage(self, usage: JSON) -> None:
+        """Keep a usage report (cumulative), and pass it on."""
+        self.input_tokens = usage.get("prompt_tokens") or 0
+        self.output_tokens = usage.get("completion_tokens") or 0
+        details = usage.get("prompt_tokens_details")  # absent on compatible servers
+        self.cached_tokens = (details.get("cached_tokens") or 0) if details else 0
+        if self.usage is not None:
+            self.usage.set(self.input_tokens, self.output_tokens, self.cached_tokens)
+
+    def _call_delta(self, delta: JSON) -> None:
+        """Fold one tool call's delta into the call it continues (or a new one)."""
+        fn = delta.get("function") or {}
+        call = self._slot(delta.get("index"), delta.get("id"))
+        call.id = call.id or delta.get("id") or ""
+        call.name = call.name or fn.get("name") or ""
+        if fn.get("arguments"):
+            call.arguments.append(fn["arguments"])
 
     def _slot(self, index: int | None, call_id: str | None) -> _Call:
         """Find the call a delta continues; a new id at a used index starts a new call."""

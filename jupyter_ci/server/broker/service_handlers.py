@@ -22,9 +22,9 @@ from jupyter_ci.models.broker import INFO_PATH
 from jupyter_ci.models.turn_wire import (
     NDJSON,
     TURN_PATH,
+    PendingLines,
     WireError,
     error_json,
-    line,
     read_turn,
     reply_json,
 )
@@ -96,6 +96,8 @@ class TurnHandler(_KernelRoute):
         self._started = False
         self._gone = False
         self._task: asyncio.Future[Any] | None = None
+        self._pending = PendingLines()
+        self._sending = False
 
     def prepare(self) -> None:
         """Admit the request on its credential and length, or answer why not."""
@@ -150,19 +152,33 @@ class TurnHandler(_KernelRoute):
         else:
             self._emit({"reply": reply_json(reply)})
         if not self._gone:
-            self.finish()
+            self.finish(self._pending.drain())
 
     def _emit(self, event: dict[str, Any]) -> None:
-        """Write one event line and flush it, so text reaches the kernel as it streams."""
+        """Take one event; send it, with any others taken meanwhile, at the loop's next turn.
+
+        Text reaches the kernel as it streams, one send per stream and turn of the loop at
+        most: as the loop gets busier, each send carries more (a send per delta would cost
+        more than reading it from the provider).
+        """
         if self._gone:
             return
         if not self._started:
             self._started = True
             self.set_header("Content-Type", NDJSON)
             self.set_header("Cache-Control", "no-store")
-        self.write(line(event))
-        flushed = self.flush()
-        flushed.add_done_callback(self._flushed)
+        self._pending.add(event)
+        if not self._sending:
+            self._sending = True
+            asyncio.get_running_loop().call_soon(self._send)
+
+    def _send(self) -> None:
+        """Write and flush what was taken since the last send."""
+        self._sending = False
+        if self._gone or self._finished:
+            return  # finish() wrote the rest
+        self.write(self._pending.drain())
+        self.flush().add_done_callback(self._flushed)
 
     def _flushed(self, future: asyncio.Future[None]) -> None:
         """A write that failed means the kernel is gone: stop the call."""
