@@ -8,6 +8,7 @@ status, so only the reply's content says something is wrong.
 from __future__ import annotations
 
 import json
+import time
 from typing import Any, Protocol
 
 from tests.fakellm_wire import JSON, Garbage, anthropic_events, openai_chunks
@@ -85,6 +86,9 @@ def _stream(handler: Handler, provider: str, garbage: Garbage, model: str) -> No
     handler.end_headers()
     for name, data in opening:
         handler.send_raw(_event(name, json.dumps(data)))
+    if garbage.kind == "stall":
+        time.sleep(garbage.seconds)  # silent mid-reply, then the connection closes
+        return
     if garbage.kind in ("cut", "broken"):
         return  # the connection closes here: no end of the reply
     name = None if provider == "openai" else "content_block_delta"

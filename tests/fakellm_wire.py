@@ -86,11 +86,14 @@ class Garbage:
     cut-off JSON), "wrong_shape" (valid JSON that is no chunk, event or completion), "cut"
     (a stream that stops mid-reply with no end: no finish_reason, message_stop or [DONE];
     a non-streaming body shorter than its Content-Length), "broken" (a stream announced
-    with a Content-Length it never delivers, so the client sees a protocol error).
+    with a Content-Length it never delivers, so the client sees a protocol error), "stall"
+    (a stream that starts and then sends nothing for `seconds`, then closes).
     """
 
     kind: str = "html"
     times: int = 1
+    #: How long a "stall" stays silent mid-reply.
+    seconds: float = 3.0
     #: Text streamed (in the provider's real format) before the garbage, if any.
     text: str = "Let me look at the data"
 

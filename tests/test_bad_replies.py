@@ -23,7 +23,7 @@ import pytest
 from traitlets.config import Config
 
 from jupyter_ci import providers
-from jupyter_ci.agent.errors import BadModelReply
+from jupyter_ci.agent.errors import BadModelReply, ModelUnavailable
 from jupyter_ci.agent.types import Message, ModelRequest
 from jupyter_ci.models import scripted
 from jupyter_ci.models.anthropic import AnthropicChatModel
@@ -116,6 +116,24 @@ def test_an_adapter_refuses_a_reply_that_is_not_its_wire_format(
     spec = providers.get(provider)
     assert spec is not None and spec.url_var in caught.value.hint
     assert fake.calls() == 1, "a malformed 200 is not retried"
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_stream_that_stalls_mid_reply_says_so_not_could_not_connect(
+    fake: FakeLLM, provider: str
+) -> None:
+    """Issue 24.14: a stalled stream was reported as "Could not connect"."""
+    fake.push(Garbage("stall", seconds=3.0))
+    spec = providers.get(provider)
+    assert spec is not None
+    kind = OpenAIChatModel if provider == "openai" else AnthropicChatModel
+    model = kind(spec, "m", Endpoint(TEST_KEY, base_url(fake, provider), 1.0, 0))
+    with pytest.raises(ModelUnavailable) as caught:
+        model.complete(REQUEST, lambda _: None)
+    said = str(caught.value)
+    assert "stopped sending mid-reply" in said and "silent for over 1 s" in said, said
+    assert "Could not connect" not in said
+    assert "request_timeout" in caught.value.hint
 
 
 def test_a_mislabelled_event_stream_is_still_read() -> None:

@@ -152,7 +152,9 @@ class Watch(Generic[E]):
             raise ReplyProblem(f"sent an event that is not in its API's format (event "
                                f"{self.count + 1}, {self._where()}): '{_json_text(body)}'",
                                "event") from None
-        if "TimeoutException" in names:  # a raw httpx read timeout mid-stream
+        # A read timeout once events came: raw (httpx), or wrapped as the SDK's own timeout
+        # (openai wraps one mid-stream too, which read as "did not answer" before).
+        if "TimeoutException" in names or ("APITimeoutError" in names and self.count):
             raise ReplyProblem(f"stopped sending mid-reply (after {_events(self.count)}: "
                                f"{type(err).__name__})", "stalled") from None
         if "TransportError" in names or ("APIConnectionError" in names
