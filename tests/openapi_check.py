@@ -49,10 +49,36 @@ def schema_for(method: str, path: str, status: int, content_type: str) -> dict[s
     return dict(content[media]["schema"])
 
 
-def check(method: str, url: str, status: int, content_type: str, body: bytes) -> None:
+def _template(path: str) -> dict[str, Any]:
+    """Return the document's path item a request path belongs to."""
+    for template, item in document()["paths"].items():
+        pattern = "^" + re.sub(r"\\{path\\}", ".+", re.sub(r"\\{id\\}", "[^/]+",
+                                                           re.escape(template))) + "$"
+        if re.match(pattern, path):
+            return dict(item)
+    raise AssertionError(f"{path} is not in the OpenAPI document")
+
+
+def check_not_allowed(method: str, path: str, status: int, allow: str | None, body: bytes
+                      ) -> None:
+    """An undocumented method: the documented 405, its Allow the route's documented methods."""
+    methods = {m.upper() for m in _template(path) if m in ("get", "put", "post", "delete")}
+    assert status == 405, f"{method} {path} answered {status}, not the documented 405"
+    assert allow is not None and set(allow.replace(" ", "").split(",")) == methods, (
+        f"{method} {path}: Allow {allow!r}, documented {sorted(methods)}")
+    response = document()["components"]["responses"]["MethodNotAllowed"]
+    schema = response["content"]["application/json"]["schema"]
+    Draft202012Validator({**document(), **schema}).validate(json.loads(body))
+    checked.append((method, path, status))
+
+
+def check(method: str, url: str, status: int, content_type: str, body: bytes,
+          allow: str | None = None) -> None:
     """Validate one reply against the document (raises AssertionError or ValidationError)."""
     path = unquote(urlsplit(url).path)
     path = path[path.index("/jupyter-ci/"):]
+    if method.lower() not in _template(path):
+        return check_not_allowed(method, path, status, allow, body)
     schema = schema_for(method, path, status, content_type or "application/json")
     checked.append((method, path, status))
     if schema is None:
@@ -63,12 +89,12 @@ def check(method: str, url: str, status: int, content_type: str, body: bytes) ->
         Draft202012Validator({**document(), **schema}).validate(json.loads(body))
 
 
-def check_event(name: str, data: Any) -> None:
-    """Validate the final event of a stream against its documented schema."""
-    schemas = document()["components"]["schemas"]
-    kind = {"result": "Execution", "error": "Error"}.get(name)
-    if kind is not None:
-        Draft202012Validator({**document(), **schemas[kind]}).validate(data)
+def check_event(name: str, data: Any, route: str = "execute") -> None:
+    """Validate one server-sent event of a streamed execute (or an ask) against the document."""
+    events = document()["components"]["schemas"]["AskEvents" if route == "ask" else
+                                                 "ExecuteEvents"]["properties"]
+    assert name in events, f"{route} sent an undocumented event {name!r}"
+    Draft202012Validator({**document(), **events[name]}).validate(data)
 
 
 def check_schema(name: str, data: Any) -> None:

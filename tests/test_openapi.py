@@ -53,3 +53,26 @@ def test_a_reply_that_breaks_the_document_is_caught() -> None:
     with pytest.raises(AssertionError, match="not documented"):
         openapi_check.check("GET", "http://h/jupyter-ci/sessions", 418, "application/json",
                             b"{}")
+
+
+def test_a_405_without_the_routes_allow_is_caught() -> None:
+    url = "http://h/jupyter-ci/sessions/abc"
+    body = b'{"message": "Method Not Allowed", "reason": "Method Not Allowed"}'
+    openapi_check.check("PATCH", url, 405, "application/json", body, "GET, DELETE")
+    with pytest.raises(AssertionError, match="Allow"):
+        openapi_check.check("PATCH", url, 405, "application/json", body, None)
+    with pytest.raises(AssertionError, match="Allow"):
+        openapi_check.check("PATCH", url, 405, "application/json", body, "GET")
+    with pytest.raises(AssertionError, match="405"):
+        openapi_check.check("PATCH", url, 400, "application/json", body, "GET, DELETE")
+
+
+def test_an_undocumented_event_is_caught() -> None:
+    from jsonschema import ValidationError
+
+    openapi_check.check_event("clear_output", {"wait": False})
+    openapi_check.check_event("text", {"type": "text", "delta": "hi"}, "ask")
+    with pytest.raises(AssertionError, match="undocumented"):
+        openapi_check.check_event("surprise", {}, "ask")
+    with pytest.raises(ValidationError):
+        openapi_check.check_event("step_end", {"step": 1}, "ask")

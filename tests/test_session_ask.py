@@ -40,6 +40,8 @@ async def ask(jp_fetch: Fetch, sid: str, **body: Any) -> list[tuple[str, Any]]:
             fields = dict(line.split(": ", 1) for line in block.splitlines())
             events.append((fields["event"], json.loads(fields["data"])))
     assert events[-1][0] == "result"
+    for name, data in events:  # each as documented (components.schemas.AskEvents)
+        openapi_check.check_event(name, data, "ask")
     openapi_check.check_schema("AskResult", events[-1][1])
     return events
 

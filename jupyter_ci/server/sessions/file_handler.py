@@ -107,7 +107,9 @@ class FileHandler(SessionAPIHandler):
             async for chunk in files.chunks(file):
                 self.write(chunk)
                 await self.flush()
-        self.finish()
+        # Jupyter's APIHandler.finish says JSON unless told (an empty file sends no bytes, so
+        # its headers go out only there).
+        self.finish(set_content_type="application/octet-stream")
 
     @web.authenticated
     @authorized
@@ -120,14 +122,14 @@ class FileHandler(SessionAPIHandler):
         self.set_status(204)
         self.finish()
 
-    def finish(self, chunk: Any = None) -> Any:
+    def finish(self, chunk: Any = None, **kwargs: Any) -> Any:
         """Say "Connection: close" when an upload is refused before its body was read."""
         # Tornado then drops the connection rather than read the body, but only decides so
         # after the headers went out: a keep-alive client would send its next request on
         # the dead connection and get a reset.
         if self.request.method == "PUT" and not self._body_read and not self._headers_written:
             self.set_header("Connection", "close")
-        return super().finish(chunk)
+        return super().finish(chunk, **kwargs)
 
     def on_finish(self) -> None:
         """Drop an upload that never completed (refused, or the client hung up)."""

@@ -27,6 +27,8 @@ from jupyter_ci.server.sessions.fields import optional_str as _optional_str
 from jupyter_ci.server.sessions.fields import timeout_of as _timeout
 from jupyter_ci.server.sessions.fields import validate_cwd_name, validate_env
 from jupyter_ci.server.sessions.manager import SessionManager
+from jupyter_ci.server.sessions.replies import NO_TOKEN as NO_TOKEN
+from jupyter_ci.server.sessions.replies import allowed_methods
 from jupyter_ci.server.sessions.results import execute_result, notebook_pieces
 from jupyter_ci.server.sessions.session import Session
 
@@ -36,11 +38,6 @@ OPENAPI = Path(__file__).parent.parent / "openapi.json"
 #: Seconds of silence after which a stream sends an SSE comment, so that proxies and clients'
 #: read timeouts (httpx, nginx: 60 s) do not cut a long quiet run, which would interrupt it.
 KEEPALIVE_S = 15.0
-#: What a request without the server's token, or with a wrong one, is told (not tornado's
-#: "'_xsrf' argument missing from POST", which sends people looking for cookies).
-NO_TOKEN = ("Forbidden: missing or invalid token. Send the Jupyter server's token as the header "
-            "`Authorization: token <token>`: it is $JUPYTER_TOKEN where the server started, "
-            "else `jupyter server list` shows it, as does the URL the server's log prints.")
 #: The fields each body may hold: any other (a typo such as `tiemout`) is a 400.
 NEW_SESSION_FIELDS = ("kernel_name", "cwd_name", "env", "language")
 EXECUTE_FIELDS = ("code", "timeout", "env")
@@ -74,6 +71,8 @@ class SessionAPIHandler(APIHandler):
         reason = self._reason
         if status_code == 403 and not self._signed_in():
             message, reason = NO_TOKEN, "invalid_token"
+        if status_code == 405:  # the methods this route has (RFC 9110 requires it)
+            self.set_header("Allow", allowed_methods(type(self)))
         self.set_header("Content-Type", "application/json")
         self.finish(json.dumps({"message": message, "reason": reason}))
 
