@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.fakellm import FakeLLM, Turn
 from tests.kernelrun import Kernel
 from tests.nbrun import anthropic_env, error_of, openai_env, run_cells, text_of
@@ -103,23 +105,28 @@ def test_plan_mode_on_stdin_sends_the_edited_plan_back(fake: FakeLLM, tmp_path: 
     assert "The model's plan" in json.dumps([m["content"] for m in run.iopub])
 
 
+@pytest.mark.parametrize(("provider", "answer", "decision"), [
+    ("openai", json.dumps({"decisions": {}}), "rejected"),  # the page's JSON, nothing accepted
+    ("anthropic", "a", "accepted"),  # a word typed on stdin: accept all
+])
 def test_the_labextensions_cells_give_the_model_an_edit_tool_reviewed_on_stdin(
-    fake: FakeLLM, tmp_path: Path
+    fake: FakeLLM, tmp_path: Path, provider: str, answer: str, decision: str
 ) -> None:
     frontend = {**FRONTEND, "cells": [{"id": "cell-a", "source": "y = 1 / 0",
                                        "error": "ZeroDivisionError: division by zero"}]}
-    kernel = Kernel(openai_env(fake), str(tmp_path))
+    env = openai_env(fake) if provider == "openai" else anthropic_env(fake)
+    kernel = Kernel(env, str(tmp_path))
     try:
         kernel.execute("%load_ext jupyter_ci")
         fake.push(Turn("", tool_calls=[("edit_cell", {"cell_id": "cell-a", "source": "y = 1"})]),
                   Turn("Fixed the division."))
-        answer = json.dumps({"decisions": {}})  # nothing accepted
         run = kernel.execute("%ask fix the cell above",
                              {"jupyter_ci_frontend": frontend, "cellId": "ask-1"},
                              answers=[answer])
     finally:
         kernel.close()
-    tools = [t["function"]["name"] for t in fake.requests[0].body["tools"]]
+    # Each provider's own tool format (OpenAI's functions, Anthropic's input_schema).
+    tools = [t.get("name") or t["function"]["name"] for t in fake.requests[0].body["tools"]]
     assert tools == ["run_python", "edit_cell"]
     context = json.dumps(fake.requests[0].messages)
     assert "cell-a" in context and "ZeroDivisionError" in context
@@ -130,10 +137,10 @@ def test_the_labextensions_cells_give_the_model_an_edit_tool_reviewed_on_stdin(
     assert run.prompts == [waiting[0]["question"]]
     end = run.comm_data()[-1]
     assert end["type"] == "ask_end"
-    assert [e["decision"] for e in end["edits"]] == ["rejected"]  # nothing accepted
+    assert [e["decision"] for e in end["edits"]] == [decision]
     # The ask record in the %%ask cell keeps what was proposed and what was decided.
-    assert end["record"]["edits"] == [{**waiting[0]["edits"][0], "decision": "rejected"}]
-    assert "rejected your edit" in tool_results(fake, 1)[0]
+    assert end["record"]["edits"] == [{**waiting[0]["edits"][0], "decision": decision}]
+    assert f"{decision} your edit" in json.dumps(fake.requests[1].messages)
 
 
 def test_standing_instructions_come_from_the_setting_and_agents_files(
