@@ -171,7 +171,7 @@ def test_a_boxed_kernels_private_folder_is_cleared_after_a_kill(
     first = Server(tmp_path, "first", root, session_pool=0, session_sandbox="always")
     servers.append(first)
     status, session = first.call("POST", "sessions", {})
-    assert status == 200, session  # the setup installs bubblewrap (scripts/setup-env.sh)
+    assert "kernel_id" in session, (status, session)  # setup-env.sh installs bubblewrap
     record = json.loads((root / ".kernels" / f"{session['kernel_id']}.json").read_text())
     private = Path(record["connection_file"]).parent
     assert private.is_dir() and private.name != "runtime", record
