@@ -16,7 +16,7 @@ from traitlets.config import Config
 
 from jupyter_ci.models.broker import MANAGED
 from jupyter_ci.server.sessions import files as session_files
-from jupyter_ci.server.sessions import handlers as session_handlers
+from jupyter_ci.server.sessions import runs as session_runs
 from tests import openapi_check
 
 Fetch = Any
@@ -237,7 +237,7 @@ async def stream(jp_fetch: Fetch, sid: str, code: str,
 async def test_a_streaming_execute_delivers_print_output_before_the_run_ends(
     jp_fetch: Fetch, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(session_handlers, "KEEPALIVE_S", 0.5)
+    monkeypatch.setattr(session_runs, "KEEPALIVE_S", 0.5)
     sid = (await new_session(jp_fetch))["id"]
     events = await stream(jp_fetch, sid, "import time\nprint('first', flush=True)\n"
                                          "time.sleep(2)\nprint('second')")

@@ -8,6 +8,7 @@ from tornado import web
 
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.server.sessions import handlers as s
+from jupyter_ci.server.sessions import runs
 from jupyter_ci.server.sessions.approval_handler import ApprovalsHandler
 from jupyter_ci.server.sessions.file_handler import FileHandler
 from jupyter_ci.server.sessions.manager import SessionManager
@@ -25,8 +26,8 @@ def routes(ci: JupyterCI, manager: SessionManager
         (base, s.SessionsHandler, session),
         (rf"{base}/{sid}", s.SessionHandler, session),
         (rf"{base}/{sid}/restart", s.RestartHandler, session),
-        (rf"{base}/{sid}/execute", s.ExecuteHandler, session),
-        (rf"{base}/{sid}/ask", s.AskHandler, session),
+        (rf"{base}/{sid}/execute", runs.ExecuteHandler, session),
+        (rf"{base}/{sid}/ask", runs.AskHandler, session),
         (rf"{base}/{sid}/approvals", ApprovalsHandler, session),
         (rf"{base}/{sid}/notebook", s.NotebookHandler, session),
         (rf"{base}/{sid}/files", s.FilesHandler, session),
