@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -25,6 +25,7 @@ from jupyter_ci.client.formats import (
     body_of,
     code_of,
     execute_body,
+    executions_of,
     gave_up,
     http_timeout,
     raise_for,
@@ -70,20 +71,34 @@ class AsyncSession(Tools):
                       on_stderr: OnText | None = None, on_output: OnOutput | None = None
                       ) -> Execution:
         """Run code as Session.execute does; callbacks may be `async def` (they are awaited)."""
+        streamed = Stream(on_stdout, on_stderr, on_output)
+        return (await self._execute(code, timeout, envs, streamed))[0]
+
+    async def execute_cells(self, cells: Sequence[str], *, timeout: Timeout = SERVER_DEFAULT,
+                            envs: dict[str, str] | None = None, on_stdout: OnText | None = None,
+                            on_stderr: OnText | None = None,
+                            on_output: OnOutput | None = None) -> list[Execution]:
+        """Run cells as Session.execute_cells does (callbacks may be `async def`)."""
+        streamed = Stream(on_stdout, on_stderr, on_output)
+        return await self._execute(list(cells), timeout, envs, streamed)
+
+    async def _execute(self, code: str | list[str], timeout: Timeout,
+                       envs: dict[str, str] | None, stream: Stream) -> list[Execution]:
+        """POST an execute: one JSON reply, or its events when there are callbacks."""
         body = execute_body(code, timeout, envs)
-        limit = http_timeout(self.http.timeout, timeout)
+        limit = http_timeout(self.http.timeout, timeout, 1 if isinstance(code, str) else len(code))
         try:
-            if on_stdout is None and on_stderr is None and on_output is None:
+            if not stream.listens:
                 response = await self.http.post(f"{self._base}/execute", json=body,
                                                 timeout=limit)
                 raise_for(response)
-                return Execution.from_json(response.json())
-            return await self._stream(body, limit, Stream(on_stdout, on_stderr, on_output))
+                return executions_of(response.json())
+            return await self._stream(body, limit, stream)
         except httpx.TimeoutException as error:
             raise gave_up(error) from error
 
     async def _stream(self, body: dict[str, Any], limit: httpx.Timeout, stream: Stream
-                      ) -> Execution:
+                      ) -> list[Execution]:
         """Run a streaming execute, awaiting the callbacks that are coroutines."""
         async with self.http.stream("POST", f"{self._base}/execute", json=body,
                                     timeout=limit,
@@ -93,8 +108,7 @@ class AsyncSession(Tools):
                 for called in stream.take(event, data):
                     if inspect.isawaitable(called):
                         await called
-        assert stream.result is not None, "the stream ended without a result"
-        return stream.result
+        return stream.executions()
 
     async def ask(self, prompt: str, *, approve: str | None = None,
                   on_approval: OnApproval | None = None, **options: Any

@@ -125,7 +125,18 @@ class Stream:
                  on_output: OnOutput | None) -> None:
         self.callbacks = {"stdout": on_stdout, "stderr": on_stderr}
         self.on_output = on_output
-        self.result: Execution | None = None
+        self.reply: dict[str, Any] | None = None  # the `result` event's data
+
+    @property
+    def listens(self) -> bool:
+        """Whether any callback wants the run's events (else one JSON reply will do)."""
+        return self.on_output is not None or any(
+            callback is not None for callback in self.callbacks.values())
+
+    def executions(self) -> list[Execution]:
+        """Return the streamed run's Executions (its `result`), once it ended."""
+        assert self.reply is not None, "the stream ended without a result"
+        return executions_of(self.reply)
 
     def take(self, event: str, data: dict[str, Any]) -> list[Any]:
         """Take one event; return what the callbacks returned (awaitables, for async ones)."""
@@ -137,7 +148,7 @@ class Stream:
             if self.on_output is not None:
                 called.append(self.on_output(data))
         elif event == "result":
-            self.result = Execution.from_json(data)
+            self.reply = data
         elif event == "error":
             reason = str(data.get("reason"))
             raise error_of(404 if reason == "unknown_session" else 409, reason,
@@ -218,10 +229,11 @@ def raise_for(response: httpx.Response) -> None:
     raise error_of(response.status_code, reason, message)
 
 
-def execute_body(code: str, timeout: float | ServerDefault | None,
+def execute_body(code: str | list[str], timeout: float | ServerDefault | None,
                  envs: dict[str, str] | None) -> dict[str, Any]:
-    """Return an execute's body; a timeout of None or 0 is sent as null: no deadline."""
-    body: dict[str, Any] = {"code": code}
+    """Return an execute's body (a list of cells: `cells`); a timeout of None or 0 is sent
+    as null: no deadline."""
+    body: dict[str, Any] = {"code": code} if isinstance(code, str) else {"cells": code}
     if not isinstance(timeout, ServerDefault):
         body["timeout"] = timeout or None
     if envs:
@@ -229,13 +241,22 @@ def execute_body(code: str, timeout: float | ServerDefault | None,
     return body
 
 
-def http_timeout(default: httpx.Timeout, timeout: float | ServerDefault | None
+def executions_of(reply: dict[str, Any]) -> list[Execution]:
+    """Return an execute's Executions: one for `code`, one per cell run for `cells`."""
+    if "results" in reply:
+        return [Execution.from_json(result) for result in reply["results"]]
+    return [Execution.from_json(reply)]
+
+
+def http_timeout(default: httpx.Timeout, timeout: float | ServerDefault | None, cells: int = 1
                  ) -> httpx.Timeout:
-    """Return the HTTP timeouts of an execute: its read deadline follows the run's timeout."""
+    """Return the HTTP timeouts of an execute: its read deadline follows the run's timeout
+    (each cell's, for several: the reply comes after the last)."""
     if isinstance(timeout, ServerDefault):
-        return default
-    read = None if not timeout or default.read is None else max(
-        default.read, timeout + TIMEOUT_MARGIN_S)
+        read = None if default.read is None else default.read * cells
+    else:
+        read = None if not timeout or default.read is None else max(
+            default.read, timeout * cells + TIMEOUT_MARGIN_S)
     return httpx.Timeout(default.connect, read=read, write=default.write, pool=default.pool)
 
 

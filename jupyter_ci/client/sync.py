@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -25,6 +25,7 @@ from jupyter_ci.client.formats import (
     code_of,
     events,
     execute_body,
+    executions_of,
     gave_up,
     http_timeout,
     raise_for,
@@ -67,27 +68,42 @@ class Session(Tools):
                 on_stderr: OnText | None = None, on_output: OnOutput | None = None
                 ) -> Execution:
         """Run code (see the class for `timeout` and `envs`); callbacks get output as it comes."""
+        streamed = Stream(on_stdout, on_stderr, on_output)
+        return self._execute(code, timeout, envs, streamed)[0]
+
+    def execute_cells(self, cells: Sequence[str], *, timeout: Timeout = SERVER_DEFAULT,
+                      envs: dict[str, str] | None = None, on_stdout: OnText | None = None,
+                      on_stderr: OnText | None = None,
+                      on_output: OnOutput | None = None) -> list[Execution]:
+        """Run cells in order in one request, back to back, up to the first that does not end
+        `ok`: one Execution per cell run (fewer than the cells when one failed). `timeout` and
+        `envs` apply to each cell; callbacks get every cell's output as it comes."""
+        streamed = Stream(on_stdout, on_stderr, on_output)
+        return self._execute(list(cells), timeout, envs, streamed)
+
+    def _execute(self, code: str | list[str], timeout: Timeout,
+                 envs: dict[str, str] | None, stream: Stream) -> list[Execution]:
+        """POST an execute: one JSON reply, or its events when there are callbacks."""
         body = execute_body(code, timeout, envs)
-        limit = http_timeout(self.http.timeout, timeout)
+        limit = http_timeout(self.http.timeout, timeout, 1 if isinstance(code, str) else len(code))
         try:
-            if on_stdout is None and on_stderr is None and on_output is None:
+            if not stream.listens:
                 response = self.http.post(f"{self._base}/execute", json=body, timeout=limit)
                 raise_for(response)
-                return Execution.from_json(response.json())
-            return self._stream(body, limit, Stream(on_stdout, on_stderr, on_output))
+                return executions_of(response.json())
+            return self._stream(body, limit, stream)
         except httpx.TimeoutException as error:
             raise gave_up(error) from error
 
     def _stream(self, body: dict[str, Any], limit: httpx.Timeout, stream: Stream
-                ) -> Execution:
+                ) -> list[Execution]:
         """Run a streaming execute, calling back as its events come."""
         with self.http.stream("POST", f"{self._base}/execute", json=body, timeout=limit,
                               headers={"Accept": "text/event-stream"}) as response:
             raise_for(response)
             for event, data in events(response.iter_lines()):
                 stream.take(event, data)
-        assert stream.result is not None, "the stream ended without a result"
-        return stream.result
+        return stream.executions()
 
     def ask(self, prompt: str, *, approve: str | None = None,
             on_approval: OnApproval | None = None, **options: Any

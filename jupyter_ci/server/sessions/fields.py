@@ -74,3 +74,26 @@ def validate_env(env: Any) -> dict[str, str]:
         raise SessionError(f"'env' may not set {', '.join(loading)}: such a variable makes "
                            "programs load or read files as they start.")
     return dict(env)
+
+
+#: Cells one execute request may run (`cells`): a notebook's worth, not a flood.
+MAX_CELLS = 1000
+
+
+def code_of(body: dict[str, Any], max_bytes: int) -> list[str] | str:
+    """Return an execute's `code` (one cell) or its `cells` (several, run in order)."""
+    if ("code" in body) == ("cells" in body):
+        raise Refused(400, "bad_field", "Give 'code' (a string: one cell) or 'cells' (a list "
+                      "of strings: cells run in order), one of them.")
+    code: Any = body.get("code", body.get("cells"))
+    cells: list[Any] = [code] if "code" in body else code if isinstance(code, list) else []
+    if not cells or not all(isinstance(cell, str) for cell in cells):
+        raise Refused(400, "bad_field", "'code' (a string) is required." if "code" in body
+                      else "'cells' must be a non-empty list of strings, each a cell's code.")
+    if len(cells) > MAX_CELLS:
+        raise Refused(413, "code_too_large", f"{len(cells)} cells in one request: at most "
+                      f"{MAX_CELLS}; send the rest in another request.")
+    if sum(len(cell.encode()) for cell in cells) > max_bytes:
+        raise Refused(413, "code_too_large", f"The code is over {max_bytes} bytes "
+                      "(c.JupyterCI.max_code_bytes; for 'cells', all of them together).")
+    return code if "code" in body else cells

@@ -33,10 +33,13 @@ from jupyter_ci.server.sessions.sandbox import CannotBox, Choice, choose, sessio
 
 READY_S = 60.0  # a kernel that is not ready by then is not going to be
 _SETTLE_S = 3 * POLL_S  # how long a delete waits for a run in flight to see its kernel gone
-#: Run quietly in a Python session kernel: charts and tables as data beside their pictures
-#: (kernel/structured). One expression binds no name the user or the model would see; a
-#: kernel without jupyter_ci (a gateway's, another environment's) goes without.
-_STRUCTURED = ("try:\n    __import__('jupyter_ci.kernel.structured.install', fromlist=['_'])"
+#: Run quietly in a Python session kernel: IPython's history written every 1000 cells, not
+#: each (its commit, an fsync, holds the lock the next cell's input waits for: ~10-20% of a
+#: small cell; the session keeps its own history); charts and tables as data beside their
+#: pictures (kernel/structured). It binds no name the user or the model would see; a kernel
+#: without jupyter_ci (a gateway's, another environment's) goes without the second.
+_STRUCTURED = ("try:\n    get_ipython().history_manager.db_cache_size = 1000\n"
+               "    __import__('jupyter_ci.kernel.structured.install', fromlist=['_'])"
                ".install(get_ipython())\nexcept Exception:\n    pass\n")
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized
@@ -16,16 +17,17 @@ from tornado import web
 from jupyter_ci.agent.outputs import OutputEvent
 from jupyter_ci.server.sessions import ask, languages
 from jupyter_ci.server.sessions.errors import SessionError, UnknownSession
-from jupyter_ci.server.sessions.fields import Refused, validate_env
+from jupyter_ci.server.sessions.fields import Refused, code_of, validate_env
 from jupyter_ci.server.sessions.fields import timeout_of as _timeout
 from jupyter_ci.server.sessions.handlers import SessionAPIHandler
+from jupyter_ci.server.sessions.manager import SessionManager
 from jupyter_ci.server.sessions.results import execute_result
 from jupyter_ci.server.sessions.session import Session
 
 #: Seconds of silence after which a stream sends an SSE comment, so that proxies and clients'
 #: read timeouts (httpx, nginx: 60 s) do not cut a long quiet run, which would interrupt it.
 KEEPALIVE_S = 15.0
-EXECUTE_FIELDS = ("code", "timeout", "env")
+EXECUTE_FIELDS = ("code", "cells", "timeout", "env")
 
 
 def sse(event: str, data: Any) -> bytes:
@@ -162,15 +164,10 @@ class ExecuteHandler(StreamingHandler):
     @web.authenticated
     @authorized
     async def post(self, sid: str) -> None:
-        """Run {"code", "timeout"?, "env"?} in the session (timeout 0 or null: no deadline)."""
+        """Run {"code" | "cells", "timeout"?, "env"?} (timeout 0 or null: no deadline)."""
         body = self.fields(EXECUTE_FIELDS)
-        code = body.get("code")
-        if not isinstance(code, str):
-            raise Refused(400, "bad_field", "'code' (a string) is required.")
-        if len(code.encode()) > self.ci.max_code_bytes:
-            raise Refused(413, "code_too_large", f"The code is over "
-                          f"{self.ci.max_code_bytes} bytes (c.JupyterCI.max_code_bytes).")
-        timeout, env = _timeout(body), validate_env(body.get("env"))
+        code = code_of(body, self.ci.max_code_bytes)
+        timeout, env = _timeout(body) or self.ci.timeout, validate_env(body.get("env"))
         session = self.manager.get(sid)
         if env and languages.normalize(session.language) not in languages.ENV_LANGUAGES:
             raise Refused(400, "env_not_supported", f"A run's 'env' is set in "
@@ -180,16 +177,50 @@ class ExecuteHandler(StreamingHandler):
         streaming = "text/event-stream" in self.request.headers.get("Accept", "")
 
         async def work(send: Callable[[bytes], None]) -> dict[str, Any]:
-            listener = (lambda event: send(output_event(event))) if streaming else None
-            result, changed = await self.manager.run_locked(
-                session, code, timeout or self.ci.timeout, listener, env)
-            return execute_result(result, changed)
+            run = Run(self.manager, session, timeout, env, send if streaming else None)
+            return await (run.one(code) if isinstance(code, str) else run.cells(code))
 
         if streaming:
             return await self.stream(session, work)
         reply = await self.answer(session, work)
         if reply is not None:
             self.finish(json.dumps(reply))
+
+
+@dataclass
+class Run:
+    """One execute request's run in a session whose lock it holds: one cell, or several."""
+
+    manager: SessionManager
+    session: Session
+    timeout: float
+    env: dict[str, str]
+    #: Sends server-sent events as they come (None: one JSON reply at the end).
+    send: Callable[[bytes], None] | None
+
+    async def one(self, code: str) -> dict[str, Any]:
+        """Run one cell; return its result."""
+        send = self.send
+        listener = None if send is None else (lambda event: send(output_event(event)))
+        result, changed = await self.manager.run_locked(self.session, code, self.timeout,
+                                                        listener, self.env)
+        return execute_result(result, changed)
+
+    async def cells(self, cells: list[str]) -> dict[str, Any]:
+        """Run cells in order, back to back, up to the first that does not end `ok`."""
+        # One request for a notebook's worth of cells: no HTTP round trip between them, and
+        # no other request's run between them (the lock is held throughout).
+        results: list[dict[str, Any]] = []
+        for index, code in enumerate(cells):
+            if self.send is not None:
+                self.send(sse("cell", {"index": index}))
+            results.append(await self.one(code))
+            if self.send is not None:
+                self.send(sse("cell_result", {"index": index, **results[-1]}))
+            if results[-1]["status"] != "ok":
+                break
+        return {"status": results[-1]["status"], "results": results,
+                "skipped": len(cells) - len(results)}
 
 
 class AskHandler(StreamingHandler):
