@@ -249,7 +249,7 @@ async def test_one_run_keeps_a_bounded_result_while_its_stream_carries_every_chu
 
 
 def test_a_flood_of_tiny_prints_keeps_its_head_and_tail_and_tells_every_chunk() -> None:
-    from jupyter_ci.server.sessions.executor import CappedOutputs
+    from jupyter_ci.server.sessions.capped import CappedOutputs
 
     told: list[Any] = []
     outputs = CappedOutputs(told.append, limit=64 * 1024)
@@ -270,7 +270,7 @@ def test_a_flood_of_tiny_prints_keeps_its_head_and_tail_and_tells_every_chunk() 
 
 
 def test_displays_and_their_updates_are_kept_within_the_cap() -> None:
-    from jupyter_ci.server.sessions.executor import CappedOutputs
+    from jupyter_ci.server.sessions.capped import CappedOutputs
 
     outputs = CappedOutputs(None, limit=4000)
     for i in range(100):
