@@ -8,10 +8,11 @@ each figure is compared with its baseline measured in the same round, interleave
 Sessions run unboxed (session_sandbox=never) so that their kernels are of the same kind as
 the baselines' (python3 over jupyter_client); `--boxed` boxes them as a server does by default.
 
-1. execute of `x = 1`: a raw jupyter_client execute (reply and idle) against REST's JSON
-   execute and its streamed execute (`Accept: text/event-stream`), each through one
-   keep-alive httpx connection (goal <= 1.1x); with Jupyter Server's own authenticated
-   request floor (`GET /api/status`) for reference;
+1. execute of `x = 1`: a raw jupyter_client execute (reply and idle) in a stock kernel
+   against REST's JSON execute and its streamed execute (`Accept: text/event-stream`), each
+   through one keep-alive httpx connection (goal <= 1.1x); with a raw execute in the
+   session's own kernel (what the REST door adds to it) and Jupyter Server's own
+   authenticated request floor (`GET /api/status`) for reference;
 2. cells per second: the same --cells small cells through REST executes, one after another,
    and all in one execute (`cells`), against nbclient executing them (`execute_cell`) in a
    kernel it started (goal >= 0.9x);
@@ -37,7 +38,9 @@ from typing import Any
 
 import httpx
 import nbformat
+from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.manager import start_new_kernel
+from jupyter_core.paths import jupyter_runtime_dir
 from nbclient import NotebookClient
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -76,6 +79,12 @@ class Rest:
         reply.raise_for_status()
         self.sid = reply.json()["id"]
         self.route = f"jupyter-ci/sessions/{self.sid}"
+        # A raw client of the session's own kernel: the baseline "on the same kernel", with
+        # the settings the server gives session kernels (kernels.py) that a stock one lacks.
+        self.kc = BlockingKernelClient(connection_file=os.path.join(
+            jupyter_runtime_dir(), f"kernel-{reply.json()['kernel_id']}.json"))
+        self.kc.load_connection_file()
+        self.kc.start_channels()
         self.lean = http.client.HTTPConnection(url.split("//", 1)[1], timeout=60)
         self.headers = {"Authorization": f"token {token}"}
 
@@ -120,8 +129,13 @@ class Rest:
         """Jupyter Server's own cost of one authenticated request."""
         self.http.get("api/status").raise_for_status()
 
+    def same_kernel(self) -> None:
+        """One raw execute of `x = 1` in the session's own kernel."""
+        raw_execute(self.kc, "x = 1")
+
     def close(self) -> None:
         """Delete the session; close the connection."""
+        self.kc.stop_channels()
         self.http.delete(self.route)
         self.http.close()
         self.lean.close()
@@ -178,10 +192,11 @@ def one_round(rest: Rest, base: Baselines, args: argparse.Namespace, index: int
               ) -> dict[str, float]:
     """Every measurement once (each the median of --repeat), interleaved."""
     n, codes = args.repeat, CELL_SOURCES[:args.cells]
-    samples: dict[str, list[float]] = {"raw": [], "rest": [], "lean": [], "streamed": [],
-                                       "floor": []}
+    samples: dict[str, list[float]] = {"raw": [], "same": [], "rest": [], "lean": [],
+                                       "streamed": [], "floor": []}
     for _ in range(n):
         samples["raw"].append(timed(base.raw))
+        samples["same"].append(timed(rest.same_kernel))
         samples["rest"].append(timed(lambda: rest.execute("x = 1")))
         samples["lean"].append(timed(lambda: rest.lean_execute("x = 1")))
         samples["streamed"].append(timed(lambda: rest.stream("execute", {"code": "x = 1"})))
@@ -228,9 +243,14 @@ def report(rounds: list[dict[str, float]], args: argparse.Namespace) -> None:
         return spread([top(r) / bottom(r) for r in rounds])
 
     print(f"({len(rounds)} rounds of {args.repeat}; medians over rounds)")
-    print(f"raw jupyter_client execute (x = 1)     {ms('raw'):6.2f} ms")
+    print(f"raw jupyter_client execute (x = 1)     {ms('raw'):6.2f} ms   (a stock python3 kernel)")
+    print(f"  the same, in the session's kernel    {ms('same'):6.2f} ms   ratio "
+          f"{ratios(lambda r: r['same'], lambda r: r['raw'])}   (IPython's history written "
+          "in batches, no 0.5 ms sleep before each reply)")
     print(f"REST execute, JSON                     {ms('rest'):6.2f} ms   ratio "
           f"{ratios(lambda r: r['rest'], lambda r: r['raw'])}   goal <= 1.1x")
+    print(f"  against a raw execute in its kernel              ratio "
+          f"{ratios(lambda r: r['rest'], lambda r: r['same'])}   (what the REST door adds)")
     print(f"REST execute, JSON, http.client        {ms('lean'):6.2f} ms   ratio "
           f"{ratios(lambda r: r['lean'], lambda r: r['raw'])}   (the stdlib's client, not httpx)")
     print(f"REST execute, streamed (SSE)           {ms('streamed'):6.2f} ms   ratio "

@@ -134,14 +134,18 @@ async def test_both_clients_run_cells_and_stream_their_output(server: tuple[str,
         assert [r.status for r in got] == ["ok", "ok"] and got[1].text == "1024"
 
 
-async def test_a_session_kernel_writes_ipythons_history_in_batches_not_per_cell(
+async def test_a_session_kernel_writes_history_in_batches_and_replies_without_a_sleep(
         jp_fetch: Fetch) -> None:
-    # Each cell's commit (an fsync) held the lock the next cell's input waits for.
+    # Each cell's commit (an fsync) held the lock the next cell's input waits for, and
+    # ipykernel slept 0.5 ms before each reply: ~1 ms of a 3-4 ms small cell.
     sid = (await new_session(jp_fetch))["id"]
     await run(jp_fetch, sid, "marker_4711 = 1")
     await asyncio.sleep(0.5)  # IPython's saving thread would have committed it by now
     found = await run(jp_fetch, sid, "import sqlite3\nmanager = get_ipython().history_manager\n"
                       "db = sqlite3.connect(manager.hist_file)\nprint(db.execute(\"select "
                       "count(*) from history where source like '%marker_4711%'\").fetchone()[0],"
-                      " manager.db_cache_size, 'marker_4711 = 1' in In)")
-    assert stdout(found) == "0 1000 True\n"
+                      " manager.db_cache_size, 'marker_4711 = 1' in In, "
+                      "get_ipython().kernel._execute_sleep)")
+    assert stdout(found) == "0 1000 True 0.0\n"
+    printed = await run(jp_fetch, sid, "for i in range(200):\n    print(i, flush=i % 7 == 0)")
+    assert stdout(printed) == "".join(f"{i}\n" for i in range(200))  # nothing after the reply lost
