@@ -7,6 +7,7 @@ import asyncio
 import json
 from typing import Any
 
+import httpx
 import pytest
 from traitlets.config import Config
 
@@ -149,3 +150,21 @@ async def test_a_session_kernel_writes_history_in_batches_and_replies_without_a_
     assert stdout(found) == "0 1000 True 0.0\n"
     printed = await run(jp_fetch, sid, "for i in range(200):\n    print(i, flush=i % 7 == 0)")
     assert stdout(printed) == "".join(f"{i}\n" for i in range(200))  # nothing after the reply lost
+
+
+async def test_a_client_that_hangs_up_stops_the_cells_not_yet_run(
+        jp_fetch: Fetch, server: tuple[str, str]) -> None:
+    url, token = server
+    sid = (await new_session(jp_fetch))["id"]
+    # The first cell swallows the interrupt the hang-up sends: it ends `ok`, and still
+    # nothing after it may run, since nobody waits for it any more.
+    swallow = ("import time\ntry:\n    time.sleep(2)\nexcept KeyboardInterrupt:\n"
+               "    caught = True\n")
+    async with httpx.AsyncClient(base_url=url, headers={"Authorization": f"token {token}"},
+                                 timeout=0.5) as http:
+        with pytest.raises(httpx.ReadTimeout):
+            await http.post(f"jupyter-ci/sessions/{sid}/execute",
+                            json={"cells": [swallow, "after = True"]})
+    await asyncio.sleep(2.5)  # the first cell ends; the second would run now
+    seen = await run(jp_fetch, sid, "print('caught' in dir(), 'after' in dir())")
+    assert stdout(seen) == "True False\n"

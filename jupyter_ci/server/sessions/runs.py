@@ -56,6 +56,8 @@ class StreamingHandler(SessionAPIHandler):
     _holding = False
     #: Whether hanging up cancels the work too (an ask), not only interrupts the kernel.
     cancel_on_close = False
+    #: Whether the client hung up (the cells of an execute not started yet are not run).
+    hung_up = False
 
     async def stream(self, session: Session, work: Work) -> None:
         """Run `work` under the session's lock; send what it emits, then its `result`."""
@@ -148,6 +150,7 @@ class StreamingHandler(SessionAPIHandler):
     def on_connection_close(self) -> None:
         """A client that hangs up interrupts what runs for it (and only that)."""
         super().on_connection_close()
+        self.hung_up = True
         if self._task is None or self._task.done() or self._session is None:
             return
         if not self._holding:
@@ -177,7 +180,8 @@ class ExecuteHandler(StreamingHandler):
         streaming = "text/event-stream" in self.request.headers.get("Accept", "")
 
         async def work(send: Callable[[bytes], None]) -> dict[str, Any]:
-            run = Run(self.manager, session, timeout, env, send if streaming else None)
+            run = Run(self.manager, session, timeout, env, send if streaming else None,
+                      lambda: self.hung_up)
             return await (run.one(code) if isinstance(code, str) else run.cells(code))
 
         if streaming:
@@ -197,6 +201,8 @@ class Run:
     env: dict[str, str]
     #: Sends server-sent events as they come (None: one JSON reply at the end).
     send: Callable[[bytes], None] | None
+    #: Whether nobody waits for the rest any more (its client hung up).
+    gone: Callable[[], bool] = lambda: False
 
     async def one(self, code: str) -> dict[str, Any]:
         """Run one cell; return its result."""
@@ -212,6 +218,8 @@ class Run:
         # no other request's run between them (the lock is held throughout).
         results: list[dict[str, Any]] = []
         for index, code in enumerate(cells):
+            if self.gone() and results:  # the interrupt stopped a cell, or fell between two
+                break
             if self.send is not None:
                 self.send(sse("cell", {"index": index}))
             results.append(await self.one(code))
