@@ -51,6 +51,32 @@ def server(jp_serverapp: Any, http_server_client: Any, http_server_port: tuple[A
             str(jp_serverapp.identity_provider.token))
 
 
+async def export(jp_fetch: Any, url: str, token: str, sid: str, saved: Path
+                 ) -> tuple[float, list[float]]:
+    """Download a session's notebook with curl; return the loop's worst lag meanwhile and
+    how long each GET /api/status made during it took."""
+    stop, found = asyncio.Event(), []
+    sampler = asyncio.ensure_future(lags(stop, found))
+    # Another process downloads: this one's loop serves, it does not read 100 MB as well.
+    curl = await asyncio.create_subprocess_exec(
+        "curl", "-sf", "-o", str(saved), "-H", f"Authorization: token {token}",
+        f"{url}jupyter-ci/sessions/{sid}/notebook")
+    try:
+        done = asyncio.ensure_future(curl.wait())
+        await asyncio.sleep(0.05)
+        statuses = []
+        while not done.done():  # other requests meanwhile answer quickly
+            started = time.perf_counter()
+            await jp_fetch("api", "status")
+            statuses.append(time.perf_counter() - started)
+            await asyncio.sleep(0.02)
+        assert await done == 0
+    finally:
+        stop.set()
+        await sampler
+    return max(found), statuses
+
+
 async def test_a_large_export_leaves_the_loop_free_for_other_requests(
     jp_fetch: Any, jp_serverapp: Any, server: tuple[str, str], tmp_path: Path
 ) -> None:
@@ -69,36 +95,25 @@ async def test_a_large_export_leaves_the_loop_free_for_other_requests(
     await jp_fetch("jupyter-ci", "sessions", other["id"], "notebook")
     gc.collect()
     gc.freeze()
-    stop, found = asyncio.Event(), []
-    sampler = asyncio.ensure_future(lags(stop, found))
     url, token = server
     saved = tmp_path / "export.ipynb"
-    # Another process downloads: this one's loop serves, it does not read 100 MB as well.
-    curl = await asyncio.create_subprocess_exec(
-        "curl", "-sf", "-o", str(saved), "-H", f"Authorization: token {token}",
-        f"{url}jupyter-ci/sessions/{session['id']}/notebook")
     try:
-        export = asyncio.ensure_future(curl.wait())
-        await asyncio.sleep(0.05)
-        statuses = []
-        while not export.done():  # other requests meanwhile answer quickly
-            started = time.perf_counter()
-            await jp_fetch("api", "status")
-            statuses.append(time.perf_counter() - started)
-            await asyncio.sleep(0.02)
-        assert await export == 0
+        worst, statuses = await export(jp_fetch, url, token, session["id"], saved)
+        if worst >= 0.15:
+            # One stall on a loaded 2-core machine (a descheduled process) is not the export:
+            # encoding on the loop stalls it every time, so a second export must be clean.
+            print(f"first export: loop lag max {worst * 1000:.0f} ms; once more")
+            worst, statuses = await export(jp_fetch, url, token, session["id"], saved)
     finally:
-        stop.set()
-        await sampler
         gc.unfreeze()
         for sid in (session["id"], other["id"]):
             await jp_fetch("jupyter-ci", "sessions", sid, method="DELETE")
     body = saved.read_bytes()
     notebook = json.loads(body)
     assert len(notebook["cells"]) == len(history)
-    worst = max(found)
     print(f"export of {len(body) / 2**20:.0f} MiB: loop lag max {worst * 1000:.0f} ms, "
           f"{len(statuses)} GET /api/status, slowest {max(statuses) * 1000:.0f} ms")
-    # Before, the loop stood still for 0.35-0.58 s here (the whole JSON encoded on it).
+    # Before, the loop stood still for 0.35-0.58 s here (the whole JSON encoded on it), then
+    # 0.18-0.28 s (jsonschema checking each MiB output while holding the GIL); now ~20 ms.
     assert statuses and sorted(statuses)[len(statuses) // 2] < 0.05, statuses
-    assert worst < 0.25, sorted(found)[-5:]
+    assert worst < 0.15, worst
