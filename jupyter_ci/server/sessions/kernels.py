@@ -41,7 +41,7 @@ _SETTLE_S = 3 * POLL_S  # how long a delete waits for a run in flight to see its
 #: beside their pictures (kernel/structured). Nothing binds a name the user or the model
 #: would see; a kernel without jupyter_ci (a gateway's, another environment's) goes without
 #: the last.
-_STRUCTURED = ("try:\n    get_ipython().history_manager.db_cache_size = 1000\n"
+_PYTHON_SETUP = ("try:\n    get_ipython().history_manager.db_cache_size = 1000\n"
                "    get_ipython().kernel._execute_sleep = 0\nexcept Exception:\n    pass\n"
                "try:\n    __import__('jupyter_ci.kernel.structured.install', fromlist=['_'])"
                ".install(get_ipython())\nexcept Exception:\n    pass\n")
@@ -207,7 +207,7 @@ class SessionKernels:
         await client.wait_for_ready(timeout=READY_S)
         if is_gateway(self.km):
             await self._enter(kernel_id, client, directory)
-        await self._structured(client)
+        await self._python_setup(client)
         return client
 
     async def _enter(self, kernel_id: str, client: Any, directory: Path) -> None:
@@ -227,11 +227,11 @@ class SessionKernels:
         else:
             self.elsewhere.add(kernel_id)
 
-    async def _structured(self, client: Any) -> None:
-        """Install the structured results in the kernel, if it runs Python."""
+    async def _python_setup(self, client: Any) -> None:
+        """Set a Python kernel up for sessions (_PYTHON_SETUP); other languages as they are."""
         info = await self._reply(client, client.kernel_info())
         if info["content"].get("language_info", {}).get("name") == "python":
-            await self._reply(client, client.execute(_STRUCTURED, silent=True,
+            await self._reply(client, client.execute(_PYTHON_SETUP, silent=True,
                                                      store_history=False))
 
     async def _reply(self, client: Any, msg_id: str) -> dict[str, Any]:
