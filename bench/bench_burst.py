@@ -21,8 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import secrets
-import socket
 import statistics
 import subprocess
 import sys
@@ -33,39 +31,17 @@ from typing import Any
 
 import httpx
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_sessions import launch
+
 SETTLE_S = 2.5  # the pool counts as warm once its kernel count held still this long
 WARM_MAX_S = 60.0
-
-
-def free_port() -> int:
-    """Return a TCP port that was free a moment ago."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def start_server(root: str, options: Sequence[str], probe: bool = False
                  ) -> tuple[subprocess.Popen[bytes], str, str]:
     """Start `jupyter server` with the extension and `options`; return it, URL and token."""
-    port, token = free_port(), secrets.token_hex(16)
-    extensions = "{'jupyter_ci': True" + (", 'loop_probe': True}" if probe else "}")
-    args = [sys.executable, "-m", "jupyter_server", "--no-browser", f"--port={port}",
-            f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-            f"--ServerApp.jpserver_extensions={extensions}", *options,
-            *(["--allow-root"] if os.geteuid() == 0 else [])]
-    here = os.path.dirname(os.path.abspath(__file__))
-    path = os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={**os.environ, "JUPYTER_CONFIG_DIR": root, "PYTHONPATH": path})
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(300):
-        try:
-            httpx.get(f"{url}/api/status", headers={"Authorization": f"token {token}"}, timeout=1)
-            return proc, url, token
-        except httpx.TransportError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError("jupyter server did not start")
+    return launch(root, options, ("jupyter_ci", "loop_probe") if probe else ("jupyter_ci",))
 
 
 def percentile(values: list[float], q: float) -> float:

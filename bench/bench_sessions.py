@@ -43,18 +43,24 @@ def free_port() -> int:
 def start_server(root: str, pool: int, max_sessions: int,
                  extra: Sequence[str] = ()) -> tuple[subprocess.Popen[bytes], str, str]:
     """Start `jupyter server` with the extension; return it, its URL and token."""
+    return launch(root, [f"--JupyterCI.session_pool={pool}",
+                         f"--JupyterCI.max_sessions={max_sessions}", *extra])
+
+
+def launch(root: str, options: Sequence[str], extensions: Sequence[str] = ("jupyter_ci",)
+           ) -> tuple[subprocess.Popen[bytes], str, str]:
+    """Start `jupyter server` with `extensions` and `options`; return it, its URL and token
+    once it answers (this folder on its PYTHONPATH: the benches' own extensions load)."""
     port, token = free_port(), secrets.token_hex(16)
-    extensions = "{'jupyter_ci': True}"
+    enabled = "{" + ", ".join(f"'{name}': True" for name in extensions) + "}"
     args = [sys.executable, "-m", "jupyter_server", "--no-browser", f"--port={port}",
             f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-            f"--ServerApp.jpserver_extensions={extensions}",
-            f"--JupyterCI.session_pool={pool}", f"--JupyterCI.max_sessions={max_sessions}",
-            *extra, *(["--allow-root"] if os.geteuid() == 0 else [])]
+            f"--ServerApp.jpserver_extensions={enabled}", *options,
+            *(["--allow-root"] if os.geteuid() == 0 else [])]
+    path = os.pathsep.join(filter(None, [os.path.dirname(os.path.abspath(__file__)),
+                                         os.environ.get("PYTHONPATH")]))
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={**os.environ, "JUPYTER_CONFIG_DIR": root,
-                                 "PYTHONPATH": os.pathsep.join(filter(None, [
-                                     os.path.dirname(os.path.abspath(__file__)),
-                                     os.environ.get("PYTHONPATH")]))})
+                            env={**os.environ, "JUPYTER_CONFIG_DIR": root, "PYTHONPATH": path})
     url = f"http://127.0.0.1:{port}"
     for _ in range(300):
         try:
