@@ -137,10 +137,8 @@ class Pool(Generic[T]):
         self.closing = True
         if self._shrinking is not None:
             self._shrinking.cancel()
-        while self.waiters:
-            waiter = self.waiters.popleft()
-            if not waiter.done():
-                waiter.set_exception(KernelUnavailable("The server is stopping."))
+        while (waiter := self._first_waiter()) is not None:
+            waiter.set_exception(KernelUnavailable("The server is stopping."))
         if self.starting:
             # Not cancelled at once: a kernel start cut halfway is one the kernel manager can
             # neither finish nor shut down, and the server's own cleanup then stops short.
@@ -202,13 +200,19 @@ class Pool(Generic[T]):
         if task is not None:
             self.starting.discard(task)
 
-    def _deliver(self, item: T) -> None:
-        """Give a started kernel to the first session waiting, else keep it if wanted."""
+    def _first_waiter(self) -> asyncio.Future[T] | None:
+        """Take the first session still waiting (one that gave up is dropped)."""
         while self.waiters:
             waiter = self.waiters.popleft()
             if not waiter.done():
-                waiter.set_result(item)
-                return
+                return waiter
+        return None
+
+    def _deliver(self, item: T) -> None:
+        """Give a started kernel to the first session waiting, else keep it if wanted."""
+        if (waiter := self._first_waiter()) is not None:
+            waiter.set_result(item)
+            return
         if self.closing or len(self.ready) >= self._keep():
             self._drop(item)
         else:
@@ -216,12 +220,10 @@ class Pool(Generic[T]):
 
     def _failed(self, exc: Exception) -> None:
         """Tell the first waiting session why its kernel did not start; else log it."""
-        while self.waiters:
-            waiter = self.waiters.popleft()
-            if not waiter.done():
-                waiter.set_exception(exc)
-                self.refill()  # the others wait for starts of their own
-                return
+        if (waiter := self._first_waiter()) is not None:
+            waiter.set_exception(exc)
+            self.refill()  # the others wait for starts of their own
+            return
         if not self.closing:
             self.log.warning("jupyter-ci: could not pre-start a session kernel (%s)", exc)
         self.stalled = True
