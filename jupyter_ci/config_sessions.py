@@ -1,0 +1,144 @@
+"""The settings of REST sessions and of the sandbox that boxes kernels (part of JupyterCI).
+
+They are declared on this base class of `JupyterCI` only to keep config.py small: they are
+set as `c.JupyterCI.<name>` like every other setting.
+"""
+
+from __future__ import annotations
+
+import os
+
+from traitlets import Bool, Enum, Float, Int, List, Unicode, Union
+from traitlets.config import Configurable
+
+
+class SessionSettings(Configurable):
+    """REST sessions and sandboxed kernels: set them as `c.JupyterCI.<name>`."""
+
+    session_root = Unicode(
+        "",
+        help="Directory under which each REST session gets its working directory. Default: "
+        "`.jupyter-ci-sessions` in the server's root_dir (hidden from the file browser).",
+    ).tag(config=True)
+    session_idle_timeout = Float(
+        3600.0, help="Seconds a REST session may stay unused before it is shut down and its "
+        "directory removed (default 3600; 0 = never).",
+    ).tag(config=True)
+    max_sessions = Int(
+        20, help="REST sessions that may exist at once; more get HTTP 429 (default 20).",
+    ).tag(config=True)
+    session_pool = Int(
+        1, help="Kernels kept started in advance for new REST sessions, from the first "
+        "session on: a server whose REST API is never used starts none (default 1; 0 = no "
+        "pool at all, whatever session_pool_max says). The pool's minimum: see "
+        "session_pool_max.",
+    ).tag(config=True)
+    session_pool_max = Int(
+        20, help="Kernels the pool may grow to under bursts (default 20, as max_sessions): "
+        "when new sessions drain the pool, it sets its size to the number asked for in the "
+        "last 2 s, so the next burst that large finds its kernels started; it never holds more "
+        "than max_sessions leaves room for, and shrinks back to session_pool after "
+        "session_pool_idle_timeout. Kernels start as many at a time as the machine has cores "
+        "(up to 4); a burst that finds the pool empty waits for them in turn.",
+    ).tag(config=True)
+    session_pool_idle_timeout = Float(
+        120.0, help="Seconds without a new REST session after which a pool that grew under "
+        "a burst shuts its extra kernels down, back to session_pool (default 120; 0 = never).",
+    ).tag(config=True)
+    session_run_slots = Int(
+        3 * (os.cpu_count() or 1), help="REST runs (executes, ask steps) let into their "
+        "kernels at once; more wait their turn in order of arrival, so under load every "
+        "session gets its share of the cores rather than some waiting behind others. A run "
+        "holds its turn for 50 ms at most: a longer one goes on and lets the next in "
+        "(default: three per core; 0 = no limit).",
+    ).tag(config=True)
+    session_sandbox = Enum(
+        ["auto", "always", "never"], "auto",
+        help="Run REST sessions' kernels in a bubblewrap box (their own folder, no network, "
+        "limits; see sandbox_*): 'auto' (default) boxes them where bubblewrap works and "
+        "otherwise starts them unboxed with a warning in the log and \"sandboxed\": false in "
+        "the session's info; 'always' refuses to start a session it cannot box; 'never'.",
+    ).tag(config=True)
+    sandbox_network = Union(
+        [Enum(["none", "host"]), List(Unicode())], default_value="none",
+        help="What a sandboxed kernel may reach on the network: 'none' (default: only its "
+        "own loopback; the model is reached through the server's socket), a list of host "
+        "names or host:port (reached through an egress proxy the server runs, e.g. "
+        "[\"pypi.org\", \"files.pythonhosted.org\"] for %pip install; anything else "
+        "refused), or 'host' (the host's whole network). List entries: exact names (any "
+        "case), IP addresses or *.domain (its subdomains); without :port, ports 80 and 443. "
+        "Loopback, private and link-local addresses are reached only when listed as "
+        "addresses, whatever a listed name resolves to.",
+    ).tag(config=True)
+    sandbox_memory_bytes = Int(
+        4 << 30, help="Memory (heap and anonymous mappings) a sandboxed kernel process may "
+        "allocate, in bytes (default 4294967296, 4 GiB; 0 = no limit); past it, allocations "
+        "fail with MemoryError and the kernel lives.",
+    ).tag(config=True)
+    sandbox_processes = Int(
+        256, help="Processes and threads a sandboxed kernel's box may hold at once (default "
+        "256; 0 = no limit); past it, fork and thread starts fail. Not enforced when Jupyter "
+        "runs as root (Linux exempts uid 0).",
+    ).tag(config=True)
+    sandbox_tmp_bytes = Int(
+        512 << 20, help="Size of a sandboxed kernel's private /tmp (its HOME too), in bytes "
+        "(default 536870912, 512 MiB).",
+    ).tag(config=True)
+    sandbox_file_bytes = Int(
+        1 << 30, help="Largest file a sandboxed kernel may write, in bytes (default "
+        "1073741824, 1 GiB; 0 = no limit); a write past it fails with 'File too large'.",
+    ).tag(config=True)
+    sandbox_open_files = Int(
+        1024, help="Files and sockets a sandboxed kernel process may hold open (default 1024).",
+    ).tag(config=True)
+    sandbox_cpu_seconds = Int(
+        0, help="CPU seconds a sandboxed kernel process may use over its life before it is "
+        "ended (default 0 = no limit; a restart starts the count again).",
+    ).tag(config=True)
+    max_upload_bytes = Int(
+        100 * 1024 * 1024, help="Largest file, in bytes, a REST upload may send (default "
+        "104857600, 100 MiB); larger ones get HTTP 413 before they are read.",
+    ).tag(config=True)
+    max_code_bytes = Int(
+        1024 * 1024, help="Largest code, in bytes, one REST execute may send (default 1 MiB).",
+    ).tag(config=True)
+    session_run_output_bytes = Int(
+        16 * 1024 * 1024, min=0,
+        help="Bytes of outputs one REST execute (or ask step) keeps while it runs and returns "
+        "in its result: past it the middle is dropped with a note, the head and tail kept, and "
+        "one output over half of it is cut the same way (a display becomes a text/plain "
+        "note). A streaming execute's `output` events still carry every output whole "
+        "(default 16777216, 16 MiB; 0 = no cap).",
+    ).tag(config=True)
+    session_history_output_bytes = Int(
+        1024 * 1024, min=0,
+        help="Bytes of one output (a stream's text, a display's data) a REST session keeps "
+        "for its notebook (GET .../notebook): a longer stream keeps its head and tail with a "
+        "note where cut, a larger display becomes a text/plain note (default 1048576, 1 MiB; "
+        "0 = no cap).",
+    ).tag(config=True)
+    session_history_bytes = Int(
+        32 * 1024 * 1024, min=0,
+        help="Bytes a REST session keeps in all for its notebook (GET .../notebook): past "
+        "it, the oldest outputs are dropped first and replaced by a note; code and prompts "
+        "are kept (default 33554432, 32 MiB; 0 = no cap).",
+    ).tag(config=True)
+    restart_on_stuck_interrupt = Bool(
+        True,
+        help="Restart a REST session's kernel when a run that timed out does not stop within "
+        "10 s of its interrupt (code that ignores SIGINT, or is stuck in C): the run reports "
+        "`timeout` with \"kernel restarted, variables lost\" and the session is usable at once. "
+        "Off: the session is `dead` until the client restarts it (default True).",
+    ).tag(config=True)
+    session_orphans_kept = Float(
+        86400.0, min=0.0,
+        help="Seconds the directory of a session lost when the server was killed is kept, "
+        "under `<session_root>/.lost/<session id>`, before a later start or the idle culler "
+        "removes it (default 86400, a day; 0 = removed at the next start).",
+    ).tag(config=True)
+    approval_timeout = Float(
+        600.0, min=1.0,
+        help="Seconds a REST (or MCP) ask waits for the answer to an approval_needed event "
+        "(a step or plan that waits for approval, see approval) before it stops, saying no "
+        "answer came; nothing more runs (default 600).",
+    ).tag(config=True)
