@@ -24,6 +24,7 @@ from jupyter_ci.server.broker.unix_socket import BrokerSocket
 from jupyter_ci.server.broker.upstream import make_client
 from jupyter_ci.server.handlers import routes
 from jupyter_ci.server.hardening import make_non_dumpable
+from jupyter_ci.server.kernel_models import fill_starting_kernels
 from jupyter_ci.server.nodelay import KernelWebsockets, install_low_latency
 from jupyter_ci.server.sandbox.environ import ENV_BROKER_SOCKET, ENV_HIDE
 from jupyter_ci.server.sessions.manager import SessionManager
@@ -48,6 +49,8 @@ class JupyterCIApp(ExtensionApp):
         self._budgets()
         # Each kernel gets its own token in the env of its start (see server/broker/kernels.py).
         hook_kernel_manager(self._server().kernel_manager, self.broker, self.log)
+        # No 500 from /api/kernels for a kernel being started (server/kernel_models.py).
+        fill_starting_kernels(self._server().kernel_manager)
         # Kernel websockets without Nagle's 40 ms per execute (server/nodelay.py).
         install_low_latency(self.settings, KernelWebsockets(parent=self).low_latency)
         self.client = make_client(self.ci.request_timeout)
