@@ -86,8 +86,8 @@ def tool_result(result: CodeResult, timeout: float, max_chars: int,
     """Build what the model is told: status, redacted capped text, images, files, our note."""
     picked = images.pick([*result.outputs, *result.updated], tokens_left) if images else Picked()
     text = format_result(result, timeout, max_chars, picked.notes)
-    if result.files:
-        text = "\n".join(p for p in (text, format_files(result.files)) if p)
+    if result.files or result.files_cut:
+        text = "\n".join(p for p in (text, format_files(result.files, result.files_cut)) if p)
     redacted = redact(text) if redact else text
     if redacted != text:
         redacted += f"\n{REDACTION_NOTE}"
@@ -96,11 +96,14 @@ def tool_result(result: CodeResult, timeout: float, max_chars: int,
     return ToolResult(result.status, redacted, tuple(picked.images), tuple(result.files))
 
 
-def format_files(files: Sequence[FileInfo]) -> str:
+def format_files(files: Sequence[FileInfo], cut: bool = False) -> str:
     """List the files a run created or changed, for the model."""
     lines = [f"- {f.path} ({human_size(f.size)}, {f.mime})" for f in files[:MAX_FILES_LISTED]]
     if len(files) > MAX_FILES_LISTED:
         lines.append(f"- … and {len(files) - MAX_FILES_LISTED} more")
+    if cut:
+        lines.append("- (list cut: the directory holds more entries than are looked at; "
+                     "list the files you need with code)")
     return ("[Files created or changed in the working directory (mention them by these "
             "relative paths):]\n" + "\n".join(lines))
 

@@ -138,6 +138,8 @@ class CodeResult:
     error: ErrorInfo | None = None
     #: Files in the working directory the run created or changed.
     files: list[FileInfo] = field(default_factory=list)
+    #: The directory held more than a walk reads (jupyter_ci.workdir): `files` may miss some.
+    files_cut: bool = False
     #: Displays shown before this run that it updated (`handle.update`), as they are now.
     updated: list[Output] = field(default_factory=list)
 

@@ -120,6 +120,8 @@ class Execution:
     execution_count: int | None = None
     duration_ms: float = 0.0
     files: list[dict[str, Any]] = field(default_factory=list)
+    #: The directory held more than the server looks at: `files` may miss some.
+    files_cut: bool = False
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | str) -> Execution:
@@ -127,13 +129,14 @@ class Execution:
         if isinstance(data, str):
             data = dict(json.loads(data))
         return cls(data["status"], list(data.get("outputs", [])), data.get("execution_count"),
-                   float(data.get("duration_ms", 0.0)), list(data.get("files", [])))
+                   float(data.get("duration_ms", 0.0)), list(data.get("files", [])),
+                   bool(data.get("files_cut", False)))
 
     def to_dict(self) -> dict[str, Any]:
         """Return the API's result object (status, outputs, execution_count, ...)."""
         return {"status": self.status, "outputs": self.outputs,
                 "execution_count": self.execution_count, "duration_ms": self.duration_ms,
-                "files": self.files}
+                "files": self.files, "files_cut": self.files_cut}
 
     def to_json(self) -> str:
         """Return the result as JSON text (from_json reads it back)."""

@@ -205,27 +205,29 @@ class ShellExecutor:
         duration = time.monotonic() - started
         status, error = _outcome(result, alarm, collector, repr_failed, timeout)
         count = result.execution_count if result is not None else None
+        files, cut = self._changed(before)
         return CodeResult(status=status, outputs=collector.merged(), duration_s=duration,
-                          execution_count=count, error=error, files=self._changed(before),
+                          execution_count=count, error=error, files=files, files_cut=cut,
                           updated=collector.updated_elsewhere())
 
-    def _snapshot(self) -> workdir.Snapshot | None:
+    def _snapshot(self) -> workdir.Scan | None:
         """Record the working directory's files before a run (None: not watched)."""
         if self.workdir is None:
             return None
         try:
-            return workdir.snapshot(self.workdir)
+            return workdir.scan(self.workdir)
         except OSError:  # the folder was deleted under the kernel
             return None
 
-    def _changed(self, before: workdir.Snapshot | None) -> list[FileInfo]:
-        """List the files the run created or changed."""
+    def _changed(self, before: workdir.Scan | None) -> tuple[list[FileInfo], bool]:
+        """List the files the run created or changed, and whether a walk's cap cut them."""
         if before is None or self.workdir is None:
-            return []
+            return [], False
         try:
-            return workdir.changed(self.workdir, before)
+            after = workdir.scan(self.workdir)
         except OSError:
-            return []
+            return [], False
+        return workdir.compare(before.files, after.files), before.cut or after.cut
 
     def _tap(self, collector: OutputList) -> contextlib.AbstractContextManager[None]:
         """Capture through the kernel's session, or through plain IPython's hooks."""

@@ -15,10 +15,10 @@ import errno
 import os
 import secrets
 import stat
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, BinaryIO, TypeVar
+from typing import Any, BinaryIO
 
 from jupyter_ci import workdir
 
@@ -34,7 +34,6 @@ _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
 #: Whether this system opens paths relative to folder descriptors without following links.
 SAFE_OPEN = workdir.FD_WALK and {os.open, os.stat, os.unlink, os.mkdir, os.rename} <= \
     os.supports_dir_fd
-T = TypeVar("T")
 
 
 class PathRefused(ValueError):
@@ -287,16 +286,31 @@ class Upload:
             self._folder = -1
 
 
-#: Directories with fewer files are walked on the event loop (well under a millisecond);
-#: bigger ones in a worker thread, whose hop costs more than such a small walk.
-INLINE_FILES = 200
+#: Entries a walk may read on the event loop (well under a millisecond); a directory with
+#: more, at this look or the last, is walked in a worker thread, whose hop costs more than
+#: such a small walk. Counted as read: a folder of 500k symlinks never stalls the loop.
+INLINE_ENTRIES = 200
+#: What one look at a session's directory gives: the walk, and the files changed since
+#: the snapshot it was compared with (API form).
+Look = tuple[workdir.Scan, list[dict[str, Any]]]
 
 
-async def walk(known_files: int, fn: Callable[..., T], *args: Any) -> T:
-    """Call a directory walk inline when the directory had few files at the last look."""
-    if known_files < INLINE_FILES:
-        return fn(*args)
-    return await asyncio.to_thread(fn, *args)
+def _look(directory: Path, max_scanned: int, before: workdir.Snapshot | None) -> Look:
+    """Walk the directory and compare it with `before` (if given)."""
+    found = workdir.scan(directory, max_scanned)
+    if before is None:
+        return found, []
+    return found, [asdict(info) for info in workdir.compare(before, found.files)]
+
+
+async def look(directory: Path, last_scanned: int,
+               before: workdir.Snapshot | None = None) -> Look:
+    """Walk a session's directory: inline while it holds few entries, else in a thread."""
+    if last_scanned < INLINE_ENTRIES:
+        found = _look(directory, INLINE_ENTRIES, before)
+        if not found[0].cut:
+            return found
+    return await asyncio.to_thread(_look, directory, workdir.MAX_SCANNED, before)
 
 
 async def chunks(file: BinaryIO) -> AsyncIterator[bytes]:

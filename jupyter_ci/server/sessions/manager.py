@@ -224,17 +224,19 @@ class SessionManager:
                 "KernelDied", "the kernel died; restart the session to go on")), []
         session.busy, session.last_activity = True, time.time()
         here = session.kernel_id not in self.kernels.elsewhere
-        before = await files.walk(session.file_count, files.snapshot,
-                                  session.directory) if here else {}
+        before = await files.look(session.directory, session.scanned) if here else None
         async with self.turns.turn():  # sessions take turns into their kernels (fair.py)
             result = await self._run(session, code, timeout, on_output, env)
         if result.error is not None and result.error.ename == STUCK:
             result = await self._unstick(session, result)  # alive, deaf to the interrupt
         languages.name_error(result)  # bash's errors carry only an exit status
         session.dead = session.dead or result.status == "died"
-        changed = await files.walk(len(before), files.changed, session.directory,
-                                   before) if here else []
-        session.file_count = len(before)
+        changed: list[dict[str, Any]] = []
+        if before is not None:
+            after, changed = await files.look(session.directory, before[0].scanned,
+                                              before[0].files)
+            session.scanned = after.scanned
+            result.files_cut = before[0].cut or after.cut
         # The ask's tool result lists them too (the execute API returns them beside).
         result.files = [FileInfo(**f) for f in changed]
         session.history.append(code_cell(code, result))

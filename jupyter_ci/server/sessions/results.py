@@ -25,7 +25,8 @@ def execute_result(result: CodeResult, files: list[dict[str, Any]]) -> dict[str,
     """Return the API's object for one run."""
     return {"status": API_STATUS[result.status], "outputs": list(result.outputs),
             "execution_count": result.execution_count,
-            "duration_ms": round(result.duration_s * 1000, 1), "files": files}
+            "duration_ms": round(result.duration_s * 1000, 1), "files": files,
+            "files_cut": result.files_cut}
 
 
 def code_cell(code: str, result: CodeResult) -> dict[str, Any]:

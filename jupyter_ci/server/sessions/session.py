@@ -40,8 +40,8 @@ class Session:
     restarting: bool = False
     #: What the ask route keeps between asks of this session (its Memory).
     memory: Any = None
-    #: Files in the directory at the last look (small directories are looked at inline).
-    file_count: int = 0
+    #: Directory entries the last look read (small directories are looked at inline).
+    scanned: int = 0
     #: Its kernel runs in a bubblewrap box (c.JupyterCI.session_sandbox).
     sandboxed: bool = False
     #: Its kernelspec's language, lower-cased ("python", "bash", "typescript"; languages.py).
