@@ -7,7 +7,11 @@ configuration and leaves `kernel_manager_class` and provisioners to the user:
 
 - `start_kernel`: the token is issued for a kernel id picked here, and passed in the
   `env` of the start; the launch uses that env instead of `os.environ`, and the kernel's
-  own manager keeps it for restarts.
+  own manager keeps it for restarts. A REST session's kernel (its start's env says so:
+  `ENV_SESSION`, set by the sessions after the client's own variables) gets no token and
+  none of the model service's variables: its asks run in the server, and code sent through
+  `execute` must not make model calls on the operator's key. The mark can only take a
+  credential away, so whoever can set it gains nothing.
 - the kernel's own `restart_kernel` (the REST restart and the auto-restarter both call
   it): a new token replaces the old one in the kept env (`update_env`) before the relaunch.
 - `shutdown_kernel` and `remove_kernel` (the end of every shutdown, and of a kernel that
@@ -26,7 +30,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from logging import Logger
 from typing import Any
 
@@ -37,6 +41,7 @@ from jupyter_ci.models.broker import (
     ENV_PROVIDERS,
     ENV_TOKEN,
     ENV_URL,
+    MANAGED,
 )
 from jupyter_ci.server.broker.broker import Broker
 from jupyter_ci.server.gateway import is_gateway
@@ -53,6 +58,13 @@ _HOOKED = "_jupyter_ci_broker_hooks"
 #: needs (the broker's socket and the paths to hide: of use when it shares this machine).
 GATEWAY_ENVS = (ENV_URL, ENV_TOKEN, ENV_PROVIDERS, ENV_MODEL, ENV_APPROVAL, ENV_PRICES,
                 ENV_BROKER_SOCKET, ENV_HIDE, ENV_SESSION, ENV_PASS)
+#: What a REST session's kernel goes without: every way to the model service.
+SESSION_WITHOUT = frozenset({*MANAGED, ENV_BROKER_SOCKET})
+
+
+def is_session(env: Mapping[str, str] | None) -> bool:
+    """Tell the start of a REST session's kernel, which holds no model credential."""
+    return env is not None and env.get(ENV_SESSION) == "1"
 
 
 def hook_kernel_manager(manager: Any, broker: Broker, log: Logger) -> bool:
@@ -86,11 +98,15 @@ def _wrap_start(manager: Any, broker: Broker) -> None:
             return str(await start(kernel_id=kernel_id, **kwargs))  # an existing kernel
         kernel_id = kernel_id or str(manager.new_kernel_id())
         env = kwargs.get("env")
+        session = is_session(env)
         # No env means os.environ to the launcher; ours must keep everything else in it,
         # but what the server published for its sandbox provisioner (which reads it here).
         inherited = os.environ if env is None else env
-        kwargs["env"] = {**{k: v for k, v in inherited.items() if k not in PUBLISHED},
-                         ENV_TOKEN: broker.issue(kernel_id)}
+        dropped = SESSION_WITHOUT.union(PUBLISHED) if session else PUBLISHED
+        kwargs["env"] = {k: v for k, v in inherited.items() if k not in dropped}
+        if session:
+            return str(await start(kernel_id=kernel_id, **kwargs))
+        kwargs["env"][ENV_TOKEN] = broker.issue(kernel_id)
         try:
             started = str(await start(kernel_id=kernel_id, **kwargs))
         except BaseException:
@@ -122,9 +138,14 @@ def _wrap_gateway_start(manager: Any, broker: Broker) -> None:
     async def start_kernel(*, kernel_id: str | None = None, **kwargs: Any) -> str:
         if kernel_id is not None:  # a kernel the gateway runs already
             return str(await start(kernel_id=kernel_id, **kwargs))
+        env = kwargs.get("env") or {}
+        if is_session(env):
+            # The gateway client sends our variables from os.environ unless env overrides.
+            kwargs["env"] = {**env, **dict.fromkeys(SESSION_WITHOUT, "")}
+            return str(await start(**kwargs))
         provisional = f"starting:{uuid.uuid4().hex}"
         # The gateway client adds os.environ itself, filtered: only the token goes here.
-        kwargs["env"] = {**(kwargs.get("env") or {}), ENV_TOKEN: broker.issue(provisional)}
+        kwargs["env"] = {**env, ENV_TOKEN: broker.issue(provisional)}
         try:
             started = str(await start(**kwargs))
         except BaseException:

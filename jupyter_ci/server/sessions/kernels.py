@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import shutil
 import time
 import uuid
@@ -186,10 +185,10 @@ class SessionKernels:
             kwargs["path"] = directory.relative_to(self.root_dir).as_posix()
         else:
             kwargs["cwd"] = str(directory)
-        if choice.sandboxed:
-            kwargs["env"] = session_environ(env)  # the box keeps only what it is told to
-        elif env:
-            kwargs["env"] = {**os.environ, **env}
+        # Marked a session's, boxed or not, after the client's own variables: the server's
+        # hooks give it no model credential (its asks run in the server), and a box keeps
+        # only what it is told to.
+        kwargs["env"] = session_environ(env)
         return kwargs
 
     async def ready_client(self, started: Started) -> Any:

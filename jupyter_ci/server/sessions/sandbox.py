@@ -60,7 +60,7 @@ async def choose(mode: str, requested: str | None, default: str, km: Any, log: L
 
 
 def session_environ(env: dict[str, str] | None) -> dict[str, str]:
-    """Return what a boxed session's start adds: its own variables, and that it is one."""
+    """Return a session kernel's start env: the client's variables, then that it is one."""
     given = env or {}
     return {**os.environ, **given, ENV_SESSION: "1", ENV_PASS: ",".join(given)}
 
