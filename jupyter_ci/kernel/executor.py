@@ -2,8 +2,9 @@
 
 `ShellExecutor` runs on the kernel's main thread inside the running `%%ask` magic, through
 `shell.run_cell(store_history=True)`: the code shares the user's namespace and gets its own
-In/Out entries and execution count. Side effect: ipykernel's execute_reply for the `%%ask`
-cell reports `shell.execution_count - 1`, i.e. the count of the last generated cell.
+In/Out entries and execution count, the same on IPython 8 and 9 (history.py). Side effect:
+ipykernel's execute_reply for the `%%ask` cell reports `shell.execution_count - 1`, i.e. the
+count of the last generated cell.
 Kernel death cannot be detected from in here (`os._exit()` or a segfault kills this process
 too); status "died" belongs to the server-side executor.
 """
@@ -27,6 +28,7 @@ from jupyter_ci import workdir
 from jupyter_ci.agent.feedback import strip_ansi
 from jupyter_ci.agent.outputs import OnOutput, OutputList
 from jupyter_ci.agent.types import CodeResult, ErrorInfo, FileInfo, Output, RunStatus
+from jupyter_ci.kernel import history
 from jupyter_ci.kernel.alarm import Alarm
 from jupyter_ci.kernel.capture import (
     MISSING,
@@ -46,9 +48,6 @@ INPUT_HINT = ("input() is not available to generated code: define the value in c
               "the user in your answer")
 EXIT_HINT = ("exit()/quit()/sys.exit() do not work in generated code and the kernel keeps "
              "running: remove the call, or raise an exception to stop early")
-#: Inputs IPython's history keeps in memory while generated code runs (see _history_cached).
-HISTORY_CACHE = 1_000
-
 
 
 class InputNotAvailableError(RuntimeError):
@@ -92,29 +91,6 @@ def _guarded(shell: InteractiveShell) -> Iterator[None]:
         # exit_now, and ipykernel stops its io_loop 0.1 s later. Resetting is too late.
         stack.enter_context(swap(shell, "ask_exit", _no_exit))
         yield
-
-
-@contextmanager
-def _history_cached(shell: InteractiveShell) -> Iterator[None]:
-    """Keep the run's input in IPython's history cache; the next cell writes it out.
-
-    IPython writes each cell's input to its SQLite database on a thread that holds the
-    cache's lock through the commit (an fsync): a step right after another waited for the
-    other's commit, milliseconds on a busy disk. As with IPython's `db_cache_size`, the
-    inputs are written with the next cell's (or when the kernel exits); `In`, `_ih` and
-    `%history` have them at once.
-    """
-    manager: Any = getattr(shell, "history_manager", None)
-    size = getattr(manager, "db_cache_size", None)
-    if not isinstance(size, int) or size >= HISTORY_CACHE:
-        yield
-        return
-    manager.db_cache_size = HISTORY_CACHE
-    try:
-        yield
-    finally:
-        if manager.db_cache_size == HISTORY_CACHE:  # else the code set it: keep that
-            manager.db_cache_size = size
 
 
 def _traceback_lines(output: Output | None) -> tuple[str, ...]:
@@ -198,7 +174,8 @@ class ShellExecutor:
             stack.enter_context(self._tap(collector))
             stack.enter_context(_guarded(self.shell))
             stack.enter_context(alarm.installed())
-            stack.enter_context(_history_cached(self.shell))
+            stack.enter_context(history.cached(self.shell))
+            stack.enter_context(history.own_number(self.shell))
             result = self._run_cell(code, alarm)
             # ipykernel fails a request whose _repr_*_ method raised inside the displayhook.
             repr_failed = bool(getattr(self.shell, "_last_traceback_during_displayhook", 0))

@@ -30,6 +30,7 @@ from jupyter_ci.kernel import headless_store, rerun, reuse, safe_markdown
 from jupyter_ci.kernel.answer_links import link_files
 from jupyter_ci.kernel.context import environment_section
 from jupyter_ci.kernel.headless_cells import headless_cells
+from jupyter_ci.kernel.history import running_count
 from jupyter_ci.kernel.instructions import standing_instructions
 from jupyter_ci.kernel.options import AskOptions, help_text, parse_options
 from jupyter_ci.kernel.protocol import AskInfo, RequestInfo, current_request, notebook_cells
@@ -95,7 +96,7 @@ class AskMagics(Magics):
             self.memory.clear()
         path = (info.frontend or {}).get("path")
         ask = AskInfo(uuid.uuid4().hex[:12], opts.prompt, model.id, info.cell_id,
-                      (info.record or {}).get("ask_id"), self.ipython.execution_count - 1,
+                      (info.record or {}).get("ask_id"), running_count(self.ipython),
                       path if isinstance(path, str) else None)
         self._ask(opts, ask, model, phash, info, headless)
 
