@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import os
 import shutil
 import sys
@@ -25,6 +26,7 @@ from mcp.client.streamable_http import streamablehttp_client
 from mcp.types import ImageContent, TextContent
 from traitlets.config import Config
 
+from jupyter_ci.client import AsyncClient
 from tests.fakellm import FakeLLM, Turn
 from tests.nbrun import TEST_KEY, session_server_config
 
@@ -210,3 +212,62 @@ async def test_stdio_closes_the_sessions_it_started_when_its_client_goes(
             break
         await asyncio.sleep(0.1)
     assert sessions == {}
+
+
+
+async def left(sessions: dict[str, Any], kept: set[str]) -> set[str]:
+    """Wait until only `kept` sessions are left (a 60 s hang guard: kernels shutting down)."""
+    deadline = time.monotonic() + 60
+    while set(sessions) != kept and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    return set(sessions)
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_the_sessions_an_mcp_connection_started_end_with_it(
+    server: tuple[str, str], jp_serverapp: Any, transport: str
+) -> None:
+    url, token = server
+    sessions = jp_serverapp.web_app.settings["jupyter_ci_sessions"].sessions
+    client = AsyncClient(url, token)
+    other = await client.session()  # not the connection's own: it stays
+    try:
+        async with TRANSPORTS[transport](url, token) as mcp:
+            assert texts(await mcp.call_tool("execute", {"code": "6*7"})).endswith("42")
+            assert not (await mcp.call_tool("start_session", {})).isError
+            assert not (await mcp.call_tool("execute", {"code": "1", "session_id": other.id})
+                        ).isError
+            assert len(sessions) == 3
+        assert await left(sessions, {other.id}) == {other.id}
+    finally:
+        await other.delete()
+        await client.http.aclose()
+
+
+async def test_a_stdio_server_stopped_by_sigterm_ends_its_sessions(
+    server: tuple[str, str], jp_serverapp: Any
+) -> None:
+    # As an MCP host that quits may stop its servers: a signal, not a closed stdin.
+    url, token = server
+    sessions = jp_serverapp.web_app.settings["jupyter_ci_sessions"].sessions
+    env = {**os.environ, "JUPYTER_CI_TOKEN": token}
+    process = await asyncio.create_subprocess_exec(
+        jupyter_ci_command(), "mcp", "--url", url, env=env, stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE)
+    assert process.stdin is not None and process.stdout is not None
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "execute", "arguments": {"code": "6*7"}}}]
+    for message in messages:
+        process.stdin.write(json.dumps(message).encode() + b"\n")
+    await process.stdin.drain()
+    replies = [json.loads(await asyncio.wait_for(process.stdout.readline(), 120))
+               for _ in range(2)]
+    assert "42" in json.dumps(replies[1]) and len(sessions) == 1
+    process.terminate()
+    await asyncio.wait_for(process.wait(), 60)
+    assert await left(sessions, set()) == set()

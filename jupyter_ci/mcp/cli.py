@@ -4,46 +4,72 @@
     claude mcp add jupyter-ci -e JUPYTER_CI_TOKEN=... -- jupyter-ci mcp --url http://...
 
 The tools go through the server's REST sessions API; sessions this process started are
-closed when its client disconnects.
+closed when its client disconnects, or when SIGTERM or SIGHUP stops it.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
+import functools
 import os
+import signal
 import sys
 from collections.abc import Sequence
+from types import FrameType
 from typing import Any
 
 import httpx
 from mcp.server.fastmcp import Context
 
-from jupyter_ci.client import AsyncClient, AsyncSession, CodeInterpreterError
+from jupyter_ci.client import AsyncClient, AsyncSession, Client, CodeInterpreterError, Session
 from jupyter_ci.mcp.tools import Connection, build_server
 
 #: Where the token is read from when --token is not given (kept off the command line).
 TOKEN_VARS = ("JUPYTER_CI_TOKEN", "JUPYTER_TOKEN")
 URL_VAR = "JUPYTER_CI_URL"
+#: Signals that stop the server after it closed its sessions (SIGHUP: its terminal went).
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP")
+                     if hasattr(signal, name))
+#: Seconds each session's deletion may take when a signal stops the server.
+STOP_S = 10.0
 
 
 class StdioBackend:
     """One client for the process, with the token it was started with."""
 
     def __init__(self, url: str, token: str | None) -> None:
+        self.url, self.token = url, token
         self._client = AsyncClient(url, token)
+        self._connections: list[Connection] = []
 
     def client(self, ctx: Context[Any, Any, Any]) -> AsyncClient:
         """Return the process's client."""
         return self._client
 
+    def opened(self, connection: Connection) -> None:
+        """Keep the connection: a signal ends its sessions (end_now)."""
+        self._connections.append(connection)
+
+    def end_now(self) -> None:
+        """Close the sessions this process started, blocking (from a signal handler)."""
+        started = sorted({sid for c in self._connections for sid in c.started})
+        with Client(self.url, self.token, timeout=STOP_S) as client:
+            for sid in started:
+                with contextlib.suppress(CodeInterpreterError, httpx.HTTPError):
+                    Session(client.http, {"id": sid}).delete()
+
     async def closed(self, connection: Connection) -> None:
         """Close the sessions this connection started, then the connection pool."""
-        for sid in sorted(connection.started):
-            # A server that went first took its sessions with it.
-            with contextlib.suppress(CodeInterpreterError, httpx.HTTPError):
-                await AsyncSession(self._client.http, {"id": sid}).delete()
+        # At once: a client that closed stdin sends SIGTERM 2 s later (the MCP SDK's).
+        await asyncio.gather(*(self._end(sid) for sid in sorted(connection.started)))
         await self._client.http.aclose()
+
+    async def _end(self, sid: str) -> None:
+        # A server that went first took its sessions with it.
+        with contextlib.suppress(CodeInterpreterError, httpx.HTTPError):
+            await AsyncSession(self._client.http, {"id": sid}).delete()
 
 
 def parser() -> argparse.ArgumentParser:
@@ -74,7 +100,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not token:
         print("jupyter-ci mcp: no token: set $JUPYTER_CI_TOKEN (or pass --token); "
               "`jupyter server list` shows the server's.", file=sys.stderr)
-    build_server(StdioBackend(args.url, token)).run("stdio")
+    backend = StdioBackend(args.url, token)
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, functools.partial(_stopped, backend))
+    build_server(backend).run("stdio")
+
+
+def _stopped(backend: StdioBackend, signum: int, _: FrameType | None) -> None:
+    """Close this process's sessions, then die of the signal as if it were not caught."""
+    # A host that quits may signal its MCP servers rather than close their stdin (and the
+    # SDK's own client signals one that has not exited 2 s after): the sessions go too.
+    signal.signal(signum, signal.SIG_DFL)
+    backend.end_now()
+    os.kill(os.getpid(), signum)
 
 
 if __name__ == "__main__":

@@ -21,12 +21,14 @@ import json
 from logging import Logger
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import httpx
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from jupyter_ci.client import AsyncClient
 from jupyter_ci.mcp.asgi import ASGIHandler
+from jupyter_ci.server.sessions.errors import UnknownSession
 from jupyter_ci.server.sessions.handlers import NO_TOKEN
 
 if TYPE_CHECKING:
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
     from jupyter_ci.mcp.tools import Connection
+    from jupyter_ci.server.sessions.manager import SessionManager
 
 ROUTE = "/jupyter-ci/mcp"
 #: The request headers that carry who the caller is, passed on to the loopback calls.
@@ -67,6 +70,7 @@ class LoopbackBackend:
     """The tools' REST client in the server: loopback, as the caller of each request."""
 
     def __init__(self, server: ServerApp, timeout: float = 300.0) -> None:
+        self.server = server
         self.url, self.transport = loopback_url(server)
         self.timeout = timeout
 
@@ -80,8 +84,25 @@ class LoopbackBackend:
             base_url=self.url + "/", headers=forwarded, transport=self.transport,
             timeout=self.timeout, trust_env=False))
 
+    def opened(self, connection: Connection) -> None:
+        """Nothing to note: `closed` is told of each MCP session's end."""
+
     async def closed(self, connection: Connection) -> None:
-        """Leave its sessions to the idle culler: the caller's credentials are gone now."""
+        """End the sessions this MCP session started (its client's DELETE, or idle)."""
+        # In the server itself: the caller's credentials went with its last request, and a
+        # session its own MCP session started is its to end. Shielded: the SDK ends an idle
+        # MCP session by cancelling it.
+        sessions = self.server.web_app.settings.get("jupyter_ci_sessions")
+        if sessions is None or not connection.started:
+            return
+        with anyio.CancelScope(shield=True):
+            await asyncio.gather(*(_end(sessions, sid) for sid in sorted(connection.started)))
+
+
+async def _end(sessions: SessionManager, sid: str) -> None:
+    """Delete a session an MCP session started, unless something else ended it first."""
+    with contextlib.suppress(UnknownSession):
+        await sessions.delete(sid, "ended with the MCP session that started it")
 
 
 class MCPDoor:

@@ -49,6 +49,10 @@ class Backend(Protocol):
         """Return the client for this tool call."""
         ...
 
+    def opened(self, connection: Connection) -> None:
+        """Note an MCP connection that starts."""
+        ...
+
     async def closed(self, connection: Connection) -> None:
         """Clean up after an MCP connection that ended."""
         ...
@@ -92,6 +96,7 @@ def build_server(backend: Backend) -> FastMCP[Connection]:
     @asynccontextmanager
     async def lifespan(_: FastMCP[Connection]) -> AsyncIterator[Connection]:
         connection = Connection()
+        backend.opened(connection)
         try:
             yield connection
         finally:
