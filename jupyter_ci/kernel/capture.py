@@ -195,6 +195,10 @@ def tap_shell(shell: InteractiveShell, collector: OutputList, passthrough: bool
     """Capture outputs in plain IPython, without a kernel, by wrapping the shell's hooks."""
     # Degraded: text written straight to file descriptors (C code, subprocesses) is missed,
     # clear_output is not seen, and outputs reach no frontend but the terminal (as text).
+    # What IPython writes while it renders an output captured as such is no stream: counted
+    # here, as IPython 8 has no flag for it (9 has is_active, is_publishing, ...).
+    rendering = [0]
+
     def tap(obj: object, name: str, to_msg: Callable[..., tuple[str, dict[str, Any]]]
             ) -> contextlib.AbstractContextManager[None]:
         original: Callable[..., Any] = getattr(obj, name)
@@ -203,7 +207,13 @@ def tap_shell(shell: InteractiveShell, collector: OutputList, passthrough: bool
             msg_type, content = to_msg(*args, **kwargs)
             if msg_type:
                 collector.apply(msg_type, content)
-            return original(*args, **kwargs) if passthrough else None
+            if not passthrough:
+                return None
+            rendering[0] += 1
+            try:
+                return original(*args, **kwargs)
+            finally:
+                rendering[0] -= 1
         return swap(obj, name, wrapper)
 
     def display(data: Any, metadata: Any = None, *_: Any, transient: Any = None,
@@ -212,14 +222,13 @@ def tap_shell(shell: InteractiveShell, collector: OutputList, passthrough: bool
         return msg_type, {"data": data, "metadata": metadata or {}, "transient": transient}
 
     def stream(name: str) -> Callable[[str], tuple[str, dict[str, Any]]]:
-        # Skip what IPython writes while rendering outputs that are captured as such.
-        return lambda text: ("" if not text or shell.displayhook.is_active
-                             or shell.display_pub.is_publishing or shell.showing_traceback
-                             else "stream", {"name": name, "text": text})
+        return lambda text: ("" if not text or rendering[0] else "stream",
+                             {"name": name, "text": text})
 
     hook = shell.displayhook
     with ExitStack() as stack:
         stack.enter_context(tap(shell.display_pub, "publish", display))
+        stack.enter_context(tap(hook, "write_output_prompt", lambda: ("", {})))
         stack.enter_context(tap(hook, "write_format_data", lambda data, md=None: (
             "execute_result", {"data": data, "metadata": md or {},
                                "execution_count": hook.prompt_count})))

@@ -129,7 +129,7 @@ def missing_module_name(exc: BaseException) -> str | None:
 
 
 def _outcome(result: ExecutionResult | None, alarm: Alarm, collector: OutputList,
-             repr_failed: bool, timeout: float) -> tuple[RunStatus, ErrorInfo | None]:
+             timeout: float) -> tuple[RunStatus, ErrorInfo | None]:
     """Classify a run and describe its error for the model."""
     exc = None if result is None else (result.error_before_exec or result.error_in_exec)
     errors = [o for o in collector.outputs if o["output_type"] == "error"]
@@ -144,7 +144,9 @@ def _outcome(result: ExecutionResult | None, alarm: Alarm, collector: OutputList
         return "interrupted", ErrorInfo("KeyboardInterrupt", "interrupted by the user", tb)
     if exc is not None:
         return "error", _error_info(exc, captured)
-    if captured is not None and repr_failed:
+    # A traceback shown without an exception: a _repr_*_ method that raised (IPython shows
+    # it and goes on; ipykernel 7 fails such a request, 6 does not), or showtraceback().
+    if captured is not None:
         return "error", ErrorInfo(captured["ename"], captured["evalue"], _traceback_lines(captured))
     return "ok", None
 
@@ -177,10 +179,8 @@ class ShellExecutor:
             stack.enter_context(history.cached(self.shell))
             stack.enter_context(history.own_number(self.shell))
             result = self._run_cell(code, alarm)
-            # ipykernel fails a request whose _repr_*_ method raised inside the displayhook.
-            repr_failed = bool(getattr(self.shell, "_last_traceback_during_displayhook", 0))
         duration = time.monotonic() - started
-        status, error = _outcome(result, alarm, collector, repr_failed, timeout)
+        status, error = _outcome(result, alarm, collector, timeout)
         count = result.execution_count if result is not None else None
         files, cut = self._changed(before)
         return CodeResult(status=status, outputs=collector.merged(), duration_s=duration,
