@@ -127,8 +127,9 @@ class JupyterCI(SessionSettings):
         help="The least approval every ask gets, set by an admin in the server's config "
         "(order: never < first < plan < each): kernels the server starts get it in their "
         "environment (JUPYTER_CI_APPROVAL_MINIMUM) and REST asks read it here, and a "
-        "kernel's own approval setting, %config or --approve cannot lower it. It binds the "
-        "user's settings, not code already running in the kernel (default 'never').",
+        "kernel's own approval setting, %config or --approve cannot lower it. The server "
+        "enforces it for REST and MCP asks; in a notebook's kernel the check is code in "
+        "that kernel, which code run there can undo (default 'never').",
     ).tag(config=True)
     instructions = Unicode(
         "",

@@ -297,6 +297,29 @@ async def test_the_servers_minimum_is_not_lowered_by_the_body(
     assert events[-1][1]["status"] == "done"
 
 
+async def test_code_in_the_sessions_kernel_cannot_lower_the_servers_minimum(
+    api: httpx.AsyncClient, fake: FakeLLM, jp_serverapp: Any
+) -> None:
+    # What the README says enforces approval_minimum for REST asks: the server, not the
+    # kernel. An approved step that removes the minimum from its kernel (as it could in a
+    # notebook's kernel) changes nothing for the next step, nor for the next ask.
+    jp_serverapp.web_app.settings["jupyter_ci"].approval_minimum = "each"
+    lower = ("import os\nos.environ.pop('JUPYTER_CI_APPROVAL_MINIMUM', None)\n"
+             "os.environ['JUPYTER_CI_APPROVAL'] = 'never'")
+    fake.push(code(lower), code("b = 2"), Turn("Both ran."), code("c = 3"), Turn("Ran."))
+    sid = (await new_session(api))["id"]
+
+    async def approve(event: dict[str, Any]) -> None:
+        assert (await answer(api, sid, approval_id=event["approval_id"],
+                             decision="run"))[0] == 200
+
+    first = await ask(api, sid, approve, prompt="two steps", approve="never")
+    assert [q["step"] for q in named(first, "approval_needed")] == [1, 2]
+    second = await ask(api, sid, approve, prompt="one more", approve="never")
+    assert [q["step"] for q in named(second, "approval_needed")] == [1]
+    assert second[-1][1]["status"] == "done"
+
+
 async def test_an_ask_not_read_as_a_stream_is_approved_from_another_connection(
     api: httpx.AsyncClient, fake: FakeLLM
 ) -> None:
