@@ -55,9 +55,13 @@ class SessionSettings(Configurable):
     session_sandbox = Enum(
         ["auto", "always", "never"], "auto",
         help="Run REST sessions' kernels in a bubblewrap box (their own folder, no network, "
-        "limits; see sandbox_*): 'auto' (default) boxes them where bubblewrap works and "
-        "otherwise starts them unboxed with a warning in the log and \"sandboxed\": false in "
-        "the session's info; 'always' refuses to start a session it cannot box; 'never'.",
+        "limits; see sandbox_*): 'auto' (default): where bubblewrap works, every session is "
+        "boxed (a kernel <name> runs its <name>-sandboxed kernelspec) or refused with a 400 "
+        "when its kernel has none, whatever kernel or language the client asks for; only "
+        "where no box can run at all are sessions started unboxed, with a warning in the log "
+        "and \"sandboxed\": false and the reason in the session's info. 'always': as 'auto', "
+        "and sessions are refused where no box can run. 'never': the kernel asked for, "
+        "unboxed (its code can read the server's files and token).",
     ).tag(config=True)
     sandbox_network = Union(
         [Enum(["none", "host"]), List(Unicode())], default_value="none",

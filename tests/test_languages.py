@@ -80,7 +80,8 @@ async def test_a_bash_session_runs_bash_with_its_env_and_directory(jp_fetch: Fet
     assert "runs bash" in body["message"] and "create a Python session" in body["message"]
 
 
-async def test_a_javascript_session_runs_deno(jp_fetch: Fetch) -> None:
+@pytest.mark.parametrize("session_sandbox", ["never"])  # unboxed: Deno's own kernelspec
+async def test_a_javascript_session_runs_deno(jp_fetch: Fetch, session_sandbox: str) -> None:
     session = await new_session(jp_fetch, language="JavaScript", env={"GREETING": "hi"})
     sid = session["id"]
     assert (session["language"], session["kernel_name"]) == ("typescript", "deno")
@@ -149,7 +150,7 @@ async def test_a_python_session_says_so(jp_fetch: Fetch) -> None:
 
 
 @pytest.mark.parametrize("session_sandbox", ["always"])
-async def test_a_server_that_boxes_every_session_boxes_bash_and_refuses_deno(
+async def test_a_server_that_boxes_every_session_boxes_bash_and_refuses_the_unboxable(
     jp_fetch: Fetch, session_sandbox: str
 ) -> None:
     session = await new_session(jp_fetch, language="bash", env={"GREETING": "boxed"})
@@ -158,12 +159,13 @@ async def test_a_server_that_boxes_every_session_boxes_bash_and_refuses_deno(
     greeting, cwd, first = stdout(result).split()
     assert greeting == "boxed" and Path(cwd).name == session["id"]
     assert first == "bwrap"  # its own PID namespace: in the box
+    # A kernel without a sandboxed kernelspec is refused, saying what would allow it.
     with pytest.raises(HTTPClientError) as caught:
         await jp_fetch("jupyter-ci", "sessions", method="POST", body='{"language": "js"}')
     assert caught.value.response is not None
     body = json.loads(caught.value.response.body)
-    assert (caught.value.code, body["reason"]) == (503, "sandbox_unavailable")
-    assert "Deno's kernel cannot be boxed" in body["message"]
+    assert (caught.value.code, body["reason"]) == (400, "sandbox_required")
+    assert "'deno-sandboxed'" in body["message"] and "= 'never'" in body["message"]
 
 
 def test_env_prelude_refuses_what_it_cannot_set() -> None:

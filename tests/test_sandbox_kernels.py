@@ -17,8 +17,9 @@ import pytest
 
 from jupyter_ci.server.sandbox import box
 from jupyter_ci.server.sandbox.box import Box, Limits, command
-from jupyter_ci.server.sandbox.provisioner import private_folder
+from jupyter_ci.server.sandbox.provisioner import private_base, private_folder
 from jupyter_ci.server.sessions import sandbox as session_sandbox
+from jupyter_ci.server.sessions.errors import CannotSandbox
 from tests.fakellm import FakeLLM, Turn
 from tests.nbrun import TEST_KEY
 from tests.test_gateway import _run_in_kernel, code_turn
@@ -81,10 +82,12 @@ def test_a_missing_bubblewrap_is_named_with_how_to_install_it(
             kernel_spec_manager = Specs()
 
         log = logging.getLogger("test-sandbox")
-        with pytest.raises(session_sandbox.CannotBox, match="bubblewrap"):
+        with pytest.raises(CannotSandbox, match="bubblewrap"):
             asyncio.run(session_sandbox.choose("always", None, "python3", Manager(), log))
+        # Only where no box can run at all does auto run a session unboxed, and says why.
         auto = asyncio.run(session_sandbox.choose("auto", None, "python3", Manager(), log))
-        assert auto == session_sandbox.Choice("python3", False)
+        assert (auto.kernel_name, auto.sandboxed) == ("python3", False)
+        assert auto.unboxed_reason.startswith("no box can run here: `bwrap` is not installed")
         assert "UNBOXED" in caplog.text and "bubblewrap" in caplog.text
         # A client naming the sandboxed kernelspec gets it whatever the mode.
         named = asyncio.run(session_sandbox.choose("never", "python3-sandboxed", "python3",
@@ -126,6 +129,9 @@ def test_a_sandboxed_notebook_kernel_asks_through_the_broker_socket(
         assert report["cwd"] == str(lab.root / "nb") and report["root"] == ["nb"]
         assert report["pid"] == 2 and report["key"] is False
         assert report["socket"] == "/run/jupyter-ci/broker.sock"
+        # Its box's own socket to the model service, made when it started.
+        own = private_base() / f"b-{kid.replace('-', '')[:16]}.sock"
+        assert own.is_socket() and oct(own.stat().st_mode)[-3:] == "600"
         fake_model.push(code_turn("total = 6 * 7"), Turn("**42**"))
         out = asyncio.run(_run_in_kernel(lab, kid, (
             "%load_ext jupyter_ci\nget_ipython().run_cell_magic('ask', '', 'six by seven')\n"
@@ -137,6 +143,7 @@ def test_a_sandboxed_notebook_kernel_asks_through_the_broker_socket(
         assert "still here" in asyncio.run(_run_in_kernel(lab, kid, "print('still here')"))
         lab.api("POST", f"/api/kernels/{kid}/restart", timeout=120)
         assert "NameError" in asyncio.run(_run_in_kernel(lab, kid, "print(total)"))
+        assert own.is_socket()  # kept over a restart
         folder = private_folder(kid, make=False)
         assert folder.is_dir() and oct(folder.stat().st_mode)[-3:] == "700"
     finally:
@@ -145,6 +152,7 @@ def test_a_sandboxed_notebook_kernel_asks_through_the_broker_socket(
     while private_folder(kid, make=False).exists() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not private_folder(kid, make=False).exists()
+    assert not own.exists()  # removed with the kernel
 
 
 async def _interrupt_a_sleep(lab: LabServer, kid: str) -> None:

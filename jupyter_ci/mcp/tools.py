@@ -121,7 +121,8 @@ def _session_tools(server: FastMCP[Connection], backend: Backend) -> None:
     @server.tool(annotations=ToolAnnotations(openWorldHint=False))
     async def start_session(ctx: Context[Any, Connection, Any], kernel_name: Annotated[
             str | None, Field(description="A kernelspec name; omitted: the server's "
-                              "default (sandboxed where the sandbox works).")] = None,
+                              "default. Where the sandbox works every session is boxed: a "
+                              "kernel without a sandboxed kernelspec is refused.")] = None,
     ) -> dict[str, Any]:
         """Start a new Python session (a kernel with a working directory of its own) and
         make it this connection's default; return its info (id, sandboxed, ...)."""

@@ -38,6 +38,12 @@ class CannotSandbox(SessionError):
     status, reason = 503, "sandbox_unavailable"
 
 
+class SandboxRequired(SessionError):
+    """A box can run here, and the kernel asked for has no sandboxed kernelspec."""
+
+    status, reason = 400, "sandbox_required"
+
+
 class FilesElsewhere(SessionError):
     """The session's kernel runs where this server's disk is not (a remote gateway)."""
 

@@ -24,11 +24,11 @@ from jupyter_core.utils import ensure_async
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.server.gateway import connected, is_gateway, kernel_client
 from jupyter_ci.server.sessions import languages
-from jupyter_ci.server.sessions.errors import CannotSandbox, KernelUnavailable, SessionError
+from jupyter_ci.server.sessions.errors import KernelUnavailable, SessionError
 from jupyter_ci.server.sessions.executor import POLL_S, KernelControl, KernelExecutor
 from jupyter_ci.server.sessions.orphans import Orphans
 from jupyter_ci.server.sessions.pool import Hooks, Pool, Sizes
-from jupyter_ci.server.sessions.sandbox import CannotBox, Choice, choose, session_environ
+from jupyter_ci.server.sessions.sandbox import Choice, choose, session_environ
 
 READY_S = 60.0  # a kernel that is not ready by then is not going to be
 _SETTLE_S = 3 * POLL_S  # how long a delete waits for a run in flight to see its kernel gone
@@ -100,7 +100,10 @@ class SessionKernels:
         if env or not self._pool.enabled:
             return None
         if self.pool_choice is None:
-            self.pool_choice = await self.choose(None)
+            try:
+                self.pool_choice = await self.choose(None)
+            except SessionError:
+                return None  # the default kernel cannot be pooled; this session's can start
         # The pool holds kernels of the default choice; a different one starts cold.
         if choice != self.pool_choice:
             return None
@@ -141,11 +144,8 @@ class SessionKernels:
 
     async def choose(self, kernel_name: str | None) -> Choice:
         """Pick the kernelspec of a session: boxed where c.JupyterCI.session_sandbox says."""
-        try:
-            return await choose(self.ci.session_sandbox, kernel_name, self._default_kernel(),
-                                self.km, self.log)
-        except CannotBox as error:
-            raise CannotSandbox(str(error)) from None
+        return await choose(self.ci.session_sandbox, kernel_name, self._default_kernel(),
+                            self.km, self.log)
 
     async def start(self, choice: Choice, env: dict[str, str] | None,
                     cwd_name: str | None = None) -> Started:

@@ -316,7 +316,8 @@ class SessionManager:
                           self.kernels.executor(started.kernel_id, client),
                           history=History(self.ci.session_history_output_bytes,
                                           self.ci.session_history_bytes),
-                          sandboxed=started.choice.sandboxed)
+                          sandboxed=started.choice.sandboxed,
+                          unboxed_reason=started.choice.unboxed_reason)
         self.watch.watch(session)
         activity.unwatch(self.km, started.kernel_id)  # its runs say busy and idle (activity.py)
         # The server's restarter revives a kernel that died while idle, blank: that is dead too.

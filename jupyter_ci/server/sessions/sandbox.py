@@ -4,8 +4,14 @@ A session asks for a kernel by name (or the server's default). Boxing it means s
 kernelspec that names the sandbox provisioner: `python3-sandboxed` (installed with the
 package) for the default Python kernel, `<name>-sandboxed` for another kernel (such as the
 `bash-sandboxed` that scripts/install-languages.sh writes), or any kernelspec a session names
-whose metadata names the provisioner itself. `auto` boxes where it can and says so in the log
-when it cannot; `always` refuses a session it cannot box, saying what is missing.
+whose metadata names the provisioner itself.
+
+Where a box can run (bubblewrap works here; with a gateway, it offers a sandboxed
+kernelspec), every session is boxed or refused, whatever kernel or language the client (an
+app's user, a prompt-injected agent) names: a kernel without a sandboxed kernelspec is a 400
+naming what would allow it. Only where no box can run at all does `auto` start sessions
+unboxed, with a warning in the log and the reason in the session's info; `always` then
+refuses them too. `never` starts what is asked for, unboxed unless it names a box itself.
 """
 
 from __future__ import annotations
@@ -21,22 +27,20 @@ from jupyter_ci.server.gateway import is_gateway
 from jupyter_ci.server.sandbox.box import problem
 from jupyter_ci.server.sandbox.environ import ENV_PASS, ENV_SESSION
 from jupyter_ci.server.sandbox.provisioner import NAME as PROVISIONER
+from jupyter_ci.server.sessions.errors import CannotSandbox, SandboxRequired, SessionError
 
 #: The kernelspec the package installs: the default Python kernel, boxed.
 SANDBOXED_PYTHON = "python3-sandboxed"
 PYTHONS = frozenset({"python3", "python"})
 
 
-class CannotBox(Exception):
-    """`session_sandbox = "always"` and this session's kernel cannot be boxed."""
-
-
 @dataclass(frozen=True)
 class Choice:
-    """The kernelspec a session starts, and whether it runs in a box."""
+    """The kernelspec a session starts, whether it runs in a box, and if not, why."""
 
     kernel_name: str
     sandboxed: bool
+    unboxed_reason: str = ""
 
 
 async def choose(mode: str, requested: str | None, default: str, km: Any, log: Logger
@@ -44,19 +48,26 @@ async def choose(mode: str, requested: str | None, default: str, km: Any, log: L
     """Pick the kernelspec for a session asking for `requested` (None: the default)."""
     name = requested or default
     specs = await _specs(km)
+    if name not in specs and boxed_name(name) not in specs:
+        raise SessionError(f"There is no kernel named {name!r}; this server has: "
+                           f"{', '.join(sorted(specs))}.")
     if _boxes(specs.get(name)):
         return Choice(name, True)  # a sandboxed kernelspec named by the client
     if mode == "never":
-        return Choice(name, False)
-    why = _why_not(name, specs, gateway=is_gateway(km))
+        return Choice(name, False, "c.JupyterCI.session_sandbox is 'never'")
+    gateway = is_gateway(km)
+    why = _no_box(specs, gateway)
     if why is None:
-        return Choice(boxed_name(name), True)
+        if _boxes(specs.get(boxed_name(name))):
+            return Choice(boxed_name(name), True)
+        raise SandboxRequired(_needs_box(name, mode, gateway))
     if mode == "always":
-        raise CannotBox(f"This server boxes every session (c.JupyterCI.session_sandbox = "
-                        f"'always'), and it cannot box this one: {why}.")
+        raise CannotSandbox(f"This server boxes every session (c.JupyterCI.session_sandbox = "
+                            f"'always'), and it cannot box this one: {why}.")
     log.warning("jupyter-ci: a REST session runs UNBOXED (c.JupyterCI.session_sandbox = "
-                "'auto'): %s. Its code can read the server's files and reach the network.", why)
-    return Choice(name, False)
+                "'auto'), as no box can run here: %s. Its code can read the server's files "
+                "and reach the network.", why)
+    return Choice(name, False, f"no box can run here: {why}")
 
 
 def session_environ(env: dict[str, str] | None) -> dict[str, str]:
@@ -70,21 +81,29 @@ def boxed_name(name: str) -> str:
     return SANDBOXED_PYTHON if name in PYTHONS else f"{name}-sandboxed"
 
 
-def _why_not(name: str, specs: dict[str, Any], gateway: bool) -> str | None:
-    """Say why the kernel `name` cannot be boxed here (None when it can)."""
-    if name not in PYTHONS and not _boxes(specs.get(boxed_name(name))):
-        # Deno's kernel speaks ZMQ over tcp only, and a box has no network to carry it.
-        return (f"the kernel {name!r} has no sandboxed kernelspec ({boxed_name(name)!r}, "
-                f"whose metadata names the {PROVISIONER!r} provisioner: "
-                "scripts/install-languages.sh writes bash's; Deno's kernel cannot be boxed, "
-                "as it speaks ZMQ over tcp only; see the README's sandbox section)")
-    if name in PYTHONS and not _boxes(specs.get(SANDBOXED_PYTHON)):
-        where = "the gateway" if gateway else "this server"
-        return (f"{where} has no {SANDBOXED_PYTHON!r} kernelspec naming the {PROVISIONER!r} "
-                "provisioner (pip install jupyter-ci installs it)")
+def _no_box(specs: dict[str, Any], gateway: bool) -> str | None:
+    """Say why no session can be boxed here at all (None when a box can run)."""
     if gateway:
-        return None  # the gateway's machine boxes it; this one need not be able to
+        if any(_boxes(spec) for spec in specs.values()):
+            return None  # the gateway's machine boxes them; this one need not be able to
+        return (f"the gateway offers no kernelspec naming the {PROVISIONER!r} provisioner "
+                f"(install jupyter-ci beside the gateway for {SANDBOXED_PYTHON!r})")
     return problem()
+
+
+def _needs_box(name: str, mode: str, gateway: bool) -> str:
+    """Say that the kernel `name` has no sandboxed kernelspec, and what would allow it."""
+    where = "the gateway has" if gateway else "this server has"
+    how = ("pip install jupyter-ci installs it" if name in PYTHONS else
+           "scripts/install-languages.sh writes bash's and R's; see the README's sandbox "
+           "section for writing one")
+    rule = "in a box" if mode == "always" else "in a box where it can"
+    return (f"This server runs every session {rule} (c.JupyterCI.session_sandbox = "
+            f"{mode!r}), and the kernel {name!r} has no sandboxed "
+            f"kernelspec: {where} no {boxed_name(name)!r} whose metadata names the "
+            f"{PROVISIONER!r} provisioner ({how}). Ask for a kernel that has one, install "
+            f"{boxed_name(name)!r}, or let sessions run unboxed, where their code can read "
+            "the server's files and token, with c.JupyterCI.session_sandbox = 'never'.")
 
 
 def _boxes(spec: Any) -> bool:

@@ -44,6 +44,8 @@ class Session:
     scanned: int = 0
     #: Its kernel runs in a bubblewrap box (c.JupyterCI.session_sandbox).
     sandboxed: bool = False
+    #: Why it does not, if it does not (sandbox.py): said in its info.
+    unboxed_reason: str = ""
     #: Its kernelspec's language, lower-cased ("python", "bash", "typescript"; languages.py).
     language: str = "python"
     #: Its runs and asks in flight: deleting the session cancels them (and their model calls).
@@ -60,7 +62,8 @@ class Session:
                 "created": _iso(self.created), "last_activity": _iso(self.last_activity),
                 "executions": len(self.history), "sandboxed": self.sandboxed,
                 "language": self.language, "cwd": str(self.directory),
-                **({"status_message": trouble[1]} if trouble else {})}
+                **({"status_message": trouble[1]} if trouble else {}),
+                **({} if self.sandboxed else {"unboxed_reason": self.unboxed_reason})}
 
 
 def _iso(stamp: float) -> str:
