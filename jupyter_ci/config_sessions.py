@@ -99,6 +99,13 @@ class SessionSettings(Configurable):
         0, help="CPU seconds a sandboxed kernel process may use over its life before it is "
         "ended (default 0 = no limit; a restart starts the count again).",
     ).tag(config=True)
+    sandbox_broker_connections = Int(
+        8, min=1, help="Connections a sandboxed kernel's box may hold open at once to the "
+        "model service (its own Unix socket): past them the socket stops accepting and "
+        "further connections wait in the box's backlog, so no box can exhaust the server's "
+        "file descriptors. A connection must send its request's headers within 10 s and its "
+        "body within 30 s, and serves one request (default 8).",
+    ).tag(config=True)
     max_upload_bytes = Int(
         100 * 1024 * 1024, help="Largest file, in bytes, a REST upload may send (default "
         "104857600, 100 MiB); larger ones get HTTP 413 before they are read.",

@@ -20,7 +20,7 @@ from jupyter_ci.server.broker.kernels import hook_kernel_manager
 from jupyter_ci.server.broker.keys import key_file_to_read, stored_keys
 from jupyter_ci.server.broker.model_service import ModelService
 from jupyter_ci.server.broker.service_handlers import service_routes
-from jupyter_ci.server.broker.unix_socket import BrokerSocket
+from jupyter_ci.server.broker.unix_socket import BrokerSockets
 from jupyter_ci.server.broker.upstream import make_client
 from jupyter_ci.server.handlers import routes
 from jupyter_ci.server.hardening import make_non_dumpable
@@ -110,8 +110,11 @@ class JupyterCIApp(ExtensionApp):
         specs = getattr(self._server().kernel_spec_manager, "kernel_dirs", None)
         if isinstance(specs, list) and str(KERNELS) not in specs:
             specs.append(str(KERNELS))
-        # Boxes have no network: they reach the broker through a socket of its own.
-        self.broker_socket = BrokerSocket(service_routes(self.ci, self.service, self.log))
+        # Boxes have no network: each reaches the broker through a socket of its own, made
+        # by the provisioner (server/broker/unix_socket.py); this one is for other processes'.
+        self.broker_socket = BrokerSockets(service_routes(self.ci, self.service, self.log),
+                                           self.ci.sandbox_broker_connections, self.log,
+                                           self._server().io_loop)
         os.environ[ENV_BROKER_SOCKET] = str(self.broker_socket.start())
         # What no box may show even when a mount above it would: the server's files, the
         # other sessions, the key file.

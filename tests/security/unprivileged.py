@@ -165,8 +165,12 @@ class Server:
         return self.log.read_text(errors="replace")
 
 
-def start_server(user: User, name: str, env: dict[str, str], ci: dict[str, Any]) -> Server:
-    """Start `jupyter server --port=0` as the user, with `env` and `c.JupyterCI` = `ci`."""
+def start_server(user: User, name: str, env: dict[str, str], ci: dict[str, Any],
+                 limits: tuple[str, ...] = ()) -> Server:
+    """Start `jupyter server --port=0` as the user, with `env` and `c.JupyterCI` = `ci`.
+
+    `limits` are `prlimit` options for the server's process (e.g. `--nofile=1024`).
+    """
     home = user.root / name
     config, runtime, data = home / "config", home / "runtime", home / "data"
     for folder in (home, config, runtime, data):
@@ -180,7 +184,8 @@ def start_server(user: User, name: str, env: dict[str, str], ci: dict[str, Any])
     log = home / "server.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [*user.prefix, user.python, "-m", "jupyter_server", "--ServerApp.open_browser=False",
+            [*(["prlimit", *limits, "--"] if limits else []), *user.prefix, user.python,
+             "-m", "jupyter_server", "--ServerApp.open_browser=False",
              "--port=0", "--ip=127.0.0.1", f"--IdentityProvider.token={token}",
              "--ServerApp.log_level=DEBUG", f"--ServerApp.root_dir={home}"],
             cwd=home, env=full_env, stdout=out, stderr=subprocess.STDOUT)

@@ -25,10 +25,12 @@ from jupyter_client.provisioning.local_provisioner import LocalProvisioner
 
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.models.broker import ENV_SOCKET, ENV_URL
+from jupyter_ci.server.sandbox import sockets
 from jupyter_ci.server.sandbox.box import SOCKET_DIR, Box, Limits, command, problem, python_paths
 from jupyter_ci.server.sandbox.egress import INSIDE, egress
 from jupyter_ci.server.sandbox.environ import (
     ENV_BROKER_SOCKET,
+    ENV_SESSION,
     box_environ,
     hidden_paths,
     published,
@@ -82,7 +84,7 @@ class SandboxProvisioner(LocalProvisioner):
         spec_env = dict(getattr(self.kernel_spec, "env", None) or {})
         inner = box_environ(env, spec_env)
         files: list[tuple[Path, str]] = []
-        socket = published(env, ENV_BROKER_SOCKET)
+        socket = self._broker_socket(env)
         if socket and os.path.exists(socket):
             # The broker through its socket: the box has no network to reach its URL.
             files.append((Path(socket), f"{SOCKET_DIR}/broker.sock"))
@@ -107,6 +109,15 @@ class SandboxProvisioner(LocalProvisioner):
                   files=tuple(files), host_network=ci.sandbox_network == "host")
         return box, inner, forwarder
 
+    def _broker_socket(self, env: dict[str, str]) -> str:
+        """Return the broker's socket for this box: its own when the broker runs here."""
+        if env.get(ENV_SESSION) == "1":
+            return ""  # a REST session's asks run in the server: no way to the model service
+        served = sockets.current()
+        if served is None or not self.kernel_id:
+            return published(env, ENV_BROKER_SOCKET)  # another process's broker, if any
+        return str(served.open(str(self.kernel_id)))
+
     async def launch_kernel(self, cmd: list[str], **kwargs: Any) -> Any:
         """Launch the box; its kernel's process id is looked up when first needed."""
         self._kernel_pid = None
@@ -126,6 +137,9 @@ class SandboxProvisioner(LocalProvisioner):
         """Remove the kernel's private folder once it is gone for good."""
         await super().cleanup(restart=restart)
         if not restart and self.kernel_id:
+            served = sockets.current()
+            if served is not None:
+                served.close(str(self.kernel_id))
             shutil.rmtree(private_folder(str(self.kernel_id), make=False), ignore_errors=True)
 
 
