@@ -72,3 +72,20 @@ async def test_an_extensionless_download_is_bytes_as_an_attachment(
     assert response.body == content
     openapi_check.check("GET", response.effective_url, 200,
                         response.headers["Content-Type"], response.body)
+
+
+@pytest.mark.parametrize("where", ["session", "execute"])
+async def test_a_nul_in_an_env_value_is_a_400_naming_the_variable(jp_fetch: Fetch,
+                                                                  where: str) -> None:
+    # No process environment can hold a NUL: the kernel's launch failed, a 503.
+    env = {"FINE": "1", "MY_VAR": "a\x00b"}
+    with pytest.raises(ValidationError):
+        openapi_check.check_schema("NewSession", {"env": env})
+    if where == "session":
+        status, reply = await call(jp_fetch, "POST", body={"env": env})
+    else:
+        sid = (await new_session(jp_fetch))["id"]
+        status, reply = await call(jp_fetch, "POST", sid, "execute",
+                                   body={"code": "1", "env": env})
+    assert status == 400 and reply["reason"] == "bad_request", reply
+    assert "MY_VAR" in reply["message"] and "FINE" not in reply["message"], reply

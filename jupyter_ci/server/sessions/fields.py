@@ -73,6 +73,10 @@ def validate_env(env: Any) -> dict[str, str]:
         # The sandbox's launcher starts outside the box with the session's environment.
         raise SessionError(f"'env' may not set {', '.join(loading)}: such a variable makes "
                            "programs load or read files as they start.")
+    nul = sorted(k for k, v in env.items() if "\0" in v)
+    if nul:  # no process environment can hold one: the kernel's launch would fail
+        raise SessionError(f"'env' values may not contain a NUL character (\\u0000): "
+                           f"{', '.join(nul)}. Remove it, or pass binary data in a file.")
     return dict(env)
 
 
