@@ -115,3 +115,18 @@ def test_a_tool_call_in_the_new_answer_is_refused_not_run(
     shown = text_of(nb.cells[2])
     assert "It is 222." in shown and "ran anyway" not in shown and "It is 111." not in shown
     assert fake.calls() == 3
+
+
+def test_a_model_that_writes_no_new_answer_is_said_to_have_given_none(
+    fake: FakeLLM, tmp_path: Path
+) -> None:
+    where = folder(tmp_path / "nb")
+    fake.push(code(STEP), Turn("It is 111."))
+    run_cells(["region_total = 111", ASK], openai_env(fake), where)
+    fake.push(Turn(""))  # a model is configured; its reply holds no text
+    nb = run_cells(["region_total = 222", ASK], openai_env(fake), where)
+    shown = text_of(nb.cells[2])
+    assert error_of(nb.cells[2]) is None, shown
+    assert "No model is configured" not in shown, shown
+    assert "gave no answer" in shown and "--refresh" in shown and "It is 111." in shown
+    assert fake.calls() == 3

@@ -38,6 +38,13 @@ REANSWERED_NOTE = ("*{model} wrote this answer from this run's outputs (one call
                    "run): the kept one was written for an earlier run {why}.*")
 EARLIER_NOTE = ("*⚠ No model is configured, so this is the answer written for an earlier run "
                 "{why}: check it against the outputs above.*")
+REPLAYING_NOTE = ("*⚠ {model} replays a recording and cannot answer new outputs, so this is "
+                  "the answer written for an earlier run {why}: check it against the outputs "
+                  "above.*")
+#: A model answered the one turn with no text (an empty reply, or only a refused tool call).
+NO_ANSWER_NOTE = ("*⚠ {model} gave no answer from this run's outputs, so this is the answer "
+                  "written for an earlier run {why}: check it against the outputs above, or "
+                  "run the cell with `--refresh` to ask the model again from the start.*")
 #: What memory keeps of a re-run whose kept steps ran again.
 RERUN_SUMMARY = ("(Not asked for code this time: the steps an earlier run of this ask kept "
                  "ran again.) Answer: {answer}")
@@ -131,11 +138,15 @@ class Replay:
             model = resolve()
         except ModelConfigError:
             model = None
-        answer = None if model is None or model.id.startswith("replay:") else self._reanswer(
-            model, kept.steps, results, why)
+        answer, note = None, EARLIER_NOTE.format(why=why)
+        if model is not None and model.id.startswith("replay:"):
+            note = REPLAYING_NOTE.format(model=model.id, why=why)
+        elif model is not None:
+            answer = self._reanswer(model, kept.steps, results, why)
+            note = NO_ANSWER_NOTE.format(model=model.id, why=why)
         if answer is None:
             shown = earlier.answer if earlier is not None else "(No answer was kept.)"
-            show_markdown(f"{EARLIER_NOTE.format(why=why)}\n\n{shown}")
+            show_markdown(f"{note}\n\n{shown}")
             return RERUN_SUMMARY.format(answer=shown)
         assert model is not None
         headless_store.save(source, list(kept.steps), KeptAnswer(
