@@ -75,14 +75,19 @@ class SessionSettings(Configurable):
         "addresses, whatever a listed name resolves to.",
     ).tag(config=True)
     sandbox_memory_bytes = Int(
-        4 << 30, help="Memory (heap and anonymous mappings) a sandboxed kernel process may "
-        "allocate, in bytes (default 4294967296, 4 GiB; 0 = no limit); past it, allocations "
-        "fail with MemoryError and the kernel lives.",
+        4 << 30, help="Memory a sandboxed kernel's box may use, in bytes (default 4294967296, "
+        "4 GiB; 0 = no limit). Each process's heap and private mappings are capped (past it, "
+        "allocations fail with MemoryError and the kernel lives); where the server can make "
+        "a memory cgroup (as root, or with a delegated cgroup v2) the box's whole memory, "
+        "shared mappings and memfds included, is capped too, and a box over it has its "
+        "largest process ended; where it cannot, shared anonymous memory, memfds and SysV "
+        "shared memory are refused in the box instead.",
     ).tag(config=True)
     sandbox_processes = Int(
         256, help="Processes and threads a sandboxed kernel's box may hold at once (default "
-        "256; 0 = no limit); past it, fork and thread starts fail. Not enforced when Jupyter "
-        "runs as root (Linux exempts uid 0).",
+        "256; 0 = no limit); past it, fork and thread starts fail. Held by a pids cgroup per "
+        "box where the server can make one, else by RLIMIT_NPROC, which Linux does not apply "
+        "to root: a root server that cannot make cgroups says so in its log.",
     ).tag(config=True)
     sandbox_tmp_bytes = Int(
         512 << 20, help="Size of a sandboxed kernel's private /tmp (its HOME too), in bytes "

@@ -187,7 +187,8 @@ def start_server(user: User, name: str, env: dict[str, str], ci: dict[str, Any],
             [*(["prlimit", *limits, "--"] if limits else []), *user.prefix, user.python,
              "-m", "jupyter_server", "--ServerApp.open_browser=False",
              "--port=0", "--ip=127.0.0.1", f"--IdentityProvider.token={token}",
-             "--ServerApp.log_level=DEBUG", f"--ServerApp.root_dir={home}"],
+             "--ServerApp.log_level=DEBUG", f"--ServerApp.root_dir={home}",
+             *(["--allow-root"] if user.uid == 0 else [])],
             cwd=home, env=full_env, stdout=out, stderr=subprocess.STDOUT)
     return Server(proc, home, log, token)
 

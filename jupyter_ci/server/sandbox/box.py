@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -34,6 +35,8 @@ SOCKET_DIR = "/run/jupyter-ci"
 SHM_BYTES = 64 << 20
 #: Bytes of an empty tmpfs that hides a folder (room for the mount points made in it).
 HIDE_BYTES = 64 << 10
+#: The descriptor bubblewrap reads the seccomp filter from.
+SECCOMP_FD = 3
 
 
 @dataclass(frozen=True)
@@ -72,12 +75,22 @@ class Box:
     files: tuple[tuple[Path, str], ...] = ()
     #: Share the host's network (else the box has only its own loopback).
     host_network: bool = False
+    #: The cgroup files (`cgroup.procs`) the box's first process joins before bubblewrap.
+    cgroup_procs: tuple[Path, ...] = ()
+    #: The seccomp filter bubblewrap loads (seccomp.py), kept where no box can change it.
+    seccomp: Path | None = None
+    #: Use bubblewrap's --disable-userns (no user namespace, so no network one, inside).
+    disable_userns: bool = False
 
 
 def command(box: Box, argv: Sequence[str]) -> list[str]:
     """Return the bubblewrap command that runs `argv` in the box."""
     args = ["bwrap", "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session",
             "--cap-drop", "ALL"]
+    if box.disable_userns:
+        args.append("--disable-userns")
+    if box.seccomp is not None:
+        args += ["--seccomp", str(SECCOMP_FD)]
     if box.host_network:
         args.append("--share-net")
     args += _system()
@@ -89,7 +102,22 @@ def command(box: Box, argv: Sequence[str]) -> list[str]:
     # jupyter_client's launcher adds the server's pid; in the box's own PID namespace
     # ipykernel would take its parent (bubblewrap's init, pid 1) for gone and exit.
     args += ["--unsetenv", "JPY_PARENT_PID"]
-    return [*args, "--", *box.limits.prlimit(), *argv]
+    return [*_launcher(box), *args, "--", *box.limits.prlimit(), *argv]
+
+
+def _launcher(box: Box) -> list[str]:
+    """Return what starts bubblewrap: a shell that joins the cgroup and opens the filter.
+
+    It `exec`s bubblewrap, so bubblewrap keeps its process id (and the box, every process
+    of it) in the cgroup joined first: nothing of the box ever runs outside it.
+    """
+    if not box.cgroup_procs and box.seccomp is None:
+        return []
+    script = "".join(f"echo $$ > {shlex.quote(str(procs))} && " for procs in box.cgroup_procs)
+    script += 'exec "$@"'
+    if box.seccomp is not None:
+        script += f" {SECCOMP_FD}< {shlex.quote(str(box.seccomp))}"
+    return ["/bin/sh", "-c", script, "jupyter-ci-box"]
 
 
 def _system() -> list[str]:
@@ -167,6 +195,16 @@ def _probe(executable: str, pythonpath: str) -> tuple[Path, ...]:
         # Not a Python (a compiled kernel): its own folder is what it needs.
         return (Path(os.path.realpath(executable)).parent,)
     return tuple(Path(line) for line in done.stdout.splitlines() if line.strip())
+
+
+@functools.lru_cache(maxsize=1)
+def disables_userns() -> bool:
+    """Tell whether this bubblewrap can refuse user namespaces in its boxes (0.8 and later)."""
+    trial = ["bwrap", "--unshare-user", "--disable-userns", "--ro-bind", "/", "/", "true"]
+    try:
+        return subprocess.run(trial, capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
 
 
 @functools.lru_cache(maxsize=1)

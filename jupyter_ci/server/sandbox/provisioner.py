@@ -12,6 +12,7 @@ Its settings are `c.JupyterCI.sandbox_*`, read through the kernel manager's conf
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import shutil
@@ -25,7 +26,7 @@ from jupyter_client.provisioning.local_provisioner import LocalProvisioner
 
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.models.broker import ENV_SOCKET, ENV_URL
-from jupyter_ci.server.sandbox import sockets
+from jupyter_ci.server.sandbox import cgroup, sockets
 from jupyter_ci.server.sandbox.box import SOCKET_DIR, Box, Limits, command, problem, python_paths
 from jupyter_ci.server.sandbox.egress import INSIDE, egress
 from jupyter_ci.server.sandbox.environ import (
@@ -36,6 +37,7 @@ from jupyter_ci.server.sandbox.environ import (
     published,
     record_secret,
 )
+from jupyter_ci.server.sandbox.guards import guards
 
 #: The entry point name a kernelspec's metadata uses.
 NAME = "jupyter-ci-sandbox"
@@ -49,6 +51,7 @@ class SandboxProvisioner(LocalProvisioner):
     """Start the kernel in a bubblewrap box: its folder, no network, limits."""
 
     _kernel_pid: int | None = None
+    _cgroup: cgroup.Cgroup | None = None
 
     async def pre_launch(self, **kwargs: Any) -> dict[str, Any]:
         """Put the kernel's ZMQ sockets in a private folder and wrap its command in the box."""
@@ -104,9 +107,13 @@ class SandboxProvisioner(LocalProvisioner):
             readonly, forwarder = (*readonly, *way.readonly), way.argv
         limits = Limits(ci.sandbox_memory_bytes, ci.sandbox_processes, ci.sandbox_tmp_bytes,
                         ci.sandbox_file_bytes, ci.sandbox_open_files, ci.sandbox_cpu_seconds)
+        held = guards(f"k-{private.name}", limits, private_base(), self.log)
+        self._cgroup = held.cgroup
         box = Box(workdir=cwd, private=private, limits=limits,
                   readonly=tuple(dict.fromkeys(readonly)), hidden=hidden_paths(env),
-                  files=tuple(files), host_network=ci.sandbox_network == "host")
+                  files=tuple(files), host_network=ci.sandbox_network == "host",
+                  cgroup_procs=held.cgroup.procs if held.cgroup else (), seccomp=held.seccomp,
+                  disable_userns=held.disable_userns)
         return box, inner, forwarder
 
     def _broker_socket(self, env: dict[str, str]) -> str:
@@ -136,6 +143,8 @@ class SandboxProvisioner(LocalProvisioner):
     async def cleanup(self, restart: bool = False) -> None:
         """Remove the kernel's private folder once it is gone for good."""
         await super().cleanup(restart=restart)
+        if not restart and self._cgroup is not None:
+            await asyncio.to_thread(cgroup.remove, self._cgroup)
         if not restart and self.kernel_id:
             served = sockets.current()
             if served is not None:

@@ -1,0 +1,102 @@
+"""The box's limits hold for root as for anyone (issue 31.6): processes, shared memory,
+nested namespaces, the session's disk and files.
+
+Each attack runs in a boxed REST session of a real server started as an unprivileged user
+and, when the tests run as root, of one started as root (as many container images run
+Jupyter): Linux exempts uid 0 from RLIMIT_NPROC even in a user namespace, and RLIMIT_DATA
+counts no shared memory, so a root server's boxes need their cgroup; an unprivileged one's
+boxes without a cgroup need the seccomp filter. The server and another session keep
+answering, and the attacked session recovers with a restart.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.security.test_sandbox import FORKS, Session, contained
+from tests.security.unprivileged import Server, User, find_user, start_server, wait_ready
+
+LIMITS = {"sandbox_memory_bytes": 256 << 20, "sandbox_processes": 64,
+          "sandbox_disk_bytes": 64 << 20, "sandbox_disk_files": 2000}
+#: Who runs the server: an unprivileged user always, and root when the tests run as root.
+USERS = ["unprivileged", *(["root"] if os.geteuid() == 0 else [])]
+
+
+@pytest.fixture(scope="module", params=USERS)
+def server(request: pytest.FixtureRequest) -> Iterator[Server]:
+    """A server whose sessions are boxed, run by the user of this parameter."""
+    root = Path(tempfile.mkdtemp(prefix="jupyter-ci-limits-"))
+    try:
+        root_user = User([], sys.executable, root, 0, 0)
+        user = root_user if request.param == "root" else find_user(root)
+        started = start_server(user, request.param, {},
+                               {"session_pool": 0, "session_sandbox": "always", **LIMITS})
+        try:
+            wait_ready(started)
+            started.request("api/status")  # the info file is written before the port is bound
+            yield started
+        finally:
+            started.stop()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_fork_bomb_stops_at_the_process_limit(server: Server) -> None:
+    with Session(server) as attacked, Session(server) as witness:
+        out = attacked.text(FORKS)
+        made = int(out.split("forked")[1])
+        assert "Resource temporarily unavailable" in out, out
+        assert made < LIMITS["sandbox_processes"]
+        contained(server, attacked, witness)
+
+
+TOUCH = """
+for i in range(0, len(m), 4096):
+    m[i] = 1
+print("written", len(m) >> 20, "MiB")
+"""
+SHARED = {
+    "mmap": "import mmap\nm = mmap.mmap(-1, 768 << 20)\n" + TOUCH,
+    "memfd": ("import mmap, os\nfd = os.memfd_create('fill')\nos.ftruncate(fd, 768 << 20)\n"
+              "m = mmap.mmap(fd, 768 << 20)\n" + TOUCH),
+    "shm": ("import ctypes, mmap\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+            "libc.shmget.restype = ctypes.c_int\n"
+            "ident = libc.shmget(0, ctypes.c_size_t(768 << 20), 0o1600)\n"
+            "assert ident >= 0, ctypes.get_errno()\nlibc.shmat.restype = ctypes.c_void_p\n"
+            "address = libc.shmat(ident, None, 0)\nlibc.shmctl(ident, 0, None)\n"
+            "m = (ctypes.c_char * (768 << 20)).from_address(address)\n" + TOUCH),
+}
+
+
+@pytest.mark.parametrize("kind", list(SHARED))
+def test_shared_memory_counts_against_the_memory_limit(server: Server, kind: str) -> None:
+    with Session(server) as attacked, Session(server) as witness:
+        result = attacked.run(SHARED[kind], timeout=120)
+        shown = str(result["outputs"])
+        # Refused (the filter) or ended by the box's memory cgroup: never 768 MiB in 256.
+        assert result["status"] != "ok" and "written" not in shown, result
+        contained(server, attacked, witness)
+
+
+NAMESPACES = """
+import ctypes, subprocess
+libc = ctypes.CDLL(None, use_errno=True)
+for name, flag in (("user", 0x10000000), ("net", 0x40000000), ("mount", 0x00020000)):
+    print("unshare", name, "refused" if libc.unshare(flag) != 0 else "MADE")
+for flags in ("-U", "-n", "-Un", "-Ur"):
+    done = subprocess.run(["unshare", flags, "true"], capture_output=True)
+    print("unshare", flags, "refused" if done.returncode else "MADE")
+"""
+
+
+def test_nested_namespaces_are_refused(server: Server) -> None:
+    with Session(server) as session:
+        out = session.text(NAMESPACES)
+    assert out.count("refused") == 7 and "MADE" not in out, out
