@@ -161,7 +161,8 @@ class JupyterCI(SessionSettings):
         "{\"input\": 2.0, \"output\": 8.0, \"cached_input\": 0.5, \"context_window\": "
         "1047576}}; cached_input (prompt tokens read from the provider's cache; default: "
         "input) and context_window (tokens) may be left out. The longest key that starts "
-        "the model's provider:model id wins; a key without provider:, such as gpt-4.1, "
+        "the model's provider:model id wins, whatever its case and the spaces around either "
+        "part; a key without provider:, such as gpt-4.1, "
         "matches that model name under any provider. Entries here come before the built-in "
         "prices of OpenAI's and Anthropic's current models. An ask shows its tokens and cost "
         "(cell log, panel, REST result); a model no entry covers (Ollama, a local server) "
@@ -173,8 +174,9 @@ class JupyterCI(SessionSettings):
         help="USD one kernel, or one REST session's asks, may spend through the server's "
         "model service, over restarts: each call's reported usage priced by the model it "
         "names (see prices), reserved and settled like max_tokens_per_kernel. Calls past it "
-        "end the ask with LimitReached. Calls to a model without a price count as 0 (the "
-        "server log says so once per model). 0 (default) = unlimited.",
+        "end the ask with LimitReached. While it or max_cost_per_server is set, a model "
+        "without a price is refused (ModelConfigError naming it: add it to prices). "
+        "0 (default) = unlimited.",
     ).tag(config=True)
     max_cost_per_server = Float(
         0.0, min=0.0,

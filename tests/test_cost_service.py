@@ -6,7 +6,6 @@ kernels' turns are POSTed with a kernel's credential as `turn_fetch` does.
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 import pytest
@@ -72,17 +71,16 @@ async def test_a_kernel_past_its_money_budget_gets_a_429_naming_the_setting(
 
 
 @pytest.mark.parametrize("ci_config", [{"max_cost_per_server": 0.02}])
-async def test_the_server_money_budget_counts_every_kernel_and_skips_unpriced_models(
+async def test_the_server_money_budget_counts_every_kernel_and_refuses_unpriced_models(
     live_server: Any, upstream: Upstream, token: str, ci_config: Any, capture: Any
 ) -> None:
     broker = broker_of(live_server)
     upstream.turns = [CACHED] * 6
-    # An unpriced model counts as $0, and the log says so once.
-    for _ in range(2):
-        assert (await turn_fetch(turn_body("openai:gpt-test"), token))[0] == 200
-    said = [r.getMessage() for r in capture.records if r.levelno >= logging.WARNING]
-    assert sum("openai:gpt-test has no price" in m for m in said) == 1
-    assert broker.budget.money.server_spent == 0
+    # An unpriced model could not be counted: refused (tests/security/test_service_prices.py).
+    status, lines = await turn_fetch(turn_body("openai:gpt-test"), token)
+    assert (status, refusal(lines)[0]) == (400, "ModelConfigError")
+    assert "openai:gpt-test has no price" in refusal(lines)[1]
+    assert broker.budget.money.server_spent == 0 and not upstream.requests
     tokens = [token, broker.issue("second-kernel"), broker.issue("third-kernel")]
     answers = [await turn_fetch(turn_body(MODELS["anthropic"]), t) for t in tokens]
     assert [status for status, _ in answers] == [200, 200, 429]

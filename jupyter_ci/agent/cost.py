@@ -8,9 +8,12 @@ A cache read costs `cached_input` per token instead of `input`. Anthropic's cach
 are priced as input (they cost 1.25 times that; jupyter-ci asks for none).
 
 Prices are USD per million tokens, looked up by the longest key that starts the model's
-`provider:model` id; `c.JupyterCI.prices` entries come first and may leave the provider
-out (`gpt-4.1` then prices that name under any provider). Models no entry covers (Ollama
-and other local servers, replays, the scripted double) are unpriced: their cost is None.
+`provider:model` id, without regard to case or the spaces around either part (a variant a
+provider takes for the same model is priced as that model); `c.JupyterCI.prices` entries
+come first and may leave the provider out (`gpt-4.1` then prices that name under any
+provider). Models no entry covers (Ollama and other local servers, replays, the scripted
+double) are unpriced: their cost is None, and the server's model service refuses them while
+a money budget is set.
 """
 
 from __future__ import annotations
@@ -146,7 +149,9 @@ class PriceTable:
 
     def rates(self, model_id: str) -> Rates | None:
         """Return the rates of `provider:model`, or None when no entry covers it."""
-        name = model_id.partition(":")[2] or model_id
+        provider, sep, name = model_id.partition(":")
+        name = name.strip().lower() if sep else provider.strip().lower()
+        model_id = f"{provider.strip().lower()}:{name}" if sep else name
         return _longest(self.own, model_id, name) or _longest(self.defaults, model_id, None)
 
     def meter(self, model_id: str) -> Meter:
@@ -157,8 +162,8 @@ class PriceTable:
 def _longest(table: Mapping[str, Rates], model_id: str, name: str | None) -> Rates | None:
     """Find the entry of the longest key starting the id (or, without a provider, the name)."""
     keys = [k for k in table
-            if model_id.startswith(k) or (name is not None and ":" not in k
-                                          and name.startswith(k))]
+            if model_id.startswith(k.lower()) or (name is not None and ":" not in k
+                                                  and name.startswith(k.lower()))]
     return table[max(keys, key=len)] if keys else None
 
 

@@ -84,6 +84,15 @@ class AsyncChatModel(SeesImages, Protocol):
 
 
 @runtime_checkable
+class Renamable(Protocol):
+    """An adapter that serves any model of its provider through the same clients."""
+
+    def named(self, name: str) -> AsyncChatModel:
+        """Return this adapter for the model `name`, sharing its clients and pools."""
+        ...
+
+
+@runtime_checkable
 class Preparable(Protocol):
     """An adapter that can load its SDK ahead of its first request."""
 

@@ -38,8 +38,15 @@ class ModelSettings:
 
 
 def parse_model_id(spec: str) -> tuple[ProviderSpec, str]:
-    """Split `provider:model`, raising ModelConfigError for anything else."""
-    provider, sep, name = spec.strip().partition(":")
+    """Split `provider:model`, raising ModelConfigError for anything else.
+
+    Spaces around either part go and the provider is lower-cased, as providers and the
+    table read them: `" OpenAI: o1-pro "` is `openai:o1-pro`, priced and sent as one model.
+    The model's own name keeps its case (an OpenAI-compatible server may tell names apart
+    by it); prices are looked up without case (agent/cost.py).
+    """
+    provider, sep, name = spec.partition(":")
+    provider, name = provider.strip().lower(), name.strip()
     if not sep or not provider or not name:
         raise ModelConfigError(
             f"Model {spec!r} is not of the form provider:model.",
@@ -53,6 +60,12 @@ def parse_model_id(spec: str) -> tuple[ProviderSpec, str]:
             "(Ollama, vLLM, LM Studio) is reached as openai:<model> with OPENAI_BASE_URL.",
         )
     return found, name
+
+
+def canonical_model_id(spec: str) -> str:
+    """Return the one id of `provider:model` that prices, budgets and the call all use."""
+    provider, name = parse_model_id(spec)
+    return f"{provider.name}:{name}"
 
 
 def configured_providers(env: Mapping[str, str]) -> list[str]:

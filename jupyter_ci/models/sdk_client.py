@@ -13,11 +13,13 @@ with `fold` and `afold`, which refuse a reply that is not the provider's wire fo
 
 from __future__ import annotations
 
+import copy
+import itertools
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Iterator
 from contextlib import aclosing, closing
 from types import ModuleType, TracebackType
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, Self, TypeVar
 
 from jupyter_ci.agent.errors import AskError
 from jupyter_ci.agent.types import ModelReply, ModelRequest
@@ -75,8 +77,9 @@ class SdkChatModel(ABC, Generic[C, A]):
         self.name = name
         self.endpoint = endpoint
         self._client: C | None = None
+        #: Shared with the copies `named` makes, as is the count that takes them in turn.
         self._async_clients: list[A] = []
-        self._turns = 0
+        self._turns = itertools.count(1)
 
     @property
     def id(self) -> str:
@@ -87,6 +90,18 @@ class SdkChatModel(ABC, Generic[C, A]):
     def sees_images(self) -> bool:
         """Tell whether this model takes images, as its provider's table says of its name."""
         return self.spec.sees_images(self.name)
+
+    def named(self, name: str) -> Self:
+        """Return this adapter for another model of its provider: the same clients and pools.
+
+        A server keeps one adapter per provider, key and URL, however many model names
+        its callers send (each adapter holds ASYNC_POOLS connection pools).
+        """
+        if name == self.name:
+            return self
+        other = copy.copy(self)  # shallow: the clients, their list and the turn count shared
+        other.name = name
+        return other
 
     def client(self) -> C:
         """Return the SDK client, created on first use (importing the SDK is slow)."""
@@ -138,8 +153,7 @@ class SdkChatModel(ABC, Generic[C, A]):
         Cancelling the awaiting task closes the provider's stream at once.
         """
         clients = self.async_clients()
-        self._turns += 1
-        client = clients[self._turns % len(clients)]
+        client = clients[next(self._turns) % len(clients)]
         try:
             return await self._astream(client, request, on_text, usage)
         except self._sdk_error() as err:

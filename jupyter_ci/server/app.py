@@ -47,10 +47,7 @@ class JupyterCIApp(ExtensionApp):
         stored = stored_keys(key_file_to_read(self.ci.key_file), os.environ, self.log)
         self.broker = Broker.take_from_environ(os.environ, stored)
         self._budgets()
-        # Each kernel gets its own token in the env of its start (see server/broker/kernels.py).
-        hook_kernel_manager(self._server().kernel_manager, self.broker, self.log)
-        # No 500 from /api/kernels for a kernel being started (server/kernel_models.py).
-        fill_starting_kernels(self._server().kernel_manager)
+        self._hook_kernels()
         # Kernel websockets without Nagle's 40 ms per execute (server/nodelay.py).
         install_low_latency(self.settings, KernelWebsockets(parent=self).low_latency)
         self.client = make_client(self.ci.request_timeout)
@@ -79,6 +76,14 @@ class JupyterCIApp(ExtensionApp):
                       names)
         for problem in self.broker.misconfigured():
             self.log.warning("jupyter-ci: %s", problem)
+
+    def _hook_kernels(self) -> None:
+        """Hook the server's kernel manager, whichever door starts a kernel."""
+        kernels = self._server().kernel_manager
+        # Each kernel gets its own token in the env of its start (see server/broker/kernels.py).
+        hook_kernel_manager(kernels, self.broker, self.log)
+        # No 500 from /api/kernels for a kernel being started (server/kernel_models.py).
+        fill_starting_kernels(kernels)
 
     def _budgets(self) -> None:
         """Give the broker the budgets of kernels and the server, in tokens and in USD."""

@@ -1,14 +1,17 @@
 """The model service: the server's one path to models, for %%ask kernels and REST asks alike.
 
-A caller gives our own request for one turn (turn_wire.Turn); the service picks the
-provider's adapter with the key it holds, reserves the turn's tokens (and, priced by the
-model the turn names, their cost) in the budget, streams the turn through the SDK's async
-client on the server's event loop (no thread per call), and settles the budget on the usage
-it read itself. Kernels never send provider requests, so no route, tool, field or header of
-a provider's API is theirs to choose. Cancelling the awaiting task (a kernel that hangs up
-or is interrupted, a REST client gone, a session deleted) closes the provider's stream at
-once and charges what the provider reported so far, or the reservation when it reported
-nothing.
+A caller gives our own request for one turn (turn_wire.Turn); the service reads the model
+the turn names as one id (resolve.canonical_model_id: what is priced, budgeted and sent is
+the same model), picks the provider's adapter with the key it holds (one per provider, key
+and URL, whatever model names are sent: adapters and their connection pools would otherwise
+pile up per name), refuses a model without a price while a money budget is set, reserves the
+turn's tokens (and, priced by that model, their cost) in the budget, streams the turn
+through the SDK's async client on the server's event loop (no thread per call), and settles
+the budget on the usage it read itself. Kernels never send provider requests, so no route,
+tool, field or header of a provider's API is theirs to choose. Cancelling the awaiting task
+(a kernel that hangs up or is interrupted, a REST client gone, a session deleted) closes the
+provider's stream at once and charges what the provider reported so far, or the reservation
+when it reported nothing.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from logging import Logger
 from typing import Any, cast
 
 from jupyter_ci import secret_rules
-from jupyter_ci.agent.cost import PriceTable, Rates
+from jupyter_ci.agent.cost import EXAMPLE, PriceTable, Rates
 from jupyter_ci.agent.errors import (
     AskError,
     BadModelReply,
@@ -32,14 +35,16 @@ from jupyter_ci.agent.errors import (
 )
 from jupyter_ci.agent.prompts import EDIT_CELL, RUN_PYTHON
 from jupyter_ci.agent.types import ModelReply, ModelRequest, ToolSpec
-from jupyter_ci.models.base import AsyncChatModel, Endpoint, Preparable, Usage
+from jupyter_ci.models.base import AsyncChatModel, Endpoint, Preparable, Renamable, Usage
 from jupyter_ci.models.resolve import (
     PANEL_HINT,
     PLACEHOLDER_KEY,
     adapter_factory,
+    canonical_model_id,
     parse_model_id,
 )
 from jupyter_ci.models.turn_wire import Turn, tool_input_event
+from jupyter_ci.providers import ProviderSpec
 from jupyter_ci.server.broker.broker import Broker, Provider
 from jupyter_ci.server.broker.credentials import Reservation
 from jupyter_ci.server.broker.errors import BrokerError
@@ -71,18 +76,26 @@ class ModelService:
     default_model: str = ""
     #: What each model's calls cost, for the money budget (c.JupyterCI.prices).
     prices: PriceTable = field(default_factory=PriceTable)
-    #: Models told in the log to have no price (once each).
-    _unpriced: set[str] = field(default_factory=set)
-    _adapters: dict[tuple[str, str, str, str], AsyncChatModel] = field(default_factory=dict)
+    #: One adapter per (provider, base URL, key): turns for other models use it renamed.
+    _adapters: dict[tuple[str, str, str], Renamable] = field(default_factory=dict)
 
     async def model(self, model_id: str) -> AsyncChatModel:
-        """Return the adapter of `model_id` with the key the server holds now."""
+        """Return the adapter of `model_id` with the key the server holds now.
+
+        Refuses a model without a price while a money budget is set: its calls could not
+        be counted against it.
+        """
         spec, name = parse_model_id(model_id)
         if spec.in_process:
             raise ModelConfigError(f"{model_id} runs in the kernel, not in the server.",
                                    "Use it with %%ask outside a server, or pick a provider.")
+        self._rates(f"{spec.name}:{name}")
+        return await self._adapter(spec, name)
+
+    async def _adapter(self, spec: ProviderSpec, name: str) -> AsyncChatModel:
+        """Return the provider's adapter (built once per key and URL) for the model `name`."""
         provider = self._provider(spec.name)
-        key = (spec.name, name, provider.base_url, provider.api_key)
+        key = (spec.name, provider.base_url, provider.api_key)
         found = self._adapters.get(key)
         if found is None:
             endpoint = Endpoint(provider.api_key or PLACEHOLDER_KEY, provider.base_url,
@@ -90,8 +103,10 @@ class ModelService:
             adapter = adapter_factory(spec)(spec, name, endpoint)
             # The SDK's import, first validators (~0.5 s) and client happen off the loop.
             await asyncio.to_thread(_ready, adapter)
-            found = self._adapters.setdefault(key, cast(AsyncChatModel, adapter))
-        return found
+            if not isinstance(adapter, Renamable):
+                return cast(AsyncChatModel, adapter)  # bound to its model: not kept
+            found = self._adapters.setdefault(key, adapter)
+        return found.named(name)
 
     def _provider(self, name: str) -> Provider:
         """Return the provider as the broker holds it, or say what to configure."""
@@ -117,8 +132,8 @@ class ModelService:
 
     async def turn(self, holder: str, turn: Turn, emit: Emit) -> ModelReply:
         """Stream one turn for `holder` (a kernel id, or a session's ask holder)."""
-        model = await self.model(turn.model)
-        rates = self._rates(turn.model)
+        model_id = canonical_model_id(turn.model)  # priced, budgeted and called as one
+        model, rates = await self.model(model_id), self._rates(model_id)
         tokens = reserve_for(turn.request)
         reservation = self.broker.budget.reserve(holder, tokens,
                                                  _cost(rates, tokens, turn.request.max_tokens))
@@ -142,15 +157,15 @@ class ModelService:
             raise
         except AskError as err:
             spent = _reported(usage)  # a refused request costs nothing; a cut stream what it said
-            self._note(turn.model, err)
+            self._note(model_id, err)
             raise
         except Exception as err:
             # Below the SDK (a stream cut mid-event, a reply nested past the parser's depth):
             # told by its class only, as its text may quote the provider's URL or headers.
             spent = _reported(usage)
-            self.warn(f"{turn.model!r}: the provider's reply failed ({type(err).__name__})")
+            self.warn(f"{model_id!r}: the provider's reply failed ({type(err).__name__})")
             raise ModelUnavailable(
-                f"{turn.model}'s reply failed while it streamed ({type(err).__name__}).",
+                f"{model_id}'s reply failed while it streamed ({type(err).__name__}).",
                 "Try again; if it keeps failing, try another model.") from None
         finally:
             self._settle(reservation, spent, rates)
@@ -171,12 +186,17 @@ class ModelService:
         self.broker.budget.settle(reservation, spent.input_tokens + spent.output_tokens, usd)
 
     def _rates(self, model_id: str) -> Rates | None:
-        """Return the model's prices; say once in the log when a money budget meets none."""
+        """Return the model's prices; refuse a model without while a money budget is set."""
         rates = self.prices.rates(model_id)
-        if rates is None and self.broker.budget.money.active and model_id not in self._unpriced:
-            self._unpriced.add(model_id)
-            self.warn(f"{model_id} has no price (c.JupyterCI.prices): its calls count as $0 "
-                      "toward max_cost_per_kernel and max_cost_per_server.")
+        money = self.broker.budget.money
+        if rates is None and money.active:
+            raise ModelConfigError(
+                f"{model_id} has no price, and this server limits what model calls may cost "
+                f"(c.JupyterCI.max_cost_per_kernel = {money.per_kernel:g}, "
+                f"max_cost_per_server = {money.per_server:g} USD): its calls could not be "
+                "counted, so none is made.",
+                f"Add its price to the server's config, c.JupyterCI.prices = {{{model_id!r}: "
+                f"{EXAMPLE.split(' (')[0]}}} (USD per million tokens), or pick a priced model.")
         return rates
 
     def warn(self, message: str) -> None:
@@ -199,7 +219,7 @@ class ModelService:
     def forget(self) -> None:
         """Drop adapters built with keys that were replaced (the panel's keys form)."""
         held = {(p.base_url, p.api_key) for p in self.broker.providers.values()}
-        for key in [k for k in self._adapters if (k[2], k[3]) not in held]:
+        for key in [k for k in self._adapters if (k[1], k[2]) not in held]:
             del self._adapters[key]
 
 

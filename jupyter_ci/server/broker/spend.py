@@ -3,7 +3,8 @@
 Each model call is priced by the model it names (agent/cost.py, with c.JupyterCI.prices);
 it reserves what it may cost before it starts and settles on what its reported usage
 cost, like the token budget (credentials.Budget, which holds one of these and keeps it
-open, closed and rebound with its own holders). A model without a price counts as 0.
+open, closed and rebound with its own holders). A model without a price is refused by the
+model service while a money limit is set.
 """
 
 from __future__ import annotations

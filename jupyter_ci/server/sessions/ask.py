@@ -45,6 +45,7 @@ from jupyter_ci.models.broker import ENV_TOKEN
 from jupyter_ci.models.recording import Recording
 from jupyter_ci.models.recording import write as write_recording
 from jupyter_ci.models.resolve import (
+    canonical_model_id,
     default_model_id,
     parse_model_id,
     resolve_model,
@@ -189,7 +190,8 @@ async def resolve(manager: SessionManager, session: Session, model: str | None
     settings = replace(manager.ci.model_settings(), fallback="")
     turns: Turns
     try:
-        model_id = model or default_model_id(settings, os.environ)
+        # One id for the ask's meter, its turns' prices and budget, and the call.
+        model_id = canonical_model_id(model or default_model_id(settings, os.environ))
         if parse_model_id(model_id)[0].in_process:
             turns = InProcessTurns(resolve_model(model_id, settings, os.environ))
         else:
