@@ -9,6 +9,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from jupyter_ci.agent.outputs import OUTPUT_MSG_TYPES, OutputList
@@ -189,45 +190,56 @@ def _updates_elsewhere(msg_type: str, body: Any, collector: OutputList) -> bool:
     return isinstance(display_id, str) and bool(display_id) and not collector.owns(display_id)
 
 
+@dataclass
+class _Tap:
+    """Wrap plain IPython's output hooks so that each call also feeds the collector."""
+
+    collector: OutputList
+    passthrough: bool
+    #: Hook calls under way: what IPython writes while it renders an output captured as
+    #: such is no stream (IPython 8 has no flag for it; 9 has is_active, is_publishing, ...).
+    rendering: int = 0
+
+    def __call__(self, obj: object, name: str,
+                 to_msg: Callable[..., tuple[str, dict[str, Any]]]
+                 ) -> contextlib.AbstractContextManager[None]:
+        original: Callable[..., Any] = getattr(obj, name)
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            msg_type, content = to_msg(*args, **kwargs)
+            if msg_type:
+                self.collector.apply(msg_type, content)
+            if not self.passthrough:
+                return None
+            self.rendering += 1
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self.rendering -= 1
+        return swap(obj, name, wrapper)
+
+    def stream(self, name: str) -> Callable[[str], tuple[str, dict[str, Any]]]:
+        """Turn a write to sys.stdout or sys.stderr into a stream output (or nothing)."""
+        return lambda text: ("" if not text or self.rendering else "stream",
+                             {"name": name, "text": text})
+
+
+def _display(data: Any, metadata: Any = None, *_: Any, transient: Any = None,
+             update: bool = False, **__: Any) -> tuple[str, dict[str, Any]]:
+    msg_type = "update_display_data" if update else "display_data"
+    return msg_type, {"data": data, "metadata": metadata or {}, "transient": transient}
+
+
 @contextmanager
 def tap_shell(shell: InteractiveShell, collector: OutputList, passthrough: bool
                ) -> Iterator[None]:
     """Capture outputs in plain IPython, without a kernel, by wrapping the shell's hooks."""
     # Degraded: text written straight to file descriptors (C code, subprocesses) is missed,
     # clear_output is not seen, and outputs reach no frontend but the terminal (as text).
-    # What IPython writes while it renders an output captured as such is no stream: counted
-    # here, as IPython 8 has no flag for it (9 has is_active, is_publishing, ...).
-    rendering = [0]
-
-    def tap(obj: object, name: str, to_msg: Callable[..., tuple[str, dict[str, Any]]]
-            ) -> contextlib.AbstractContextManager[None]:
-        original: Callable[..., Any] = getattr(obj, name)
-
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            msg_type, content = to_msg(*args, **kwargs)
-            if msg_type:
-                collector.apply(msg_type, content)
-            if not passthrough:
-                return None
-            rendering[0] += 1
-            try:
-                return original(*args, **kwargs)
-            finally:
-                rendering[0] -= 1
-        return swap(obj, name, wrapper)
-
-    def display(data: Any, metadata: Any = None, *_: Any, transient: Any = None,
-                update: bool = False, **__: Any) -> tuple[str, dict[str, Any]]:
-        msg_type = "update_display_data" if update else "display_data"
-        return msg_type, {"data": data, "metadata": metadata or {}, "transient": transient}
-
-    def stream(name: str) -> Callable[[str], tuple[str, dict[str, Any]]]:
-        return lambda text: ("" if not text or rendering[0] else "stream",
-                             {"name": name, "text": text})
-
+    tap = _Tap(collector, passthrough)
     hook = shell.displayhook
     with ExitStack() as stack:
-        stack.enter_context(tap(shell.display_pub, "publish", display))
+        stack.enter_context(tap(shell.display_pub, "publish", _display))
         stack.enter_context(tap(hook, "write_output_prompt", lambda: ("", {})))
         stack.enter_context(tap(hook, "write_format_data", lambda data, md=None: (
             "execute_result", {"data": data, "metadata": md or {},
@@ -235,5 +247,5 @@ def tap_shell(shell: InteractiveShell, collector: OutputList, passthrough: bool
         stack.enter_context(tap(shell, "_showtraceback", lambda etype, evalue, stb: (
             "error", {"ename": etype.__name__, "evalue": str(evalue), "traceback": stb})))
         for name in ("stdout", "stderr"):
-            stack.enter_context(tap(getattr(sys, name), "write", stream(name)))
+            stack.enter_context(tap(getattr(sys, name), "write", tap.stream(name)))
         yield
