@@ -15,6 +15,7 @@ import builtins
 import contextlib
 import getpass
 import logging
+import os
 import sys
 import time
 import traceback
@@ -38,6 +39,7 @@ from jupyter_ci.kernel.capture import (
     tap_session,
     tap_shell,
 )
+from jupyter_ci.models.broker import announce_model_code
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import ExecutionResult, InteractiveShell
@@ -48,6 +50,20 @@ INPUT_HINT = ("input() is not available to generated code: define the value in c
               "the user in your answer")
 EXIT_HINT = ("exit()/quit()/sys.exit() do not work in generated code and the kernel keeps "
              "running: remove the call, or raise an exception to stop early")
+
+
+#: Whether the server heard that model-written code runs in this kernel (one POST a process).
+_announced = [False]
+
+
+def _announce_model_code() -> None:
+    """Tell the server, before this kernel's first step, that model-written code runs here.
+
+    The page then renders no output of this kernel as trusted until it restarts: code a step
+    ran can leave hooks that put script in the user's own later cells (models/broker.py).
+    """
+    if not _announced[0]:
+        _announced[0] = announce_model_code(os.environ)
 
 
 class InputNotAvailableError(RuntimeError):
@@ -168,6 +184,7 @@ class ShellExecutor:
 
     def run(self, code: str, timeout: float) -> CodeResult:
         """Run `code` in the user namespace, interrupting it after `timeout` seconds."""
+        _announce_model_code()
         collector, alarm = OutputList(self.on_output), Alarm(timeout)
         settle_std_streams()  # what the %%ask cell printed itself is not this code's output
         before = self._snapshot()

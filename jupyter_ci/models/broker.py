@@ -50,6 +50,8 @@ def own_credentials(env: Mapping[str, str]) -> list[str]:
 
 #: Below ENV_URL: what the broker serves now (GET with the token; no key in the answer).
 INFO_PATH = "_info"
+#: Below ENV_URL: POST with the token before model-written code first runs in this kernel.
+MODEL_CODE_PATH = "_model_code"
 
 
 def needs_refresh(spec: str | None, env: Mapping[str, str]) -> bool:
@@ -113,3 +115,32 @@ def current_environ(env: Mapping[str, str], timeout: float = 5.0) -> dict[str, s
         return {}
     wanted = (ENV_PROVIDERS, ENV_MODEL)
     return {k: v for k, v in data.items() if k in wanted and isinstance(v, str)}
+
+
+def announce_model_code(env: Mapping[str, str], timeout: float = 5.0) -> bool:
+    """Tell the server that model-written code is about to run in this kernel.
+
+    From then until the kernel restarts, the page renders none of its outputs as trusted
+    (server/broker/model_code.py). Said before the code runs, so what the code does to this
+    process cannot take it back. False when there is no server to tell, or it did not answer.
+    """
+    import http.client
+    from urllib.parse import urlsplit
+
+    from jupyter_ci.models.service import connection
+
+    if not behind_broker(env) or not env.get(ENV_TOKEN):
+        return False
+    url = urlsplit(f"{env.get(ENV_URL, '').rstrip('/')}/{MODEL_CODE_PATH}")
+    conn = connection(url.scheme, url.hostname or "", url.port, env.get(ENV_SOCKET) or None,
+                      timeout)
+    try:
+        conn.request("POST", url.path, body=b"", headers={
+            "Authorization": f"Bearer {env.get(ENV_TOKEN, '')}"})
+        reply = conn.getresponse()
+        reply.read(1 << 12)
+    except (OSError, http.client.HTTPException):
+        return False
+    finally:
+        conn.close()
+    return reply.status == 204

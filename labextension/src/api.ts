@@ -123,3 +123,35 @@ function asConfig(value: unknown): IServerConfig {
     providers: asProviders(body?.providers)
   };
 }
+
+/** What the server knows of a kernel: model-written code ran there; it runs in a box. */
+export interface IKernelMarks {
+  model_code: boolean;
+  sandboxed: boolean;
+}
+
+/**
+ * Ask (GET) or tell (POST: model-written code runs there now) the server about a kernel
+ * (server/broker/model_code.py). Null when the server has no such route (the server extension
+ * is not enabled): the page then knows only what it saw itself. Throws when the server
+ * cannot say (the page then trusts none of the kernel's outputs).
+ */
+export async function kernelMarks(
+  kernelId: string,
+  method: 'GET' | 'POST' = 'GET'
+): Promise<IKernelMarks | null> {
+  const settings = ServerConnection.makeSettings();
+  const path = `jupyter-ci/kernels/${encodeURIComponent(kernelId)}/model-code`;
+  const url = URLExt.join(settings.baseUrl, path);
+  const response = await ServerConnection.makeRequest(url, { method }, settings);
+  const body = (await response.json().catch(() => null)) as Partial<IKernelMarks> & {
+    reason?: unknown;
+  } | null;
+  if (response.status === 404 && body?.reason !== 'no_such_kernel') {
+    return null;
+  }
+  if (!response.ok || body === null) {
+    throw new ApiError(`jupyter-ci could not say what ran in kernel ${kernelId}.`);
+  }
+  return { model_code: body.model_code === true, sandboxed: body.sandboxed === true };
+}

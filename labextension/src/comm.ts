@@ -26,6 +26,7 @@ import {
   isKnown,
   parseMessage
 } from './protocol';
+import type { KernelMarks } from './outputtrust';
 import type { TrustGuard } from './trust';
 
 const LOST_STATUSES = new Set<Kernel.Status>(['restarting', 'autorestarting', 'dead']);
@@ -46,7 +47,8 @@ export class NotebookComm implements IDisposable {
     private readonly _conversation: Conversation,
     private readonly _trust: TrustGuard | null = null,
     private readonly _reveal: ((cellId: string) => void) | null = null,
-    private readonly _approvals: NotebookApprovals | null = null
+    private readonly _approvals: NotebookApprovals | null = null,
+    private readonly _marks: KernelMarks | null = null
   ) {
     this._follower = new KernelFollower(_session, {
       changed: () => this._lose('The kernel changed before the ask finished.'),
@@ -105,6 +107,12 @@ export class NotebookComm implements IDisposable {
   }
 
   private readonly _onCommOpen = (comm: Kernel.IComm, msg: KM.ICommOpenMsg): void => {
+    // An ask (or an agent's cell) in this kernel, now or before: model-written code runs
+    // there, whichever notebook it belongs to (outputtrust.ts).
+    const kernel = this._follower.kernel;
+    if (kernel !== null) {
+      this._marks?.mark(kernel.id);
+    }
     if (this._external(comm, msg.content.data)) {
       return;
     }

@@ -7,7 +7,8 @@ import {
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
 import { ICommandPalette, ISessionContextDialogs } from '@jupyterlab/apputils';
-import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { IConsoleTracker } from '@jupyterlab/console';
+import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { ITranslator } from '@jupyterlab/translation';
@@ -15,6 +16,7 @@ import { ITranslator } from '@jupyterlab/translation';
 import { manageApprovals } from './approvalcontrol';
 import { NotebookComm } from './comm';
 import { addCommands, CommandIDs, insertAndRunAsk, PANEL_ID } from './commands';
+import { guardConsoles } from './consoletrust';
 import { Conversations } from './conversation';
 import { CellDecorator } from './decoration';
 import { reviewEdits } from './editreview';
@@ -23,9 +25,10 @@ import { FrontendAnnouncer } from './frontend';
 import { askIcon, AskPanel } from './panel';
 import { PanelModel } from './panelmodel';
 import { PendingAsks } from './pendingasks';
+import { KernelMarks, KernelMarksFollower } from './outputtrust';
 import { notebookCells, recordedAsks } from './records';
 import { inertSvgRendererFactory } from './svg';
-import { ITrustPolicy, TrustGuard, vouchDuring } from './trust';
+import { ITrustPolicy, runsModelCode, TrustGuard, vouchDuring } from './trust';
 
 const PLUGIN_ID = 'jupyter-ci:plugin';
 
@@ -33,7 +36,8 @@ const PLUGIN_ID = 'jupyter-ci:plugin';
 function manageNotebooks(
   tracker: INotebookTracker,
   conversations: Conversations,
-  policy: ITrustPolicy
+  policy: ITrustPolicy,
+  marks: KernelMarks
 ): void {
   const managed = new WeakSet<object>();
   const manage = (panel: NotebookPanel): void => {
@@ -55,7 +59,11 @@ function manageNotebooks(
         void view.content.scrollToItem(index, 'smart');
       }
     };
-    const guard = new TrustGuard(context.model, policy);
+    const session = panel.sessionContext;
+    const following = new KernelMarksFollower(session, marks);
+    const guard = new TrustGuard(context.model, policy, () =>
+      marks.state(session.session?.kernel?.id)
+    );
     const conversation = conversations.get(context);
     // A browser that did not see the notebook's asks (another one) shows them from its records.
     void context.ready.then(() => {
@@ -64,7 +72,7 @@ function manageNotebooks(
       }
     });
     const comm = new NotebookComm(
-      panel.sessionContext, model, conversation, guard, reveal, approvals
+      panel.sessionContext, model, conversation, guard, reveal, approvals, marks
     );
     const announcer = new FrontendAnnouncer(panel.sessionContext, model);
     const reviewer = reviewEdits(tracker, panel, conversation);
@@ -73,10 +81,25 @@ function manageNotebooks(
       comm.dispose();
       announcer.dispose();
       guard.dispose();
+      following.dispose();
     });
   };
   tracker.forEach(manage);
   tracker.widgetAdded.connect((_, panel) => manage(panel));
+  markModelCodeRuns(tracker, marks);
+}
+
+/**
+ * Running an ask's, a generated or an agent's cell puts model-written code in its kernel:
+ * marked before the run gives the cell its trust (outputtrust.ts).
+ */
+function markModelCodeRuns(tracker: INotebookTracker, marks: KernelMarks): void {
+  NotebookActions.executionScheduled.connect((_, { notebook, cell }) => {
+    const kernel = tracker.find(p => p.content === notebook)?.sessionContext.session?.kernel;
+    if (kernel && runsModelCode(cell.model)) {
+      marks.mark(kernel.id);
+    }
+  });
 }
 
 /** Put the side panel into the right area (restored where the layout had it). */
@@ -116,7 +139,14 @@ const plugin: JupyterFrontEndPlugin<void> = {
   description: 'Generated %%ask steps become notebook cells; a side panel to ask from.',
   autoStart: true,
   requires: [INotebookTracker, IRenderMimeRegistry],
-  optional: [ISettingRegistry, ISessionContextDialogs, ITranslator, ICommandPalette, ILayoutRestorer],
+  optional: [
+    ISettingRegistry,
+    ISessionContextDialogs,
+    ITranslator,
+    ICommandPalette,
+    ILayoutRestorer,
+    IConsoleTracker
+  ],
   activate: (
     app: JupyterFrontEnd,
     tracker: INotebookTracker,
@@ -125,7 +155,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     dialogs: ISessionContextDialogs | null,
     translator: ITranslator | null,
     palette: ICommandPalette | null,
-    restorer: ILayoutRestorer | null
+    restorer: ILayoutRestorer | null,
+    consoles: IConsoleTracker | null
   ): void => {
     const conversations = new Conversations(
       typeof window !== 'undefined' && window.localStorage ? window.localStorage : null
@@ -139,7 +170,13 @@ const plugin: JupyterFrontEndPlugin<void> = {
         vouchDuring(executed.result);
       }
     });
-    manageNotebooks(tracker, conversations, policy);
+    // ... and none of a kernel's, in any cell, once model-written code ran in it
+    // (outputtrust.ts); a sandboxed kernel's never.
+    const marks = new KernelMarks();
+    manageNotebooks(tracker, conversations, policy, marks);
+    if (consoles !== null) {
+      guardConsoles(consoles, marks, policy);
+    }
 
     const { ask } = new PendingAsks(conversations, (panel, source) =>
       insertAndRunAsk(panel, source, dialogs, translator)

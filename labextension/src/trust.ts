@@ -9,12 +9,17 @@
  * sanitized, JavaScript is not run, SVG is shown as an image (svg.ts). Running such a cell
  * again does not trust it; only the user does, with "Trust Notebook" (or the setting
  * `trustGeneratedOutputs`, documented with its risk).
+ *
+ * The same holds for every cell of a kernel where model-written code ran (outputtrust.ts),
+ * until it restarts, whatever trust the notebook had (the setting still trusts them), and for
+ * every cell of a sandboxed kernel, always (nothing trusts those).
  */
 import type { CellModel, ICellModel } from '@jupyterlab/cells';
 import type { INotebookModel } from '@jupyterlab/notebook';
 import type { IObservableList } from '@jupyterlab/observables';
 
 import { askIdOf } from './cells';
+import type { KernelState } from './outputtrust';
 import { METADATA_KEY } from './protocol';
 
 /** The one switch for the whole page: trust generated outputs (off unless the user opts in). */
@@ -25,6 +30,16 @@ export interface ITrustPolicy {
 /** Say whether a cell belongs to an ask: an `%%ask` cell with a record, or a generated one. */
 export function isAskCell(cell: ICellModel): boolean {
   return askIdOf(cell.getMetadata(METADATA_KEY)) !== null;
+}
+
+/** Tell a cell whose run puts model-written code in its kernel: an ask's, or an agent's. */
+export function runsModelCode(cell: ICellModel): boolean {
+  const record = cell.getMetadata(METADATA_KEY) as { external?: unknown } | undefined;
+  return (
+    isAskCell(cell) ||
+    typeof record?.external === 'string' ||
+    (cell.type === 'code' && /^\s*%%?ask\b/m.test(cell.sharedModel.getSource()))
+  );
 }
 
 /**
@@ -60,7 +75,8 @@ export function vouchDuring(done: Promise<unknown>): void {
 export class TrustGuard {
   constructor(
     private readonly _model: INotebookModel,
-    private readonly _policy: ITrustPolicy
+    private readonly _policy: ITrustPolicy,
+    private readonly _kernel: () => KernelState = () => 'clean'
   ) {
     _model.cells.changed.connect(this._onCellsChanged, this);
     for (let i = 0; i < _model.cells.length; i++) {
@@ -73,7 +89,7 @@ export class TrustGuard {
     this._watch(cell);
     this._vouched.delete(cell);
     this._guarded.add(cell);
-    if (!this._policy.trustGenerated) {
+    if (!this._trustsGenerated()) {
       untrust(cell);
     }
   }
@@ -81,7 +97,7 @@ export class TrustGuard {
   /** Set the trust of a cell just inserted for a step: none, unless the policy trusts. */
   place(cell: ICellModel): void {
     this._watch(cell);
-    if (this._policy.trustGenerated) {
+    if (this._trustsGenerated()) {
       cell.trusted = true;
     } else {
       untrust(cell);
@@ -110,28 +126,40 @@ export class TrustGuard {
     // the record arriving on a cell its run trusted fires the second.
     (cell as CellModel).stateChanged.connect((_, change) => {
       if (change.name === 'trusted') {
-        this._onTrusted(cell);
+        this._onTrusted(cell, true);
       }
     }, this);
-    cell.metadataChanged.connect(() => this._onTrusted(cell), this);
+    cell.metadataChanged.connect(() => this._onTrusted(cell, false), this);
   }
 
-  private _onTrusted(cell: ICellModel): void {
+  /** A cell is trusted now: by a run or "Trust Notebook" (`given`), or its metadata changed. */
+  private _onTrusted(cell: ICellModel, given: boolean): void {
     if (!cell.trusted) {
       return;
+    } else if (given && this._kernel() === 'sandboxed') {
+      untrust(cell); // nothing trusts a box's outputs, not even "Trust Notebook"
     } else if (vouching) {
       this._vouched.add(cell);
-    } else if (this._applies(cell)) {
+    } else if (this._applies(cell, given)) {
       untrust(cell);
     }
   }
 
-  private _applies(cell: ICellModel): boolean {
+  private _applies(cell: ICellModel, given: boolean): boolean {
+    if (this._policy.trustGenerated) {
+      return false;
+    }
+    // Model code ran in the kernel (or the server has not said yet): the trust a run gives
+    // goes, whatever trust the notebook was loaded with. Outputs from before keep theirs.
     return (
-      !this._policy.trustGenerated &&
-      !this._vouched.has(cell) &&
-      (this._guarded.has(cell) || isAskCell(cell))
+      (given && this._kernel() !== 'clean') ||
+      (!this._vouched.has(cell) && (this._guarded.has(cell) || isAskCell(cell)))
     );
+  }
+
+  /** Tell whether the cells of steps may be trusted: the setting, never in a box. */
+  private _trustsGenerated(): boolean {
+    return this._policy.trustGenerated && this._kernel() !== 'sandboxed';
   }
 
   private readonly _watched = new WeakSet<ICellModel>();

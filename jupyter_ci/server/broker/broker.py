@@ -23,6 +23,7 @@ from jupyter_ci.server.broker.errors import (
     NoProviderKey,
     UnknownProvider,
 )
+from jupyter_ci.server.broker.model_code import ModelCodeKernels
 
 #: Route of the broker under the server's base_url; kernels append `/<provider>`.
 BROKER_ROUTE = "jupyter-ci/broker"
@@ -81,6 +82,8 @@ class Broker:
     providers: dict[str, Provider]
     credentials: Credentials = field(default_factory=Credentials)
     budget: Budget = field(default_factory=Budget)
+    #: Kernels where model-written code ran since their start (model_code.py).
+    model_code: ModelCodeKernels = field(default_factory=ModelCodeKernels)
 
     @classmethod
     def take_from_environ(
@@ -157,11 +160,13 @@ class Broker:
 
     def issue(self, kernel_id: str) -> str:
         """Return a new token for a kernel being started or restarted; its old one dies."""
+        self.model_code.forget(kernel_id)  # a new process, without what model code left
         self.budget.open(kernel_id)
         return self.credentials.issue(kernel_id)
 
     def revoke(self, kernel_id: str) -> None:
         """Invalidate the token of a kernel that is shutting down or dead."""
+        self.model_code.forget(kernel_id)
         self.credentials.revoke(kernel_id)
         self.budget.close(kernel_id)
 

@@ -105,7 +105,13 @@ def _wrap_start(manager: Any, broker: Broker) -> None:
         dropped = SESSION_WITHOUT.union(PUBLISHED) if session else PUBLISHED
         kwargs["env"] = {k: v for k, v in inherited.items() if k not in dropped}
         if session:
-            return str(await start(kernel_id=kernel_id, **kwargs))
+            # Everything it runs is a client's or a model's: its outputs never run script.
+            broker.model_code.mark(kernel_id)
+            try:
+                return str(await start(kernel_id=kernel_id, **kwargs))
+            except BaseException:
+                broker.model_code.forget(kernel_id)
+                raise
         kwargs["env"][ENV_TOKEN] = broker.issue(kernel_id)
         try:
             started = str(await start(kernel_id=kernel_id, **kwargs))
@@ -142,7 +148,9 @@ def _wrap_gateway_start(manager: Any, broker: Broker) -> None:
         if is_session(env):
             # The gateway client sends our variables from os.environ unless env overrides.
             kwargs["env"] = {**env, **dict.fromkeys(SESSION_WITHOUT, "")}
-            return str(await start(**kwargs))
+            started = str(await start(**kwargs))
+            broker.model_code.mark(started)  # its outputs never run script (model_code.py)
+            return started
         provisional = f"starting:{uuid.uuid4().hex}"
         # The gateway client adds os.environ itself, filtered: only the token goes here.
         kwargs["env"] = {**env, ENV_TOKEN: broker.issue(provisional)}

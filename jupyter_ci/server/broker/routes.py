@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from tornado import web
 
 from jupyter_ci.config import JupyterCI
+from jupyter_ci.server.broker.model_code import PAGE_ROUTE, ModelCodeHandler
 from jupyter_ci.server.broker.model_service import ModelService
 from jupyter_ci.server.broker.panel_handlers import ConfigHandler, KeysHandler
 from jupyter_ci.server.broker.service_handlers import service_routes
@@ -26,5 +27,6 @@ def routes(ci: JupyterCI, service: ModelService, client: httpx.AsyncClient, log:
         (r"/jupyter-ci/config", ConfigHandler, {"ci": ci, "broker": broker}),
         (r"/jupyter-ci/keys", KeysHandler,
          {"ci": ci, "broker": broker, "client": client, "log": log, "publish": publish}),
+        (PAGE_ROUTE, ModelCodeHandler, {"kernels": broker.model_code}),
         *service_routes(ci, service, log),
     ]

@@ -18,7 +18,7 @@ from tornado.iostream import StreamClosedError
 
 from jupyter_ci.agent.errors import AskError, LimitReached, ModelConfigError
 from jupyter_ci.config import JupyterCI
-from jupyter_ci.models.broker import INFO_PATH
+from jupyter_ci.models.broker import INFO_PATH, MODEL_CODE_PATH
 from jupyter_ci.models.turn_wire import (
     NDJSON,
     TURN_PATH,
@@ -77,6 +77,25 @@ class InfoHandler(_KernelRoute):
             return
         self.set_header("Content-Type", "application/json")
         self.finish(json.dumps(self.broker.kernel_environ(None, model=self.ci.model)))
+
+
+class ModelCodeMarkHandler(_KernelRoute):
+    """POST, with a kernel's credential: model-written code is about to run in that kernel."""
+
+    def initialize(self, broker: Broker) -> None:
+        """Keep the broker (its credentials, and its registry of marked kernels)."""
+        self.broker = broker
+
+    def post(self) -> None:
+        """Mark the credential's kernel (model_code.py): 204, else 403."""
+        try:
+            kernel_id = self.broker.authenticate(presented_token(self.request.headers))
+        except BrokerError as err:
+            self.refuse(err.status, "ModelConfigError", err.message)
+            return
+        self.broker.model_code.mark(kernel_id)
+        self.set_status(204)
+        self.finish()
 
 
 @web.stream_request_body
@@ -203,6 +222,7 @@ def service_routes(ci: JupyterCI, service: ModelService, log: Logger
     """Return the kernels' routes (also served on the private socket of sandboxed kernels)."""
     return [
         (rf"/{BROKER_ROUTE}/{INFO_PATH}", InfoHandler, {"ci": ci, "broker": service.broker}),
+        (rf"/{BROKER_ROUTE}/{MODEL_CODE_PATH}", ModelCodeMarkHandler, {"broker": service.broker}),
         (rf"/{BROKER_ROUTE}/{TURN_PATH}", TurnHandler,
          {"service": service, "log": log, "max_body": ci.broker_max_body_bytes,
           "max_reply_tokens": ci.max_reply_tokens}),
