@@ -1,7 +1,9 @@
 """A kernel under Jupyter Server asks the server's model service: no SDK in the kernel.
 
-Kernels here are started by a real `jupyter lab` subprocess (as REST sessions, so the test
-can drive them), with both providers pointing at the fake model server.
+Kernels here are notebook kernels started by a real `jupyter lab` subprocess (POST
+/api/kernels), driven over ZMQ with jupyter_client, with both providers pointing at the fake
+model server. (A REST session's kernel holds no credential: tests/security/
+test_session_credentials.py.)
 """
 
 from __future__ import annotations
@@ -9,11 +11,14 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from queue import Empty
+from typing import Any
 
 import pytest
+from jupyter_client import BlockingKernelClient
 
-from jupyter_ci.client import Client, Session
 from tests.fakellm import FakeLLM, Turn
 from tests.nbrun import TEST_KEY
 from tests.ui.lab import LabServer, start_lab
@@ -35,7 +40,7 @@ def fake(session_fake: FakeLLM) -> FakeLLM:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, session_fake: FakeLLM
            ) -> Iterator[LabServer]:
-    """A Jupyter server holding both keys; its sessions are unboxed (faster to start)."""
+    """A Jupyter server holding both keys."""
     base = tmp_path_factory.mktemp("service-kernel")
     config = base / "config"
     config.mkdir()
@@ -49,19 +54,82 @@ def server(tmp_path_factory: pytest.TempPathFactory, session_fake: FakeLLM
     lab.stop()
 
 
+@dataclass
+class Ran:
+    """What one execute showed: its status, its text (streams, values, errors), its error."""
+
+    status: str
+    text: str
+    error: dict[str, Any] | None
+
+
+class NotebookKernel:
+    """A kernel the server started for a notebook, driven with jupyter_client."""
+
+    def __init__(self, server: LabServer) -> None:
+        self.server = server
+        self.id = server.api("POST", "/api/kernels", {"name": "python3"}, timeout=60)["id"]
+        self.client = BlockingKernelClient(
+            connection_file=str(server.root.parent / "runtime" / f"kernel-{self.id}.json"))
+        self.client.load_connection_file()
+        self.client.start_channels()
+        self.client.wait_for_ready(timeout=60)
+
+    def execute(self, code: str, timeout: float = 90) -> Ran:
+        """Run code; past `timeout` seconds interrupt it (through the server) and say so."""
+        msg_id = self.client.execute(code)
+        #: (display id or None, text) of each output; an update replaces its display's text.
+        shown: list[tuple[str | None, str]] = []
+        error: dict[str, Any] | None = None
+        interrupt_at, timed_out = time.monotonic() + timeout, False
+        while True:
+            if not timed_out and time.monotonic() > interrupt_at:
+                self.server.api("POST", f"/api/kernels/{self.id}/interrupt")
+                timed_out = True
+            try:
+                msg = self.client.get_iopub_msg(timeout=0.2)
+            except Empty:
+                continue
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            kind, content = msg["msg_type"], msg["content"]
+            if kind == "status" and content["execution_state"] == "idle":
+                break
+            text = content.get("data", {}).get("text/plain", "")
+            display = content.get("transient", {}).get("display_id")
+            if kind == "stream":
+                shown.append((None, content["text"]))
+            elif kind == "update_display_data":  # an ask's cell log, as it grows
+                shown = [(at, text if at == display else was) for at, was in shown]
+            elif kind in ("execute_result", "display_data"):
+                shown.append((display, text))
+            elif kind == "error":
+                error = content
+                shown.append((None, f"{content['ename']}: {content['evalue']}"))
+        status = "timeout" if timed_out else "error" if error else "ok"
+        return Ran(status, "".join(text for _, text in shown), error)
+
+    def close(self) -> None:
+        self.client.stop_channels()
+        self.server.api("DELETE", f"/api/kernels/{self.id}")
+
+
 @pytest.fixture
-def session(server: LabServer, fake: FakeLLM) -> Iterator[Session]:
-    """A fresh kernel started by the server, with the extension loaded."""
-    with Client(server.url, server.token) as client, client.session() as made:
-        made.execute("%load_ext jupyter_ci")
-        yield made
+def session(server: LabServer, fake: FakeLLM) -> Iterator[NotebookKernel]:
+    """A fresh notebook kernel started by the server, with the extension loaded."""
+    kernel = NotebookKernel(server)
+    try:
+        kernel.execute("%load_ext jupyter_ci")
+        yield kernel
+    finally:
+        kernel.close()
 
 
 def ask_cell(model: str, prompt: str) -> str:
     return f"%%ask -m {model}\n{prompt}"
 
 
-def test_asks_of_both_providers_load_no_sdk_in_the_kernel(session: Session, fake: FakeLLM
+def test_asks_of_both_providers_load_no_sdk_in_the_kernel(session: NotebookKernel, fake: FakeLLM
                                                           ) -> None:
     session.execute("x = 20")
     fake.push(Turn("", tool_calls=[("run_python", {"code": "y = x + 1\nprint(y)"})]),
@@ -84,7 +152,7 @@ def test_asks_of_both_providers_load_no_sdk_in_the_kernel(session: Session, fake
 
 
 def test_an_interrupted_ask_stops_the_providers_stream_and_keeps_the_kernel(
-        session: Session, fake: FakeLLM) -> None:
+        session: NotebookKernel, fake: FakeLLM) -> None:
     session.execute("kept = 7")
     # 200 chunks 50 ms apart: 10 s of streaming unless the hang-up reaches the provider.
     fake.push(Turn("word " * 200, chunk_chars=5, chunk_delay=0.05))
@@ -101,7 +169,7 @@ def test_an_interrupted_ask_stops_the_providers_stream_and_keeps_the_kernel(
     assert session.execute("print(kept)").text.strip() == "7"
 
 
-def test_a_refused_turn_says_what_to_do_and_loses_nothing(session: Session, tmp_path: Path
+def test_a_refused_turn_says_what_to_do_and_loses_nothing(session: NotebookKernel, tmp_path: Path
                                                           ) -> None:
     session.execute("kept = 3")
     done = session.execute(ask_cell("openai-ish:gpt", "hi"))
@@ -124,7 +192,7 @@ def test_a_refused_turn_says_what_to_do_and_loses_nothing(session: Session, tmp_
 
 
 def test_an_ask_through_the_service_is_recorded_and_replays(
-        session: Session, fake: FakeLLM, server: LabServer) -> None:
+        session: NotebookKernel, fake: FakeLLM, server: LabServer) -> None:
     folder = server.root / "recorded"
     fake.push(Turn("", tool_calls=[("run_python", {"code": "print(6 * 7)"})]),
               Turn("It is **42**."))
