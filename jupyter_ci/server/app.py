@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from jupyter_server.extension.application import ExtensionApp
 from jupyter_server.serverapp import ServerApp
@@ -130,18 +131,25 @@ class JupyterCIApp(ExtensionApp):
 
     async def stop_extension(self) -> None:
         """Shut the sessions down and close the upstream connection pool."""
-        culler = getattr(self, "_culler", None)
-        if culler is not None:
-            culler.stop()
-        self.broker_socket.stop()
+        # Whatever loading made: Jupyter stops an extension whose loading failed part way
+        # (a bad setting) too, and a stop that raised kept the server from exiting.
+        def part(name: str) -> Any:
+            return getattr(self, name, None)
+
+        for stopping in (part("_culler"), part("broker_socket")):
+            if stopping is not None:
+                stopping.stop()
         for name in (ENV_BROKER_SOCKET, ENV_HIDE):
             os.environ.pop(name, None)  # a server started later in this process publishes anew
-        warming = getattr(self, "_warming", None)
+        warming = part("_warming")
         if warming is not None:
             warming.cancel()
-        await self.mcp.stop()  # before the sessions: its tools may be calling them
-        await self.sessions.close()
-        await self.client.aclose()
+        if part("mcp") is not None:
+            await self.mcp.stop()  # before the sessions: its tools may be calling them
+        if part("sessions") is not None:
+            await self.sessions.close()
+        if part("client") is not None:
+            await self.client.aclose()
 
     def _keys_changed(self) -> None:
         """A key was pasted in the panel: tell new kernels, drop adapters of replaced keys."""
