@@ -42,8 +42,8 @@ from urllib.parse import urlsplit
 
 import httpx
 from bench_sessions import percentile, start_server
+from notebook_kernel import NotebookKernel
 
-from jupyter_ci.client import Client
 from jupyter_ci.server.broker.broker import BROKER_ROUTE
 
 KEY = "sk-test-0123456789abcdefghij"
@@ -204,11 +204,11 @@ async def run_load(service_url: str, credential: str, model: str, streams: int,
 
 # ------------------------------------------------------------------------------- figures
 
-def kernel_credential(client: Client) -> str:
-    """Read a session kernel's credential, as its code could (the session stays open)."""
-    session = client.session()
-    result = session.execute("import os\nprint(os.environ['JUPYTER_CI_BROKER_TOKEN'])")
-    return str(result.outputs[0]["text"]).strip()
+def kernel_credential(url: str, token: str) -> str:
+    """Read a notebook kernel's credential, as its code could (the kernel stays up; a REST
+    session's kernel holds none)."""
+    kernel = NotebookKernel(url, token)
+    return kernel.execute("import os\nprint(os.environ['JUPYTER_CI_BROKER_TOKEN'])").strip()
 
 
 Window = tuple[list[float], list[float], list[float]]
@@ -269,11 +269,11 @@ def cpu_seconds(pid: int) -> float:
 def measure(args: argparse.Namespace, url: str, token: str, pids: dict[str, int]) -> None:
     """Idle window, warm-up, then the loaded window (optionally profiled)."""
     model = MODELS[args.provider]
-    with Client(url, token) as client, httpx.Client(
-            base_url=url, headers={"Authorization": f"token {token}"}, timeout=60) as http:
+    with httpx.Client(base_url=url, headers={"Authorization": f"token {token}"},
+                      timeout=60) as http:
         # A boxed kernel reaches the service through a socket in its box; the same routes,
         # for the same credential, are on the server's port.
-        service_url, credential = f"{url}/{BROKER_ROUTE}", kernel_credential(client)
+        service_url, credential = f"{url}/{BROKER_ROUTE}", kernel_credential(url, token)
         asyncio.run(run_load(service_url, credential, model, min(args.streams, 20), 1.0, 0))
         lag_window(http)
         time.sleep(args.idle)

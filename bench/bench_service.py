@@ -6,8 +6,9 @@ baseline measured in the same run, interleaved.
     python bench/bench_service.py [--kernels 4] [--rounds 30]
 
 Against a real `jupyter server` (bench_sessions.start_server) whose providers point at the
-fake OpenAI/Anthropic server of tests/fakellm.py, with kernels the server starts (REST
-sessions: they get the service's URL and a credential, and load no provider SDK):
+fake OpenAI/Anthropic server of tests/fakellm.py, with notebook kernels the server starts
+(POST /api/kernels, driven over ZMQ: they get the service's URL and a credential, and load no
+provider SDK; a REST session's kernel gets neither):
 
 1. a kernel's first `%%ask` right after `%load_ext jupyter_ci` against its third, per
    provider, over --kernels fresh kernels each (goal <= 1.2x);
@@ -32,10 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from bench_sessions import start_server
+from notebook_kernel import NotebookKernel
 
 from jupyter_ci.agent.prompts import RUN_PYTHON
 from jupyter_ci.agent.types import Message, ModelRequest
-from jupyter_ci.client import Client, Session
 from jupyter_ci.models.base import Endpoint
 from jupyter_ci.models.openai import OpenAIChatModel
 from jupyter_ci.models.service import ServiceModel
@@ -70,49 +71,42 @@ def timed(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - start
 
 
-def run(session: Session, code: str) -> None:
-    """Execute code in the session; raise if it failed."""
-    result = session.execute(code)
-    if result.status != "ok" or result.error:
-        raise RuntimeError(f"{code.splitlines()[0]!r} failed: {result.error or result.status}")
-
-
 def ask_cell(model: str) -> str:
     """Return an %%ask cell with a prompt never seen before (a kept answer is not replayed)."""
     return f"%%ask -m {model}\nsay hello ({time.time_ns()})"
 
 
-def kernel_asks(client: Client, fake: Any, reply: Any, model: str
+def kernel_asks(server: tuple[str, str], fake: Any, reply: Any, model: str
                 ) -> tuple[float, float, float]:
     """In a fresh kernel: seconds of `%load_ext jupyter_ci`, of the first ask and the third."""
-    with client.session() as session:
-        run(session, "pass")  # the kernel's own first-execute cost, paid by neither figure
-        load = timed(lambda: run(session, "%load_ext jupyter_ci"))
+    with NotebookKernel(*server) as kernel:
+        kernel.execute("pass")  # the kernel's own first-execute cost, paid by neither figure
+        load = timed(lambda: kernel.execute("%load_ext jupyter_ci"))
         asks = []
         for _ in range(3):
             fake.push(reply)
-            asks.append(timed(lambda: run(session, ask_cell(model))))
+            asks.append(timed(lambda: kernel.execute(ask_cell(model))))
             if fake.remaining:
                 raise RuntimeError(f"the {model} ask did not call the model")
         return load, asks[0], asks[2]
 
 
-def kernel_autoreload(client: Client) -> float:
+def kernel_autoreload(server: tuple[str, str]) -> float:
     """In a fresh kernel: seconds of `%load_ext autoreload`, the baseline extension."""
-    with client.session() as session:
-        run(session, "pass")
-        return timed(lambda: run(session, "%load_ext autoreload"))
+    with NotebookKernel(*server) as kernel:
+        kernel.execute("pass")
+        return timed(lambda: kernel.execute("%load_ext autoreload"))
 
 
-def bench_kernels(client: Client, fake: Any, reply: Any, kernels: int) -> None:
+def bench_kernels(server: tuple[str, str], fake: Any, reply: Any, kernels: int) -> None:
     """Measurements 1 and 2, kernels of each kind alternating."""
     firsts: dict[str, list[tuple[float, float]]] = {name: [] for name in MODELS}
     ours: list[float] = []
     theirs: list[float] = []
     for _ in range(kernels):
-        theirs.append(kernel_autoreload(client))
+        theirs.append(kernel_autoreload(server))
         for name, model in MODELS.items():
-            load, first, third = kernel_asks(client, fake, reply, model)
+            load, first, third = kernel_asks(server, fake, reply, model)
             ours.append(load)
             firsts[name].append((first, third))
     for name, pairs in firsts.items():
@@ -123,16 +117,15 @@ def bench_kernels(client: Client, fake: Any, reply: Any, kernels: int) -> None:
               "kernels)")
     o, t = statistics.median(ours), statistics.median(theirs)
     print(f"%load_ext jupyter_ci {o * 1e3:7.1f} ms, %load_ext autoreload {t * 1e3:7.1f} ms   "
-          f"ratio {o / t:5.2f}x (fresh kernels: {len(ours)} and {len(theirs)}; REST execute "
+          f"ratio {o / t:5.2f}x (fresh kernels: {len(ours)} and {len(theirs)}; an execute's "
           "round trip included in both)")
 
 
-def kernel_credential(session: Session, server_url: str) -> tuple[str, str]:
+def kernel_credential(kernel: NotebookKernel, server_url: str) -> tuple[str, str]:
     """Read a kernel's service URL and credential, as model-written code could."""
-    result = session.execute("import os, json\nprint(json.dumps({k: os.environ.get(k, '') "
-                             "for k in ('JUPYTER_CI_BROKER_URL', 'JUPYTER_CI_BROKER_TOKEN', "
-                             "'JUPYTER_CI_BROKER_SOCKET')}))")
-    env = json.loads(result.outputs[0]["text"])
+    env = json.loads(kernel.execute(
+        "import os, json\nprint(json.dumps({k: os.environ.get(k, '') for k in "
+        "('JUPYTER_CI_BROKER_URL', 'JUPYTER_CI_BROKER_TOKEN', 'JUPYTER_CI_BROKER_SOCKET')}))"))
     url = env["JUPYTER_CI_BROKER_URL"]
     if env["JUPYTER_CI_BROKER_SOCKET"]:
         # A boxed kernel reaches the service through a socket inside its box; the same
@@ -157,12 +150,12 @@ def first_text(model: Any) -> tuple[float, float]:
     return first, time.perf_counter() - start
 
 
-def bench_turns(client: Client, server_url: str, fake: Any, reply: Any, rounds: int) -> None:
+def bench_turns(server: tuple[str, str], fake: Any, reply: Any, rounds: int) -> None:
     """Measurement 3: through the service against the SDK adapter straight to the fake."""
     spec = provider_spec("openai")
     assert spec is not None
-    with client.session() as session:  # its kernel's credential lives as long as it does
-        url, credential = kernel_credential(session, server_url)
+    with NotebookKernel(*server) as kernel:  # its credential lives as long as it does
+        url, credential = kernel_credential(kernel, server[0])
         via = ServiceModel(spec, "gpt-test", Endpoint(credential, url))
         direct = OpenAIChatModel(spec, "gpt-test", Endpoint(KEY, fake.openai_base_url))
         samples: dict[str, list[tuple[float, float]]] = {"direct": [], "service": []}
@@ -204,9 +197,8 @@ def main() -> None:
             "JUPYTER_DATA_DIR": data})  # kernels keep headless answers there, not in yours
         server, url, token = start_server(root, 0, 2 * args.kernels + 5)
         try:
-            with Client(url, token) as client:
-                bench_kernels(client, fake, short, args.kernels)
-                bench_turns(client, url, fake, streamed, args.rounds)
+            bench_kernels((url, token), fake, short, args.kernels)
+            bench_turns((url, token), fake, streamed, args.rounds)
         finally:
             server.terminate()
             server.wait(30)
