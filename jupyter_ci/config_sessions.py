@@ -104,6 +104,19 @@ class SessionSettings(Configurable):
         0, help="CPU seconds a sandboxed kernel process may use over its life before it is "
         "ended (default 0 = no limit; a restart starts the count again).",
     ).tag(config=True)
+    sandbox_disk_bytes = Int(
+        10 << 30, min=0, help="Bytes on disk a boxed REST session's folder may hold (default "
+        "10737418240, 10 GiB; 0 = no cap). Counted about every second while code runs and at "
+        "the end of each run (no filesystem quota is needed): a run that grows the folder "
+        "past it is interrupted (its kernel restarted if it ignores the interrupt), and "
+        "every run that ends with the folder over it fails with DiskLimitExceeded, saying "
+        "to delete files; a run that deletes goes on.",
+    ).tag(config=True)
+    sandbox_disk_files = Int(
+        100_000, min=0, help="Files and folders a boxed REST session's folder may hold "
+        "(default 100000; 0 = no cap); counted and enforced as sandbox_disk_bytes is. A count "
+        "reads at most twice this many entries, in a thread.",
+    ).tag(config=True)
     sandbox_broker_connections = Int(
         8, min=1, help="Connections a sandboxed kernel's box may hold open at once to the "
         "model service (its own Unix socket): past them the socket stops accepting and "

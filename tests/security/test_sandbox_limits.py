@@ -100,3 +100,53 @@ def test_nested_namespaces_are_refused(server: Server) -> None:
     with Session(server) as session:
         out = session.text(NAMESPACES)
     assert out.count("refused") == 7 and "MADE" not in out, out
+
+
+FILL = {
+    # Growing slowly enough (20 MiB/s, 250 files/s at most) that a count a second stops it
+    # long before the loop's end, on any machine; unstopped, it ends and prints "done".
+    "bytes": ("import os, time\nos.makedirs('fill', exist_ok=True)\nchunk = b'x' * (1 << 20)\n"
+              "for i in range(600):\n"
+              "    with open(f'fill/{i}.bin', 'wb') as f:\n        f.write(chunk)\n"
+              "    time.sleep(0.05)\nprint('done')"),
+    "files": ("import os, time\nos.makedirs('fill', exist_ok=True)\n"
+              "for i in range(800):\n    for j in range(50):\n"
+              "        open(f'fill/{i}-{j}', 'w').close()\n    time.sleep(0.2)\nprint('done')"),
+}
+
+
+@pytest.mark.parametrize("cap", list(FILL))
+def test_a_run_past_the_disk_cap_is_stopped_and_says_what_to_do(server: Server, cap: str
+                                                                ) -> None:
+    setting = f"sandbox_disk_{cap}"
+    with Session(server) as attacked, Session(server) as witness:
+        result = attacked.run(FILL[cap], timeout=180)
+        printed = [o["text"] for o in result["outputs"] if o["output_type"] == "stream"]
+        assert result["status"] == "error" and "done\n" not in printed, result
+        error = result["outputs"][-1]
+        assert error["ename"] == "DiskLimitExceeded", result
+        assert setting in error["evalue"] and "delete files" in error["evalue"], error
+        # Still over the cap: the next run says so too, and what to do...
+        again = attacked.run("print('hello')")
+        assert again["status"] == "error" and again["outputs"][-1]["ename"] == (
+            "DiskLimitExceeded") and "hello" in str(again["outputs"]), again
+        # ...a run that deletes goes on, and the session is back to normal.
+        assert attacked.run("import shutil\nshutil.rmtree('fill')")["status"] == "ok"
+        assert attacked.text("print('back')").strip() == "back"
+        contained(server, attacked, witness)
+
+
+DEAF = ("import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+        "chunk = b'x' * (1 << 20)\nfor i in range(600):\n"
+        "    with open(f'deaf-{i}.bin', 'wb') as f:\n        f.write(chunk)\n"
+        "    time.sleep(0.05)\nprint('done')")
+
+
+def test_a_run_deaf_to_the_interrupt_is_stopped_by_a_restart(server: Server) -> None:
+    with Session(server) as attacked:
+        result = attacked.run(DEAF, timeout=180)
+        assert result["status"] == "error", result
+        assert result["outputs"][-1]["ename"] == "DiskLimitExceeded", result
+        assert "kernel restarted" in str(result["outputs"]), result
+        assert attacked.run("import glob, os\nfor f in glob.glob('deaf-*'):\n"
+                            "    os.remove(f)")["status"] == "ok"

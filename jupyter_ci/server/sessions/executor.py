@@ -51,6 +51,10 @@ for k, v in sys.__dict__.pop("_jupyter_ci_env", {}).items():
 ''', {})"""
 
 
+#: Asked while a run is in flight: why to stop it now, or None.
+Stop = Callable[[], "str | None"]
+
+
 class KernelClient(Protocol):
     """The part of jupyter_client's AsyncKernelClient the executor uses."""
 
@@ -131,12 +135,13 @@ class KernelExecutor:
         self._lock = asyncio.Lock()
 
     async def run(self, code: str, timeout: float, on_output: OnOutput | None = None,
-                  env: dict[str, str] | None = None, around: tuple[str, str] | None = None
-                  ) -> CodeResult:
+                  env: dict[str, str] | None = None, around: tuple[str, str] | None = None,
+                  stop: Stop | None = None) -> CodeResult:
         """Run `code`, interrupting after `timeout` s (inf: never), with `env` for it alone.
 
         `env` is for a Python kernel; `around` is (set, restore) code of another language's
-        kernel that does the same (sessions/languages.py `env_prelude`).
+        kernel that does the same (sessions/languages.py `env_prelude`). `stop`, asked
+        while it runs, says why to interrupt it early (a cap it went over: disk.py).
         """
         # The variables go in before the code; what they replaced comes back after, also
         # when the code failed or timed out (not if the kernel died).
@@ -144,13 +149,13 @@ class KernelExecutor:
             around = (SET_ENV.format(env=repr(env)), RESTORE_ENV)
         async with self._lock:
             if around is None:
-                return await self._run(code, timeout, on_output)
+                return await self._run(code, timeout, on_output, stop)
             if not await self._quiet(around[0]):
                 # An interrupt (a client that hung up) meant for the code came first.
                 await self._restore(around[1])
                 return CodeResult("interrupted", error=ErrorInfo(
                     "KeyboardInterrupt", "interrupted before the code started"))
-            result = await self._run(code, timeout, on_output)
+            result = await self._run(code, timeout, on_output, stop)
             if result.status != "died":
                 await self._restore(around[1])
             return result
@@ -186,8 +191,8 @@ class KernelExecutor:
                 return str(reply["content"].get("status"))
         return None
 
-    async def _run(self, code: str, timeout: float, on_output: OnOutput | None
-                   ) -> CodeResult:
+    async def _run(self, code: str, timeout: float, on_output: OnOutput | None,
+                   stop: Stop | None = None) -> CodeResult:
         """Run the code itself and collect its outputs."""
         # `on_output` replaces the executor's own listener for one run (a streaming request).
         started = time.monotonic()
@@ -196,24 +201,27 @@ class KernelExecutor:
             self.output_limit > 0) else OutputList(listener)
         run = _Run(self.client.execute(code, store_history=True, allow_stdin=False),
                    outputs)
-        status = await self._follow(run, started + timeout)
+        status = await self._follow(run, started + timeout, stop)
         stuck = False
+        why = f"the code was still running after {timeout:g} s"
         if status == "timeout":
+            why = (stop and stop()) or why
             await self.control.interrupt()
             if not await self._settle(run):
                 # Alive but deaf to SIGINT: the session manager may restart it (STUCK).
                 status, stuck = "died", await self.control.is_alive()
-        error = ErrorInfo(STUCK, f"the code was still running after {timeout:g} s and did "
-                          f"not stop within {INTERRUPT_GRACE_S:g} s of the interrupt") if (
-            stuck) else self._error(status, run, timeout)
+        error = ErrorInfo(STUCK, f"{why} and did not stop within {INTERRUPT_GRACE_S:g} s of "
+                          "the interrupt") if stuck else self._error(status, run, timeout)
         return CodeResult(status, run.outputs.merged(), time.monotonic() - started,
                           run.execution_count, error, updated=run.outputs.updated_elsewhere())
 
-    async def _follow(self, run: _Run, deadline: float) -> RunStatus:
-        """Read messages until the run is idle, the deadline passes or the kernel dies."""
+    async def _follow(self, run: _Run, deadline: float, stop: Stop | None = None
+                      ) -> RunStatus:
+        """Read messages until the run is idle, the deadline passes (or `stop` says so) or
+        the kernel dies."""
         while not run.idle:
             left = deadline - time.monotonic()
-            if left <= 0:
+            if left <= 0 or (stop is not None and stop() is not None):
                 return "timeout"
             if not await self._next(run, min(left, POLL_S)) and not await self.control.is_alive():
                 return "died"

@@ -24,6 +24,7 @@ from jupyter_ci.agent.types import CodeResult, ErrorInfo, FileInfo
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.server.gateway import is_gateway
 from jupyter_ci.server.sessions import activity, files, languages
+from jupyter_ci.server.sessions.disk import Caps, DiskCaps, Watch
 from jupyter_ci.server.sessions.errors import (
     FilesElsewhere,
     KernelUnavailable,
@@ -69,6 +70,8 @@ class SessionManager:
         self._starting = 0  # sessions being created, counted against max_sessions
         #: Runs let into their kernels at once, in turn (c.JupyterCI.session_run_slots).
         self.turns = Turns(ci.session_run_slots, TURN_S)
+        #: Boxed sessions' caps on their folder's bytes and files (disk.py).
+        self.disk = DiskCaps(Caps(ci.sandbox_disk_bytes, ci.sandbox_disk_files))
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -117,6 +120,7 @@ class SessionManager:
             raise UnknownSession(f"No session {sid!r}.")
         session.closed = True
         self.watch.forget(session)
+        self.disk.forget(sid)
         # So a client that reconnects by id is told what became of it (a bounded memory).
         self.ended[sid] = f"The session {sid!r} {why}: its kernel and files are gone."
         while len(self.ended) > ENDED_KEPT:
@@ -225,10 +229,13 @@ class SessionManager:
         session.busy, session.last_activity = True, time.time()
         here = session.kernel_id not in self.kernels.elsewhere
         before = await files.look(session.directory, session.scanned) if here else None
-        async with self.turns.turn():  # sessions take turns into their kernels (fair.py)
-            result = await self._run(session, code, timeout, on_output, env)
+        async with (self.turns.turn(),  # sessions take turns into their kernels (fair.py)
+                    self.disk.watching(session.id, session.directory, session.sandboxed)
+                    as watch):
+            result = await self._run(session, code, timeout, on_output, env, watch)
         if result.error is not None and result.error.ename == STUCK:
             result = await self._unstick(session, result)  # alive, deaf to the interrupt
+        await self.disk.judge(session.id, watch, result)
         languages.name_error(result)  # bash's errors carry only an exit status
         session.dead = session.dead or result.status == "died"
         changed: list[dict[str, Any]] = []
@@ -243,15 +250,18 @@ class SessionManager:
         return result, changed
 
     async def _run(self, session: Session, code: str, timeout: float,
-                   on_output: OnOutput | None, env: dict[str, str] | None = None) -> CodeResult:
+                   on_output: OnOutput | None, env: dict[str, str] | None = None,
+                   watch: Watch | None = None) -> CodeResult:
         """Run code with the session marked busy; a delete meanwhile is UnknownSession."""
         activity.record(self.km, session.kernel_id, "busy")
+        stop = None if watch is None else watch.stop
         try:
             if env and session.language != "python":
                 around = languages.env_prelude(session.language, env)
-                result = await session.executor.run(code, timeout, on_output, around=around)
+                result = await session.executor.run(code, timeout, on_output, around=around,
+                                                    stop=stop)
             else:
-                result = await session.executor.run(code, timeout, on_output, env)
+                result = await session.executor.run(code, timeout, on_output, env, stop=stop)
         except Exception as exc:
             if not session.closed:
                 await self.watch.explain(session, exc)  # the gateway went away: 503 or 410
