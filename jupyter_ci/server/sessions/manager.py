@@ -23,6 +23,8 @@ from jupyter_ci.agent.outputs import OnOutput
 from jupyter_ci.agent.types import CodeResult, ErrorInfo, FileInfo
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.server.gateway import is_gateway
+from jupyter_ci.server.sandbox.box import Limits
+from jupyter_ci.server.sandbox.guards import unenforced
 from jupyter_ci.server.sessions import activity, files, languages
 from jupyter_ci.server.sessions.disk import Caps, DiskCaps, Watch
 from jupyter_ci.server.sessions.errors import (
@@ -328,6 +330,9 @@ class SessionManager:
                                           self.ci.session_history_bytes),
                           sandboxed=started.choice.sandboxed,
                           unboxed_reason=started.choice.unboxed_reason)
+        if session.sandboxed and not is_gateway(self.km):  # a gateway's machine boxes it
+            session.unenforced = unenforced(Limits(memory_bytes=self.ci.sandbox_memory_bytes,
+                                                   processes=self.ci.sandbox_processes)) or ""
         self.watch.watch(session)
         activity.unwatch(self.km, started.kernel_id)  # its runs say busy and idle (activity.py)
         # The server's restarter revives a kernel that died while idle, blank: that is dead too.

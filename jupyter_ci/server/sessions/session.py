@@ -46,6 +46,8 @@ class Session:
     sandboxed: bool = False
     #: Why it does not, if it does not (sandbox.py): said in its info.
     unboxed_reason: str = ""
+    #: Which of its box's limits this server cannot enforce, if any (sandbox/guards.py).
+    unenforced: str = ""
     #: Its kernelspec's language, lower-cased ("python", "bash", "typescript"; languages.py).
     language: str = "python"
     #: Its runs and asks in flight: deleting the session cancels them (and their model calls).
@@ -63,7 +65,8 @@ class Session:
                 "executions": len(self.history), "sandboxed": self.sandboxed,
                 "language": self.language, "cwd": str(self.directory),
                 **({"status_message": trouble[1]} if trouble else {}),
-                **({} if self.sandboxed else {"unboxed_reason": self.unboxed_reason})}
+                **({} if self.sandboxed else {"unboxed_reason": self.unboxed_reason}),
+                **({"sandbox_unenforced": self.unenforced} if self.unenforced else {})}
 
 
 def _iso(stamp: float) -> str:
