@@ -295,7 +295,7 @@ INLINE_ENTRIES = 200
 Look = tuple[workdir.Scan, list[dict[str, Any]]]
 
 
-def _look(directory: Path, max_scanned: int, before: workdir.Snapshot | None) -> Look:
+def _look(directory: Path, max_scanned: int | None, before: workdir.Snapshot | None) -> Look:
     """Walk the directory and compare it with `before` (if given)."""
     found = workdir.scan(directory, max_scanned)
     if before is None:
@@ -310,7 +310,7 @@ async def look(directory: Path, last_scanned: int,
         found = _look(directory, INLINE_ENTRIES, before)
         if not found[0].cut:
             return found
-    return await asyncio.to_thread(_look, directory, workdir.MAX_SCANNED, before)
+    return await asyncio.to_thread(_look, directory, None, before)
 
 
 async def chunks(file: BinaryIO) -> AsyncIterator[bytes]:
