@@ -10,17 +10,23 @@ prefix=$("$python" -c 'import sys; print(sys.prefix)')
 kernels="$prefix/share/jupyter/kernels"
 
 # Write <name>-sandboxed: the kernelspec <name> run by jupyter-ci's sandbox provisioner, where
-# that is installed. Not for Deno: its kernel speaks ZMQ over tcp only, a box has no network.
+# that is installed. `boxed deno tcp`: Deno's kernel speaks ZMQ over TCP only; the provisioner
+# forwards the host's ipc connections to it inside the box (zmq_over_tcp), and an interrupt
+# goes as a message (a SIGINT ends Deno's kernel).
 boxed() {
   [ -f "$kernels/$1-sandboxed/kernel.json" ] && return 0
-  "$python" - "$kernels/$1/kernel.json" "$kernels/$1-sandboxed/kernel.json" <<'EOF_'
+  "$python" - "$kernels/$1/kernel.json" "$kernels/$1-sandboxed/kernel.json" "${2:-}" <<'EOF_'
 import json, os, sys
 from importlib.metadata import entry_points
 if not entry_points(group="jupyter_client.kernel_provisioners", name="jupyter-ci-sandbox"):
     sys.exit(0)
 spec = json.load(open(sys.argv[1]))
 spec["display_name"] += " (sandboxed)"
-spec.setdefault("metadata", {})["kernel_provisioner"] = {"provisioner_name": "jupyter-ci-sandbox"}
+provisioner = {"provisioner_name": "jupyter-ci-sandbox"}
+if sys.argv[3] == "tcp":
+    provisioner["config"] = {"zmq_over_tcp": True}
+    spec["interrupt_mode"] = "message"
+spec.setdefault("metadata", {})["kernel_provisioner"] = provisioner
 os.makedirs(os.path.dirname(sys.argv[2]), exist_ok=True)
 json.dump(spec, open(sys.argv[2], "w"), indent=1)
 EOF_
@@ -56,6 +62,7 @@ spec.setdefault("env", {}).update(NO_COLOR="1", DENO_NO_UPDATE_CHECK="1")
 json.dump(spec, open(sys.argv[1], "w"), indent=1)
 EOF_
 fi
+boxed deno tcp
 
 if [ "${1:-}" = --with-r ]; then
   if [ ! -f "$kernels/ir/kernel.json" ]; then

@@ -5,13 +5,11 @@ The kernels come from scripts/install-languages.sh, which the test set-up runs (
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tornado.httpclient import HTTPClientError
 from traitlets.config import Config
 
 from jupyter_ci.server.sessions.languages import env_prelude, normalize
@@ -150,7 +148,7 @@ async def test_a_python_session_says_so(jp_fetch: Fetch) -> None:
 
 
 @pytest.mark.parametrize("session_sandbox", ["always"])
-async def test_a_server_that_boxes_every_session_boxes_bash_and_refuses_the_unboxable(
+async def test_a_server_that_boxes_every_session_boxes_bash_and_deno(
     jp_fetch: Fetch, session_sandbox: str
 ) -> None:
     session = await new_session(jp_fetch, language="bash", env={"GREETING": "boxed"})
@@ -159,13 +157,12 @@ async def test_a_server_that_boxes_every_session_boxes_bash_and_refuses_the_unbo
     greeting, cwd, first = stdout(result).split()
     assert greeting == "boxed" and Path(cwd).name == session["id"]
     assert first == "bwrap"  # its own PID namespace: in the box
-    # A kernel without a sandboxed kernelspec is refused, saying what would allow it.
-    with pytest.raises(HTTPClientError) as caught:
-        await jp_fetch("jupyter-ci", "sessions", method="POST", body='{"language": "js"}')
-    assert caught.value.response is not None
-    body = json.loads(caught.value.response.body)
-    assert (caught.value.code, body["reason"]) == (400, "sandbox_required")
-    assert "'deno-sandboxed'" in body["message"] and "= 'never'" in body["message"]
+    # Deno too (its ZMQ over TCP forwarded into the box: tests/security/test_sandbox_deno.py);
+    # a kernel without a sandboxed kernelspec is refused: tests/security/test_session_choice.py.
+    deno = await new_session(jp_fetch, language="js")
+    assert (deno["kernel_name"], deno["sandboxed"]) == ("deno-sandboxed", True)
+    result = await run(jp_fetch, deno["id"], "console.log(Deno.readTextFileSync('/proc/1/comm'))")
+    assert stdout(result).strip() == "bwrap", result
 
 
 def test_env_prelude_refuses_what_it_cannot_set() -> None:

@@ -11,41 +11,23 @@ answering, and the attacked session recovers with a restart.
 
 from __future__ import annotations
 
-import os
-import shutil
-import sys
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from tests.security.test_sandbox import FORKS, Session, contained
-from tests.security.unprivileged import Server, User, find_user, start_server, wait_ready
+from tests.security.unprivileged import WHO, Server, running
 
 LIMITS = {"sandbox_memory_bytes": 256 << 20, "sandbox_processes": 64,
           "sandbox_disk_bytes": 64 << 20, "sandbox_disk_files": 2000}
-#: Who runs the server: an unprivileged user always, and root when the tests run as root.
-USERS = ["unprivileged", *(["root"] if os.geteuid() == 0 else [])]
 
 
-@pytest.fixture(scope="module", params=USERS)
+@pytest.fixture(scope="module", params=WHO)
 def server(request: pytest.FixtureRequest) -> Iterator[Server]:
     """A server whose sessions are boxed, run by the user of this parameter."""
-    root = Path(tempfile.mkdtemp(prefix="jupyter-ci-limits-"))
-    try:
-        root_user = User([], sys.executable, root, 0, 0)
-        user = root_user if request.param == "root" else find_user(root)
-        started = start_server(user, request.param, {},
-                               {"session_pool": 0, "session_sandbox": "always", **LIMITS})
-        try:
-            wait_ready(started)
-            started.request("api/status")  # the info file is written before the port is bound
-            yield started
-        finally:
-            started.stop()
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    with running(request.param, {"session_pool": 0, "session_sandbox": "always", **LIMITS}
+                 ) as started:
+        yield started
 
 
 def test_a_fork_bomb_stops_at_the_process_limit(server: Server) -> None:

@@ -12,6 +12,7 @@ same working tree, on an interpreter the user can run.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import shutil
@@ -19,6 +20,7 @@ import stat
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -73,6 +75,16 @@ def find_user(root: Path) -> User:
         problems.append(f"{python}: {problem}")
     pytest.skip("no interpreter uid 65534 can run with this environment's packages: "
                 + "; ".join(problems))
+
+
+#: Who runs a test's server: an unprivileged user always, and root when the tests run as
+#: root (as many container images run Jupyter), for defences that differ for uid 0.
+WHO = ["unprivileged", *(["root"] if os.geteuid() == 0 else [])]
+
+
+def user_named(who: str, root: Path) -> User:
+    """Return root itself (`who` "root") or the unprivileged user, with the folder `root`."""
+    return User([], sys.executable, root, 0, 0) if who == "root" else find_user(root)
 
 
 def _interpreters(root: Path) -> Iterator[str]:
@@ -191,6 +203,23 @@ def start_server(user: User, name: str, env: dict[str, str], ci: dict[str, Any],
              *(["--allow-root"] if user.uid == 0 else [])],
             cwd=home, env=full_env, stdout=out, stderr=subprocess.STDOUT)
     return Server(proc, home, log, token)
+
+
+@contextlib.contextmanager
+def running(who: str, ci: dict[str, Any], env: dict[str, str] | None = None
+            ) -> Iterator[Server]:
+    """Run a server as `who` (see WHO) with `c.JupyterCI` = `ci`, answering, in a temp dir."""
+    root = Path(tempfile.mkdtemp(prefix="jupyter-ci-security-"))
+    try:
+        started = start_server(user_named(who, root), who, env or {}, ci)
+        try:
+            wait_ready(started)
+            started.request("api/status")  # the info file is written before the port is bound
+            yield started
+        finally:
+            started.stop()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def wait_ready(server: Server, timeout: float = 60) -> None:

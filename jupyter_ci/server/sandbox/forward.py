@@ -128,13 +128,13 @@ def _child(listener: socket.socket, path: str, parent: int) -> NoReturn:
         # user's subprocesses; the forwarder lives as long as the box.
         os.setpgid(0, 0)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        _die_with(parent)
+        die_with(parent)
         asyncio.run(_serve(listener, path))
     finally:
         os._exit(0)
 
 
-def _die_with(parent: int) -> None:
+def die_with(parent: int) -> None:
     """End with the kernel even outside a PID namespace (Linux's parent-death signal)."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)

@@ -18,11 +18,13 @@ import os
 import shutil
 import signal
 import stat
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from jupyter_client.provisioning.local_provisioner import LocalProvisioner
+from traitlets import Bool
 
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.models.broker import ENV_SOCKET, ENV_URL
@@ -50,6 +52,12 @@ class SandboxUnavailable(RuntimeError):
 class SandboxProvisioner(LocalProvisioner):
     """Start the kernel in a bubblewrap box: its folder, no network, limits."""
 
+    zmq_over_tcp = Bool(
+        False, help="The kernel speaks ZMQ over TCP only (Deno's): a forwarder in the box "
+        "(zmq_forward.py) takes the host's ipc connections to its TCP ports on the box's own "
+        "loopback. Set in the kernelspec's metadata: kernel_provisioner.config.",
+    ).tag(config=True)
+
     _kernel_pid: int | None = None
     _cgroup: cgroup.Cgroup | None = None
 
@@ -76,7 +84,14 @@ class SandboxProvisioner(LocalProvisioner):
             cwd = Path(os.path.realpath(asked))
         ci = JupyterCI(parent=self)
         box, inner_env, forwarder = self._box(ci, env, cwd, private, kwargs["cmd"][0])
-        kwargs["cmd"] = command(box, [*forwarder, *kwargs["cmd"]])
+        kernel_cmd = list(kwargs["cmd"])
+        if self.zmq_over_tcp:
+            # Its own connection file, over TCP in the box; the forwarder writes it.
+            tcp = str(private / "kernel-tcp.json")
+            kernel_cmd = [tcp if arg == km.connection_file else arg for arg in kernel_cmd]
+            forwarder += [sys.executable, "-m", "jupyter_ci.server.sandbox.zmq_forward",
+                          "--conn", km.connection_file, "--tcp", tcp, "--"]
+        kwargs["cmd"] = command(box, [*forwarder, *kernel_cmd])
         kwargs["env"] = inner_env
         kwargs["cwd"] = str(cwd)
         return kwargs
@@ -98,6 +113,8 @@ class SandboxProvisioner(LocalProvisioner):
             files.append((secret, str(secret)))
             inner["JUPYTER_DATA_DIR"] = str(secret.parent.parent)
         readonly = python_paths(executable, env)
+        if self.zmq_over_tcp:  # its forwarder runs on this Python
+            readonly = (*readonly, *python_paths(sys.executable, env))
         forwarder: list[str] = []
         if isinstance(ci.sandbox_network, list):
             # An allowlist: the box reaches the host's proxy through a loopback forwarder.
