@@ -22,6 +22,9 @@ from pathlib import Path
 CONTROLLERS = ("pids", "memory")
 #: The folder, below this process's cgroup, of the boxes' cgroups.
 PARENT = "jupyter-ci"
+#: Seconds after which an empty box cgroup is a leftover (a server killed before its
+#: kernels ended): removed when a server starts. A box being started is younger.
+STALE_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -106,7 +109,18 @@ def _parent(mount: Path, own: str) -> Path:
     """Make (or find) the boxes' folder below this process's cgroup of a v1 hierarchy."""
     parent = mount / own.lstrip("/") / PARENT
     parent.mkdir(exist_ok=True)
+    _sweep(parent)
     return parent
+
+
+def _sweep(parent: Path) -> None:
+    """Remove the boxes' cgroups left empty long ago (rmdir fails on one still in use)."""
+    now = time.time()
+    with contextlib.suppress(OSError):
+        for child in parent.iterdir():
+            with contextlib.suppress(OSError):
+                if child.name.startswith("k-") and now - child.stat().st_mtime > STALE_S:
+                    child.rmdir()
 
 
 def _parent_v2(mount: Path, own: str) -> Path:
@@ -119,6 +133,7 @@ def _parent_v2(mount: Path, own: str) -> Path:
     parent = here / PARENT
     parent.mkdir(exist_ok=True)
     _write(parent / "cgroup.subtree_control", " ".join(f"+{name}" for name in CONTROLLERS))
+    _sweep(parent)
     return parent
 
 
