@@ -7,6 +7,7 @@
 import type { CellModel, ICellModel } from '@jupyterlab/cells';
 import type { ConsolePanel, IConsoleTracker } from '@jupyterlab/console';
 
+import { renderUntrustedWhen } from './boxedrender';
 import { KernelMarks, KernelMarksFollower } from './outputtrust';
 import { ITrustPolicy, runsModelCode, untrust } from './trust';
 
@@ -19,6 +20,11 @@ export function guardConsoles(
   const manage = (panel: ConsolePanel): void => {
     const session = panel.sessionContext;
     const following = new KernelMarksFollower(session, marks);
+    // Each console has its own clone of the registry (ConsolePanel makes it).
+    renderUntrustedWhen(
+      panel.console.rendermime,
+      () => marks.state(session.session?.kernel?.id) === 'sandboxed'
+    );
     const onTrusted = (model: ICellModel): void => {
       const kernel = session.session?.kernel?.id;
       if (!model.trusted) {

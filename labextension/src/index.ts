@@ -8,12 +8,18 @@ import {
 } from '@jupyterlab/application';
 import { ICommandPalette, ISessionContextDialogs } from '@jupyterlab/apputils';
 import { IConsoleTracker } from '@jupyterlab/console';
-import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
+import {
+  INotebookModel,
+  INotebookTracker,
+  NotebookActions,
+  NotebookPanel
+} from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { ITranslator } from '@jupyterlab/translation';
 
 import { manageApprovals } from './approvalcontrol';
+import { renderUntrustedWhen } from './boxedrender';
 import { NotebookComm } from './comm';
 import { addCommands, CommandIDs, insertAndRunAsk, PANEL_ID } from './commands';
 import { guardConsoles } from './consoletrust';
@@ -24,8 +30,8 @@ import { addFixCommand } from './fixcell';
 import { FrontendAnnouncer } from './frontend';
 import { askIcon, AskPanel } from './panel';
 import { PanelModel } from './panelmodel';
-import { PendingAsks } from './pendingasks';
 import { KernelMarks, KernelMarksFollower } from './outputtrust';
+import { PendingAsks } from './pendingasks';
 import { notebookCells, recordedAsks } from './records';
 import { inertSvgRendererFactory } from './svg';
 import { ITrustPolicy, runsModelCode, TrustGuard, vouchDuring } from './trust';
@@ -42,6 +48,9 @@ function manageNotebooks(
   const managed = new WeakSet<object>();
   const manage = (panel: NotebookPanel): void => {
     new CellDecorator(panel.content);
+    const session = panel.sessionContext;
+    const kernelState = () => marks.state(session.session?.kernel?.id);
+    renderUntrustedWhen(panel.content.rendermime, () => kernelState() === 'sandboxed');
     // Steps and plans waiting for approval, with their buttons in this view (approvalcontrol.ts).
     const approvals = manageApprovals(tracker, panel);
     const context = panel.context;
@@ -59,11 +68,9 @@ function manageNotebooks(
         void view.content.scrollToItem(index, 'smart');
       }
     };
-    const session = panel.sessionContext;
     const following = new KernelMarksFollower(session, marks);
-    const guard = new TrustGuard(context.model, policy, () =>
-      marks.state(session.session?.kernel?.id)
-    );
+    const guard = new TrustGuard(context.model, policy, kernelState);
+    guards.set(context.model, guard);
     const conversation = conversations.get(context);
     // A browser that did not see the notebook's asks (another one) shows them from its records.
     void context.ready.then(() => {
@@ -84,20 +91,28 @@ function manageNotebooks(
       following.dispose();
     });
   };
+  const guards = new WeakMap<INotebookModel, TrustGuard>();
   tracker.forEach(manage);
   tracker.widgetAdded.connect((_, panel) => manage(panel));
-  markModelCodeRuns(tracker, marks);
+  guardRuns(tracker, guards, marks);
 }
 
 /**
- * Running an ask's, a generated or an agent's cell puts model-written code in its kernel:
- * marked before the run gives the cell its trust (outputtrust.ts).
+ * Before each run: running an ask's, a generated or an agent's cell puts model-written code
+ * in its kernel (marked, outputtrust.ts), and a cell of such a kernel runs untrusted.
  */
-function markModelCodeRuns(tracker: INotebookTracker, marks: KernelMarks): void {
+function guardRuns(
+  tracker: INotebookTracker,
+  guards: WeakMap<INotebookModel, TrustGuard>,
+  marks: KernelMarks
+): void {
   NotebookActions.executionScheduled.connect((_, { notebook, cell }) => {
     const kernel = tracker.find(p => p.content === notebook)?.sessionContext.session?.kernel;
     if (kernel && runsModelCode(cell.model)) {
       marks.mark(kernel.id);
+    }
+    if (notebook.model !== null) {
+      guards.get(notebook.model)?.scheduled(cell.model);
     }
   });
 }

@@ -104,6 +104,17 @@ export class TrustGuard {
     }
   }
 
+  /**
+   * A run of this cell is about to start: take its trust now where the run's must not stay.
+   * A cell trusted already (by its notebook's signature, or "Trust Notebook") gets no new
+   * trust from the run, so no signal would tell the guard; untrusted here, it gets one.
+   */
+  scheduled(cell: ICellModel): void {
+    if (cell.trusted && this._kernel() !== 'clean' && !this._trustsGenerated()) {
+      untrust(cell);
+    }
+  }
+
   dispose(): void {
     this._model.cells.changed.disconnect(this._onCellsChanged, this);
   }

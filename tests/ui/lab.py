@@ -144,10 +144,11 @@ def start_lab(base: Path, env: dict[str, str], timeout: float = 90) -> LabServer
             time.sleep(0.2)
 
 
-def write_notebook(root: Path, name: str, sources: list[str]) -> Path:
+def write_notebook(root: Path, name: str, sources: list[str],
+                   kernelspec: dict[str, str] = KERNELSPEC) -> Path:
     """Write a notebook of code cells, with the python3 kernelspec, into the server's root."""
     nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = dict(KERNELSPEC)
+    nb.metadata["kernelspec"] = dict(kernelspec)
     nb.cells = [nbformat.v4.new_code_cell(src) for src in sources]
     path = root / f"{name}.ipynb"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -372,9 +373,10 @@ class Lab:
         """Save a screenshot of the whole page under tests/ui/artifacts/."""
         return screenshot(self.page, name)
 
-    def open_notebook(self, name: str, sources: list[str]) -> Notebook:
+    def open_notebook(self, name: str, sources: list[str],
+                      kernelspec: dict[str, str] = KERNELSPEC) -> Notebook:
         """Write a notebook with these cells and open it; wait for its kernel to be idle."""
-        path = write_notebook(self.server.root, name, sources)
+        path = write_notebook(self.server.root, name, sources, kernelspec)
         relative = path.relative_to(self.server.root).as_posix()
         if self.page.url == "about:blank":
             self.goto(relative)

@@ -117,8 +117,8 @@ def test_what_a_step_publishes_into_the_ask_cell_runs_no_script(lab: Lab, fake: 
 
 
 def test_trust_notebook_is_the_users_explicit_choice(lab: Lab, fake: FakeLLM) -> None:
-    # The way to see a widget or a JS chart: trust the notebook. Then its cells stay trusted
-    # when they run again (the guard only withdraws trust that running gave).
+    # The way to see a widget or a JS chart: trust the notebook. That trusts the outputs it
+    # shows; a run in a kernel where model code ran is untrusted again (test_planted_hooks).
     fake.push(code(HOSTILE_STEP), Turn("Shown."))
     nb = lab.open_notebook("trusted-by-choice", [LOAD, "%%ask\nshow the page"])
     nb.run(1)
@@ -136,7 +136,8 @@ def test_trust_notebook_is_the_users_explicit_choice(lab: Lab, fake: FakeLLM) ->
     nb.wait_cell_done(2)
     expect(nb.cell(2).locator(".jp-OutputArea")).to_contain_text("hostile step done",
                                                                  timeout=WAIT_MS)
-    assert trusted(nb, 2)
+    assert not trusted(nb, 2)
+    assert xss(nb) == ran  # the run's own outputs ran nothing more
 
 
 def test_the_trust_setting_documents_its_risk_and_trusts_generated_outputs(
