@@ -51,16 +51,15 @@ def server(jp_serverapp: Any, http_server_client: Any, http_server_port: tuple[A
             str(jp_serverapp.identity_provider.token))
 
 
-async def export(jp_fetch: Any, url: str, token: str, sid: str, saved: Path
-                 ) -> tuple[float, list[float]]:
-    """Download a session's notebook with curl; return the loop's worst lag meanwhile and
-    how long each GET /api/status made during it took."""
+async def download(jp_fetch: Any, url: str, token: str, saved: Path
+                   ) -> tuple[float, float]:
+    """Download `url` with curl; return the loop's worst lag meanwhile and the median time
+    a GET /api/status made during it took."""
     stop, found = asyncio.Event(), []
     sampler = asyncio.ensure_future(lags(stop, found))
     # Another process downloads: this one's loop serves, it does not read 100 MB as well.
     curl = await asyncio.create_subprocess_exec(
-        "curl", "-sf", "-o", str(saved), "-H", f"Authorization: token {token}",
-        f"{url}jupyter-ci/sessions/{sid}/notebook")
+        "curl", "-sf", "-o", str(saved), "-H", f"Authorization: token {token}", url)
     try:
         done = asyncio.ensure_future(curl.wait())
         await asyncio.sleep(0.05)
@@ -74,11 +73,23 @@ async def export(jp_fetch: Any, url: str, token: str, sid: str, saved: Path
     finally:
         stop.set()
         await sampler
-    return max(found), statuses
+    assert statuses, "the download ended before a single status request"
+    return max(found), sorted(statuses)[len(statuses) // 2]
+
+
+def slower(export: tuple[float, float], files: tuple[float, float]) -> bool:
+    """Tell whether the export held the loop back more than serving a file that large did.
+
+    Both are measured in this run, on this machine, under its load now: a ratio, not a
+    clock. Encoding the export on the loop stood it still for 0.35-0.58 s (the file: tens of
+    ms); the floors keep two small numbers from making a ratio of noise.
+    """
+    return export[0] > 4 * max(files[0], 0.02) or export[1] > 4 * max(files[1], 0.01)
 
 
 async def test_a_large_export_leaves_the_loop_free_for_other_requests(
-    jp_fetch: Any, jp_serverapp: Any, server: tuple[str, str], tmp_path: Path
+    jp_fetch: Any, jp_serverapp: Any, server: tuple[str, str], tmp_path: Path,
+    jp_root_dir: Path
 ) -> None:
     response = await jp_fetch("jupyter-ci", "sessions", method="POST", body=b"{}")
     session = json.loads(response.body)
@@ -86,6 +97,8 @@ async def test_a_large_export_leaves_the_loop_free_for_other_requests(
     history = manager.get(session["id"]).history
     filled(history, HISTORY_BYTES - 1024 * 1024)
     assert history.size > 90 * 1024 * 1024  # kept whole: under the cap
+    # The baseline: Jupyter serving a file of the same size (tornado streams it in chunks).
+    (jp_root_dir / "same-size.bin").write_bytes(b"x" * history.size)
     # Warm: nbformat compiles its validator at the first notebook a process makes. And the
     # collector's full passes over this test process's objects are not the export's stalls.
     other = json.loads((await jp_fetch("jupyter-ci", "sessions", method="POST",
@@ -97,13 +110,19 @@ async def test_a_large_export_leaves_the_loop_free_for_other_requests(
     gc.freeze()
     url, token = server
     saved = tmp_path / "export.ipynb"
+    exported = f"{url}jupyter-ci/sessions/{session['id']}/notebook"
     try:
-        worst, statuses = await export(jp_fetch, url, token, session["id"], saved)
-        if worst >= 0.15:
-            # One stall on a loaded 2-core machine (a descheduled process) is not the export:
-            # encoding on the loop stalls it every time, so a second export must be clean.
-            print(f"first export: loop lag max {worst * 1000:.0f} ms; once more")
-            worst, statuses = await export(jp_fetch, url, token, session["id"], saved)
+        for attempt in range(2):
+            # One stall of a loaded 2-core machine (a descheduled process) is not the
+            # export's: encoding on the loop stalls it every time, so a second try is clean.
+            files = await download(jp_fetch, f"{url}files/same-size.bin", token,
+                                   tmp_path / "file.bin")
+            export = await download(jp_fetch, exported, token, saved)
+            print(f"try {attempt + 1}: loop lag max / median GET /api/status: export "
+                  f"{export[0] * 1000:.0f} / {export[1] * 1000:.0f} ms, a file as large "
+                  f"{files[0] * 1000:.0f} / {files[1] * 1000:.0f} ms")
+            if not slower(export, files):
+                break
     finally:
         gc.unfreeze()
         for sid in (session["id"], other["id"]):
@@ -111,9 +130,4 @@ async def test_a_large_export_leaves_the_loop_free_for_other_requests(
     body = saved.read_bytes()
     notebook = json.loads(body)
     assert len(notebook["cells"]) == len(history)
-    print(f"export of {len(body) / 2**20:.0f} MiB: loop lag max {worst * 1000:.0f} ms, "
-          f"{len(statuses)} GET /api/status, slowest {max(statuses) * 1000:.0f} ms")
-    # Before, the loop stood still for 0.35-0.58 s here (the whole JSON encoded on it), then
-    # 0.18-0.28 s (jsonschema checking each MiB output while holding the GIL); now ~20 ms.
-    assert statuses and sorted(statuses)[len(statuses) // 2] < 0.05, statuses
-    assert worst < 0.15, worst
+    assert not slower(export, files), (export, files)

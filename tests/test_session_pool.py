@@ -158,7 +158,9 @@ async def test_after_a_burst_the_next_burst_comes_from_the_pool_and_it_shrinks_b
 ) -> None:
     manager = jp_serverapp.web_app.settings["jupyter_ci_sessions"]
     km = jp_serverapp.kernel_manager
+    began = time.monotonic()
     first = await asyncio.gather(*(new_session(jp_fetch) for _ in range(3)))  # the pool learns
+    cold = time.monotonic() - began
     await asyncio.gather(*(call(jp_fetch, "DELETE", s["id"]) for s in first))
     await wait_for(lambda: len(manager.kernels.pool) == 3)
     pooled = {started.kernel_id for started in manager.kernels.pool}
@@ -166,7 +168,7 @@ async def test_after_a_burst_the_next_burst_comes_from_the_pool_and_it_shrinks_b
     burst = await asyncio.gather(*(new_session(jp_fetch) for _ in range(3)))
     took = time.monotonic() - began
     assert {s["kernel_id"] for s in burst} == pooled, "a session of the burst started cold"
-    assert took < 1.0, took
+    assert took < cold / 2, (took, cold)  # against this run's cold burst, not a clock
     # max_sessions (4) leaves room for one more: the pool keeps at most that one.
     await wait_for(lambda: not manager.kernels._pool.starting)
     assert len(km) <= 4 and len(manager.kernels.pool) <= 1

@@ -158,10 +158,9 @@ async def test_sessions_are_isolated_and_a_runaway_does_not_delay_another(
     assert (await call(jp_fetch, "GET", two, "files", "mine.txt"))[0] == 404
     runaway = asyncio.ensure_future(run(jp_fetch, one, "while True: pass", timeout=4))
     await asyncio.sleep(0.5)
-    started = time.monotonic()
     quick = await run(jp_fetch, two, "y = 1")
-    took = time.monotonic() - started
-    assert quick["status"] == "ok" and took < 2.0, f"the other session waited {took:.2f} s"
+    # Answered while the runaway still runs: it did not wait for the runaway's timeout.
+    assert quick["status"] == "ok" and not runaway.done()
     stuck = await runaway
     assert stuck["status"] == "timeout"
     # The timed-out session is interrupted, not lost.
@@ -463,17 +462,22 @@ async def test_a_pooled_kernel_makes_creation_fast_and_runs_in_its_own_directory
 ) -> None:
     manager = jp_serverapp.web_app.settings["jupyter_ci_sessions"]
     assert not manager.kernels.pool  # nothing is started before the REST API is used
+    started = time.monotonic()
     await new_session(jp_fetch)  # the first one starts cold and fills the pool
+    cold = time.monotonic() - started
     for _ in range(120):
         if manager.kernels.pool:
             break
         await asyncio.sleep(0.25)
     assert manager.kernels.pool, "the pool never filled"
+    pooled = manager.kernels.pool[0].kernel_id
     started = time.monotonic()
     session = await new_session(jp_fetch)
     took = time.monotonic() - started
     where = stdout(await run(jp_fetch, session["id"], "import os\nprint(os.getcwd())")).strip()
-    assert Path(where).name == session["id"] and took < 1.5, took
+    assert Path(where).name == session["id"] and session["kernel_id"] == pooled
+    # Measured against the cold start of this run (a kernel's start is most of it).
+    assert took < cold / 2, (took, cold)
     # A pooled kernel shut down from elsewhere (JupyterLab lists it) is never handed out.
     for _ in range(120):
         if manager.kernels.pool:
