@@ -125,7 +125,8 @@ async def test_a_client_that_gives_up_interrupts_its_run_and_the_next_call_is_at
     took = await asyncio.to_thread(use)
     for name in ("plain", "streamed"):
         value, seconds = took[name]
-        assert value == "7" and seconds < 5, f"{name}: the next call waited {seconds:.1f} s"
+        # Had it waited for the run it gave up on, it would have waited ~28 s more.
+        assert value == "7" and seconds < 15, f"{name}: the next call waited {seconds:.1f} s"
     errors = [o["ename"] for c in took["history"]["cells"] for o in c.get("outputs", [])
               if o["output_type"] == "error"]
     assert errors == ["KeyboardInterrupt"] * 2
