@@ -149,7 +149,9 @@ export function FixButton(props: {
     const watch = (): void => {
       outputs?.disconnect(bump);
       const model = content.activeCell?.model;
-      outputs = model?.type === 'code' ? (model as unknown as IHasOutputs).outputs.changed : null;
+      // A disposed model (a cell deleted or moved) has no outputs any more.
+      const held = model?.type === 'code' ? (model as unknown as IHasOutputs).outputs : null;
+      outputs = held?.changed ?? null;
       outputs?.connect(bump);
       bump();
     };
@@ -178,5 +180,5 @@ export function FixButton(props: {
 
 /** A code cell model as the Fix button reads it: its outputs' change signal. */
 interface IHasOutputs {
-  outputs: { changed: ISignal<unknown, unknown> };
+  outputs: { changed: ISignal<unknown, unknown> } | null;
 }

@@ -112,7 +112,7 @@ export class ActiveCellErrors implements IDisposable {
       old.outputs.changed.disconnect(this._changed);
     }
     this._model = model;
-    if (isCode(model)) {
+    if (isCode(model) && !model.isDisposed) {
       model.outputs.changed.connect(this._changed);
     }
   }
