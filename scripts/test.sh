@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Install what the tests need (./.venv, Debian's Chromium) and run every check and test.
+# Install what the tests need (./.venv, ./.venv-floors, Debian's Chromium) and run every check
+# and test: the kernel-side and browser tests twice, the second time on the oldest Jupyter
+# stack the package declares (tests/floors.txt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/setup-env.sh test
@@ -12,3 +14,6 @@ mypy
 lint-imports --no-cache  # the layers of DESIGN.md (contracts in pyproject.toml)
 (cd labextension && jlpm test)
 python -m pytest "$@"
+# The kernel side and the browser again, on the oldest Jupyter stack the package declares.
+. scripts/setup-floors.sh
+(. .venv-floors/bin/activate && python -m pytest $(python -m tests.floors) "$@")

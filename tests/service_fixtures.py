@@ -348,21 +348,30 @@ async def post_key(jp_fetch: Any, body: dict[str, Any]) -> tuple[int, dict[str, 
     return response.code, json.loads(text)
 
 
-async def kernel_output(km: Any, kernel_id: str, code: str) -> str:
-    """Run `code` in a kernel of the server; return what it printed (and any traceback)."""
+async def kernel_output(km: Any, kernel_id: str, code: str, timeout: float = 60) -> str:
+    """Run `code` in a kernel of the server; return what it printed (and any traceback).
+
+    Reads IOPub with the async client's own awaits: jupyter_client before 8.7 polls ZMQ in
+    `execute_interactive` without yielding, which would stall this server's loop while a
+    kernel calls it (the model service).
+    """
     client = km.get_kernel(kernel_id).client()
     client.start_channels()
+    out: list[str] = []
     try:
         await client.wait_for_ready(timeout=60)
-        out: list[str] = []
-
-        def hook(msg: dict[str, Any]) -> None:
-            if msg["msg_type"] == "stream":
-                out.append(msg["content"]["text"])
-            elif msg["msg_type"] == "error":
-                out.append("\n".join(msg["content"]["traceback"]))
-
-        await client.execute_interactive(code, output_hook=hook, timeout=60)
+        msg_id = client.execute(code)
+        while True:
+            msg = await client.get_iopub_msg(timeout=timeout)
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            kind, content = msg["msg_type"], msg["content"]
+            if kind == "stream":
+                out.append(content["text"])
+            elif kind == "error":
+                out.append("\n".join(content["traceback"]))
+            elif kind == "status" and content["execution_state"] == "idle":
+                break
     finally:
         client.stop_channels()
     return "".join(out)

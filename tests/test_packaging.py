@@ -45,3 +45,28 @@ def test_the_wheel_installs_both_extensions_enabled_in_a_fresh_venv(tmp_path: Pa
              "ip.run_line_magic('load_ext', 'jupyter_ci'); "
              "print('ask' in ip.magics_manager.magics['cell'], 'openai' in sys.modules)")
     assert run(bin_dir / "python", "-c", probe).splitlines()[0] == "True False"
+
+
+def test_the_floors_ci_tests_are_the_floors_the_package_declares() -> None:
+    """tests/floors.txt pins, for scripts/test.sh's second run, exactly the declared floors."""
+    import tomllib
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    from tests.floors import CONSTRAINTS, PATHS
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = [Requirement(r) for r in project["dependencies"]
+                + project["optional-dependencies"]["test-floors"]]
+    floors = {r.name.replace("-", "_").lower(): spec.version for r in declared
+              for spec in r.specifier if spec.operator == ">="}
+    pinned = {}
+    for line in CONSTRAINTS.read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, _, version = line.partition("==")
+            pinned[name.strip().replace("-", "_").lower()] = version.strip()
+    stack = ("ipython", "ipykernel", "jupyter_server", "jupyter_client", "jupyterlab")
+    assert sorted(pinned) == sorted(stack)
+    for name in stack:  # ">=8.12" declares 8.12.0: the same version to pip
+        assert Version(pinned[name]) == Version(floors[name]), (name, pinned[name], floors[name])
+    assert all((ROOT / path).exists() for path in PATHS)

@@ -57,6 +57,23 @@ def lab_environ(extra: dict[str, str]) -> dict[str, str]:
     return env
 
 
+def _all_cells() -> dict[str, Any]:
+    """Settings that put every cell in the page, as JupyterLab's default does since 4.3.
+
+    JupyterLab 4.2 (the floor, tests/floors.txt) renders only the cells in view ("full"
+    windowing): a test could not find the others to click. "defer" renders them all.
+    """
+    schema = (Path(sys.prefix) / "share/jupyter/lab/schemas/@jupyterlab/notebook-extension"
+              / "tracker.json")
+    try:
+        default = json.loads(schema.read_text())["properties"]["windowingMode"]["default"]
+    except (OSError, ValueError, KeyError):
+        return {}
+    if default != "full":
+        return {}
+    return {"@jupyterlab/notebook-extension:tracker": {"windowingMode": "defer"}}
+
+
 @dataclass
 class LabServer:
     """A `jupyter lab` subprocess with its own config, settings and root directory."""
@@ -111,7 +128,8 @@ def start_lab(base: Path, env: dict[str, str], timeout: float = 90) -> LabServer
     data = base / "data"  # the kernels' record-signing secret: never the user's own
     for folder in (root, config, runtime, data, app_settings, user_settings, workspaces):
         folder.mkdir(parents=True, exist_ok=True)
-    (app_settings / "overrides.json").write_text(json.dumps(_NO_NEWS), encoding="utf-8")
+    (app_settings / "overrides.json").write_text(json.dumps({**_NO_NEWS, **_all_cells()}),
+                                                 encoding="utf-8")
     port, token = free_port(), secrets.token_hex(16)
     args = [
         sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}",
