@@ -25,9 +25,19 @@ ENV_APPROVAL = "JUPYTER_CI_APPROVAL_MINIMUM"
 #: The server's price table (config.JupyterCI.prices) as JSON: kernels price asks with it.
 ENV_PRICES = "JUPYTER_CI_PRICES"
 
+#: "1" in a REST session's kernel: it has no model (its asks run in the server), so an
+#: `%%ask` run in its code is told where asks go instead.
+ENV_REST_SESSION = "JUPYTER_CI_REST_SESSION"
+
 #: Every variable the server manages in kernels' environments.
 MANAGED = (ENV_URL, ENV_TOKEN, ENV_PROVIDERS, ENV_SOCKET, ENV_MODEL, ENV_APPROVAL,
            ENV_PRICES)
+
+
+#: What an `%%ask` in a REST session's code is told.
+REST_SESSION_HINT = ("This kernel belongs to a REST session, whose asks run in the server: "
+                     "POST /jupyter-ci/sessions/<id>/ask (session.ask(...) in the Python "
+                     "client, or the MCP tool ask). %%ask in the session's code has no model.")
 
 
 def behind_broker(env: Mapping[str, str]) -> bool:

@@ -88,6 +88,9 @@ def default_model_id(settings: ModelSettings, env: Mapping[str, str]) -> str:
     if not names and settings.fallback:
         return settings.fallback
     if not names:
+        if env.get(broker.ENV_REST_SESSION) == "1":
+            raise ModelConfigError("No model is configured for %%ask.",
+                                   broker.REST_SESSION_HINT)
         hint = PANEL_HINT + " " if broker.behind_broker(env) else ""
         raise ModelConfigError("No model is configured for %%ask.",
                                hint + providers.setup_hint())
@@ -122,9 +125,10 @@ def endpoint_for(spec: ProviderSpec, settings: ModelSettings, env: Mapping[str, 
     if not key and spec.keyless_with_url and base_url:
         key = PLACEHOLDER_KEY
     if not key:
+        in_session = env.get(broker.ENV_REST_SESSION) == "1"
         raise ModelConfigError(
-            f"No API key for {spec.name}: {spec.key_var} is not set.", providers.setup_hint()
-        )
+            f"No API key for {spec.name}: {spec.key_var} is not set.",
+            broker.REST_SESSION_HINT if in_session else providers.setup_hint())
     return Endpoint(key, base_url, settings.timeout, settings.retries)
 
 

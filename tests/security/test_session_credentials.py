@@ -144,3 +144,17 @@ async def test_a_notebook_kernel_keeps_its_credential(
     broker = jp_serverapp.web_app.settings["jupyter_ci_broker"]
     assert env[ENV_URL] and broker.authenticate(env[ENV_TOKEN]) == kernel_id
     await jp_fetch("api", "kernels", kernel_id, method="DELETE")
+
+
+async def test_an_ask_in_a_sessions_code_says_where_asks_go(
+    jp_fetch: Fetch, jp_serverapp: Any, fake: FakeLLM, case: str
+) -> None:
+    # Not "set OPENAI_API_KEY" (advice that would put a key in the kernel): the ask route.
+    session = await _session(jp_fetch, jp_serverapp, case)
+    assert (await run(jp_fetch, session["id"], "%load_ext jupyter_ci"))["status"] == "ok"
+    for cell in ("%%ask -m openai:gpt-test\nsay hi", "%%ask\nsay hi"):
+        result = await run(jp_fetch, session["id"], cell)
+        text = json.dumps(result)
+        assert result["status"] == "error" and "/jupyter-ci/sessions/<id>/ask" in text, text
+        assert "OPENAI_API_KEY (or" not in text
+    assert fake.calls() == 0

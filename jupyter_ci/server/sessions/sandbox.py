@@ -23,6 +23,7 @@ from typing import Any
 
 from jupyter_core.utils import ensure_async
 
+from jupyter_ci.models.broker import ENV_REST_SESSION
 from jupyter_ci.server.gateway import is_gateway
 from jupyter_ci.server.sandbox.box import problem
 from jupyter_ci.server.sandbox.environ import ENV_PASS, ENV_SESSION
@@ -73,7 +74,8 @@ async def choose(mode: str, requested: str | None, default: str, km: Any, log: L
 def session_environ(env: dict[str, str] | None) -> dict[str, str]:
     """Return a session kernel's start env: the client's variables, then that it is one."""
     given = env or {}
-    return {**os.environ, **given, ENV_SESSION: "1", ENV_PASS: ",".join(given)}
+    return {**os.environ, **given, ENV_SESSION: "1", ENV_REST_SESSION: "1",
+            ENV_PASS: ",".join(given)}
 
 
 def boxed_name(name: str) -> str:
