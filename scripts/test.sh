@@ -13,7 +13,9 @@ ruff check .
 mypy
 lint-imports --no-cache  # the layers of DESIGN.md (contracts in pyproject.toml)
 (cd labextension && jlpm test)
-python -m pytest "$@"
+# Two workers (pytest-xdist): most tests wait on kernels and servers. The browser tests are
+# one group, which one worker runs last (tests/ui/fixtures.py).
+python -m pytest -n 2 --dist loadgroup "$@"
 # The kernel side and the browser again, on the oldest Jupyter stack the package declares.
 . scripts/setup-floors.sh
-(. .venv-floors/bin/activate && python -m pytest $(python -m tests.floors) "$@")
+(. .venv-floors/bin/activate && python -m pytest -n 2 --dist loadgroup $(python -m tests.floors) "$@")

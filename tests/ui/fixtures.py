@@ -24,8 +24,13 @@ from tests.ui.lab import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, Lab, LabServer, sta
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Run the browser tests last, wherever they live: Playwright's loop runs from the first
-    one to the end of the session, and pytest-jupyter's tests cannot run beside it."""
-    items.sort(key=lambda item: "browser" in getattr(item, "fixturenames", ()))
+    one to the end of the session, and pytest-jupyter's tests cannot run beside it. Under
+    pytest-xdist (`-n 2 --dist loadgroup`, scripts/test.sh) they are one group, which one
+    worker takes last: one `jupyter lab` and one Chromium, nothing after them."""
+    browser = [item for item in items if "browser" in getattr(item, "fixturenames", ())]
+    for item in browser:
+        item.add_marker(pytest.mark.xdist_group("browser"))
+    items.sort(key=lambda item: item in browser)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
