@@ -63,6 +63,9 @@ export class KernelMarks {
 
   /** Model-written code runs in this kernel from now: hold it here, and tell the server. */
   mark(kernelId: string): void {
+    if (this._seen.has(kernelId) && this._server.get(kernelId)?.model_code) {
+      return; // both know already (Run All of a notebook full of generated cells)
+    }
     if (!this._seen.has(kernelId)) {
       this._seen.add(kernelId);
       this._changed.emit(kernelId);

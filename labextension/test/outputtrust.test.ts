@@ -67,6 +67,8 @@ describe('KernelMarks', () => {
     assert.equal(marks.state('k1'), 'model_code');
     await server.answer();
     assert.deepEqual(server.asked, ['GET k1', 'POST k1']);
+    marks.mark('k1'); // both know: nothing more to tell
+    assert.deepEqual(server.asked, ['GET k1', 'POST k1']);
     // A reload: a new page knows only what the server says.
     const reloaded = new KernelMarks(server.fetch);
     reloaded.refresh('k1');
