@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from IPython.core.interactiveshell import InteractiveShell
 
 from tests.fakellm import FakeLLM, Turn
 from tests.kernelrun import Execution, Kernel
@@ -103,3 +104,54 @@ def test_steps_have_their_own_numbers_in_in_ih_and_the_history_database(
     assert by_number[counts[-1] + 1] == "x = 1"
     history = "".join(shown(kernel.execute(f"%history -n {counts[0]}-{counts[-1]}")))
     assert "b = a + 1" in history and f"{counts[1]}:" in history
+
+
+def test_a_step_stopped_by_its_timeout_leaves_no_number_taken_twice(
+    fake: FakeLLM, kernel: Kernel
+) -> None:
+    # IPython 8 stores a cell's input, then counts it when it ends: an interrupt in between
+    # (the step's timeout) must not give the next step the same number.
+    session = value(kernel, "get_ipython().history_manager.session_number")
+    fake.push(code("import time\ntime.sleep(30)"), code("y = 2\nprint('quick')"), Turn("Ok."))
+    ask = kernel.execute("%%ask --timeout 1\nwait, then be quick", FRONTEND)
+    assert ask.reply["content"]["status"] == "ok"
+    ends = [d for d in ask.comm_data() if d["type"] == "step_end"]
+    assert [e["status"] for e in ends] == ["timeout", "ok"]
+    for i in range(3):
+        assert shown(kernel.execute(f"print('mine {i}')")) == [f"mine {i}\n"]
+    assert shown(kernel.execute("get_ipython().history_manager.writeout_cache()")) == []
+    assert value(kernel, "get_ipython().history_manager.session_number") == session
+    numbers = value(kernel, "[n for n, in get_ipython().history_manager.db.execute("
+                            "'SELECT line FROM history WHERE session = ?', "
+                            "(get_ipython().history_manager.session_number,))]")
+    assert isinstance(numbers, list) and len(numbers) == len(set(numbers))
+
+
+def test_a_run_cut_short_after_storing_its_input_keeps_its_number(
+    shell: InteractiveShell, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A KeyboardInterrupt can end run_cell after it stored the input and before it counted
+    # the cell (IPython 8 counts last): that number is taken all the same.
+    from jupyter_ci.kernel.executor import ShellExecutor
+
+    hm = shell.history_manager
+    assert hm is not None
+    store_output = hm.store_output
+
+    def cut_short(line: int) -> None:
+        monkeypatch.setattr(hm, "store_output", store_output)  # once
+        raise KeyboardInterrupt
+
+    def step_then_cut(line: str, cell: str) -> None:
+        executor = ShellExecutor(shell, passthrough=False)
+        monkeypatch.setattr(hm, "store_output", cut_short)
+        assert executor.run("a = 1", 5).status == "interrupted"
+        assert executor.run("b = 2", 5).status == "ok"
+
+    shell.register_magic_function(step_then_cut, "cell")
+    assert shell.run_cell("%%step_then_cut\nsteps", store_history=True).success
+    assert shell.run_cell("c = 3", store_history=True).success
+    assert shell.user_ns["b"] == 2
+    lines = [line for line, *_ in hm.db_input_cache]
+    assert len(lines) == len(set(lines)), lines
+    assert hm.input_hist_raw[-1] == "c = 3" and len(hm.input_hist_raw) - 1 == lines[-1]

@@ -46,9 +46,11 @@ def own_number(shell: InteractiveShell) -> Iterator[None]:
         yield
     finally:
         # The running cell adds one as it ends: the user's next cell gets the first number
-        # no cell took. A run that took none (an empty cell) leaves the count as it was.
-        after = int(shell.execution_count)
-        shell.execution_count = after - 1 if after > count + 1 else count
+        # no cell took. A run that stored its input took its number, counted or not (an
+        # interrupt can stop IPython 8 between the two); one that stored none (an empty
+        # cell) leaves the count as it was.
+        stored = _stored(shell)
+        shell.execution_count = stored if stored is not None and stored > count else count
 
 
 @contextmanager
