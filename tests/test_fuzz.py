@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
@@ -37,12 +38,21 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
     server.stop()
 
 
-@schema.parametrize()
-@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+# One test per operation, each with a node id of its own (schemathesis's own parametrize
+# gives them one id, which pytest-xdist runs once for all).
+OPERATIONS = [result.ok() for result in schema.get_all_operations()]
+
+
+@pytest.mark.parametrize("operation", OPERATIONS, ids=lambda operation: operation.label)
 def test_generated_requests_get_no_5xx_and_replies_follow_the_document(
-    case: schemathesis.Case, live: LabServer
+    operation: Any, live: LabServer
 ) -> None:
-    response = case.call(base_url=live.url, headers={"Authorization": f"token {live.token}"},
-                         timeout=60)
-    case.validate_response(response, checks=CHECKS)
+    @given(case=operation.as_strategy())
+    @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+    def call(case: schemathesis.Case) -> None:
+        response = case.call(base_url=live.url, timeout=60,
+                             headers={"Authorization": f"token {live.token}"})
+        case.validate_response(response, checks=CHECKS)
+
+    call()
     assert Path(live.root).is_dir()
