@@ -28,9 +28,9 @@ import { CellDecorator } from './decoration';
 import { reviewEdits } from './editreview';
 import { addFixCommand } from './fixcell';
 import { FrontendAnnouncer } from './frontend';
+import { KernelMarks, KernelMarksFollower } from './outputtrust';
 import { askIcon, AskPanel } from './panel';
 import { PanelModel } from './panelmodel';
-import { KernelMarks, KernelMarksFollower } from './outputtrust';
 import { PendingAsks } from './pendingasks';
 import { notebookCells, recordedAsks } from './records';
 import { inertSvgRendererFactory } from './svg';
@@ -185,8 +185,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
         vouchDuring(executed.result);
       }
     });
-    // ... and none of a kernel's, in any cell, once model-written code ran in it
-    // (outputtrust.ts); a sandboxed kernel's never.
+    // Nor does any output of a kernel once model-written code ran in it, in any cell
+    // (outputtrust.ts), nor ever a sandboxed kernel's.
     const marks = new KernelMarks();
     manageNotebooks(tracker, conversations, policy, marks);
     if (consoles !== null) {
