@@ -189,3 +189,21 @@ async def test_no_pool_starts_nothing_ahead(jp_fetch: Fetch, jp_serverapp: Any) 
     for session in sessions:
         await call(jp_fetch, "DELETE", session["id"])
     assert len(jp_serverapp.kernel_manager) == 0
+
+
+@pytest.mark.parametrize("ci_config", [{"session_pool": 1, "session_idle_timeout": 4.0}])
+async def test_a_server_whose_rest_api_is_never_used_starts_no_kernel(jp_serverapp: Any) -> None:
+    # The culler (every idle/4 s, 60 s by default) tidies the pool: it used to fill it then,
+    # so a boxed kernel started a minute after every server start.
+    manager = jp_serverapp.web_app.settings["jupyter_ci_sessions"]
+    tidy, tidied = manager.kernels.tidy, 0
+
+    def counted() -> None:
+        nonlocal tidied
+        tidy()
+        tidied += 1
+
+    manager.kernels.tidy = counted
+    await wait_for(lambda: tidied >= 3, 60)  # a hang guard, not a time bound
+    assert not manager.kernels._pool.starting and not manager.kernels.pool
+    assert len(jp_serverapp.kernel_manager) == 0

@@ -118,12 +118,15 @@ class Pool(Generic[T]):
             task.add_done_callback(self.starting.discard)
 
     def prune(self) -> None:
-        """Shut down ready kernels that went away; shrink when idle; refill."""
+        """Shut down ready kernels that went away; shrink when idle; refill once used."""
         for item in [item for item in self.ready if not self.hooks.usable(item)]:
             self.ready.remove(item)
             self._drop(item)
         self.shrink()
-        self.refill()
+        # The pool fills from the first session on: a server whose REST API is never used
+        # starts no kernel (the culler calls this every minute from the server's start).
+        if self.last_demand:
+            self.refill()
 
     def shrink(self) -> None:
         """Go back to the minimum when no session was asked for in `idle_s`."""
