@@ -11,6 +11,7 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 ruff check .
 mypy
+bash scripts/docs.sh -q  # the docs site, warnings as errors (docs/, Sphinx + MyST)
 lint-imports --no-cache  # the layers of DESIGN.md (contracts in pyproject.toml)
 (cd labextension && jlpm test)
 # Two workers (pytest-xdist): most tests wait on kernels and servers. The browser tests are
