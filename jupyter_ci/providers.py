@@ -44,6 +44,9 @@ class ProviderSpec:
     text_only_models: str = ""
     #: Its replies are written to JupyterCI.record_dir when set (a replay's are a copy).
     recordable: bool = True
+    #: Model names its own cloud (default_url) serves, a regular expression matched at the
+    #: start without case; another name sent there is likely a local server's model.
+    cloud_models: str = ""
 
     @property
     def default_model_id(self) -> str:
@@ -57,6 +60,21 @@ class ProviderSpec:
         rule = self.text_only_models
         return not (rule and re.match(f"(?:{rule})", name))
 
+    def local_model_hint(self, name: str, where: str) -> str:
+        """Say how to reach a local server when `name` is no model of this provider's cloud.
+
+        "" unless the provider serves OpenAI-compatible local servers through its URL
+        variable and `name` does not look like one of its cloud's models. `where` says
+        where to set the URL ("in the environment that starts JupyterLab, ...").
+        """
+        if not (self.keyless_with_url and self.cloud_models) or _is_cloud(self, name):
+            return ""
+        return (f"'{name}' looks like the name of a local model, but no {self.url_var} is "
+                f"set, so it goes to {self.label}'s cloud ({self.default_url}). To use a "
+                f"local server, set {self.url_var}=http://localhost:11434/v1 (Ollama; vLLM: "
+                f"http://localhost:8000/v1, LiteLLM: http://localhost:4000/v1, LM Studio: "
+                f"http://localhost:1234/v1) {where}; it needs no key.")
+
     @property
     def setup_hint(self) -> str:
         """Say what to set to use this provider."""
@@ -66,6 +84,16 @@ class ProviderSpec:
         if self.keyless_with_url:
             hint += f" (or {self.url_var} for a local server that needs no key)"
         return f"{self.label}: {hint}."
+
+
+def _is_cloud(spec: ProviderSpec, name: str) -> bool:
+    """Tell whether `name` looks like a model of the provider's own cloud."""
+    name = name.strip()
+    if name.lower().startswith("ft:"):  # a fine-tune: ft:gpt-4o-mini:org::id
+        return True
+    # A tag (Ollama's gpt-oss:20b) or a repository (vLLM's openai/gpt-oss-20b) is local.
+    local = ":" in name or "/" in name
+    return not local and re.match(f"(?:{spec.cloud_models})", name, re.IGNORECASE) is not None
 
 
 PROVIDERS: dict[str, ProviderSpec] = {}
@@ -117,6 +145,10 @@ register(ProviderSpec(
     # gpt-4o, 4.1, 4.5, 5, o1, o3, o4-mini see images; these do not.
     text_only_models=r"gpt-3\.5|gpt-4(-0314|-0613|-32k.*)?$|o1-mini|o1-preview|o3-mini|"
                      r"davinci|babbage",
+    # gpt-*, o1/o3/o4*, chatgpt-*, and the rest of OpenAI's catalogue (fine-tunes, ft:...,
+    # too); Ollama's llama3.1 or qwen2.5-coder:7b match none of these.
+    cloud_models=r"gpt|chatgpt|o\d|text-|davinci|babbage|codex|computer-use|omni-|"
+                 r"dall-e|whisper|tts-|sora",
 ))
 register(ProviderSpec(
     name="anthropic", label="Anthropic", adapter="jupyter_ci.models.anthropic:AnthropicChatModel",

@@ -102,6 +102,18 @@ class Preparable(Protocol):
 
 
 @dataclass(frozen=True)
+class UrlSetting:
+    """Where a base URL was set and how to change it, for the errors of one that fails."""
+
+    #: Names the place ("set by OPENAI_BASE_URL in the Jupyter server's environment");
+    #: "" when none was set: the provider's own URL (its cloud).
+    origin: str = ""
+    #: Where to set or change it ("in the environment that starts JupyterLab, then
+    #: restart it"); "" when the caller knows no better than the variable's name.
+    how: str = ""
+
+
+@dataclass(frozen=True)
 class Endpoint:
     """Where and how an adapter reaches its provider."""
 
@@ -112,3 +124,5 @@ class Endpoint:
     #: A Unix socket to connect through instead of base_url's host and port (the model
     #: service of a server started with --sock, or a box's); base_url still gives the path.
     socket: str | None = None
+    #: Where base_url was set (the provider's own URL when its origin is "").
+    url_setting: UrlSetting = UrlSetting()

@@ -10,7 +10,7 @@ from pathlib import Path
 from jupyter_ci import providers
 from jupyter_ci.agent.errors import ModelConfigError
 from jupyter_ci.models import broker
-from jupyter_ci.models.base import ChatModel, Endpoint, SeesImages
+from jupyter_ci.models.base import ChatModel, Endpoint, SeesImages, UrlSetting
 from jupyter_ci.providers import ProviderSpec
 
 # Local OpenAI-compatible servers (Ollama, vLLM, llama.cpp) take any key.
@@ -104,16 +104,25 @@ def default_model_id(settings: ModelSettings, env: Mapping[str, str]) -> str:
     return spec.default_model_id
 
 
-def endpoint_for(spec: ProviderSpec, settings: ModelSettings, env: Mapping[str, str]
-                 ) -> Endpoint:
-    """Find the URL and credential for a provider, preferring the server's model service."""
+#: Where a kernel outside a server gets its base URL from.
+DIRECT_URL = "where Jupyter (or this Python) starts, then restart the kernel"
+
+
+def endpoint_for(spec: ProviderSpec, settings: ModelSettings, env: Mapping[str, str],
+                 name: str = "") -> Endpoint:
+    """Find the URL and credential for a provider, preferring the server's model service.
+
+    `name`, the model's, lets a missing key or URL be told apart for a local model's name.
+    """
     if spec.in_process:
         return Endpoint("", None, settings.timeout, settings.retries)
     if broker.behind_broker(env):
         if spec.name not in configured_providers(env):
+            local = spec.local_model_hint(
+                name, f"where JupyterLab starts and restart it, or in the panel. {PANEL_HINT}")
             raise ModelConfigError(
                 f"The Jupyter server has no key for {spec.name}.",
-                f"{PANEL_HINT} Or set {spec.key_var} in the environment that starts "
+                local or f"{PANEL_HINT} Or set {spec.key_var} in the environment that starts "
                 "JupyterLab, then restart it.",
             )
         # The server's model service, not the provider: the kernel's credential is its key.
@@ -126,10 +135,14 @@ def endpoint_for(spec: ProviderSpec, settings: ModelSettings, env: Mapping[str, 
         key = PLACEHOLDER_KEY
     if not key:
         in_session = env.get(broker.ENV_REST_SESSION) == "1"
+        local = spec.local_model_hint(name, DIRECT_URL)
         raise ModelConfigError(
             f"No API key for {spec.name}: {spec.key_var} is not set.",
-            broker.REST_SESSION_HINT if in_session else providers.setup_hint())
-    return Endpoint(key, base_url, settings.timeout, settings.retries)
+            broker.REST_SESSION_HINT if in_session else local or providers.setup_hint())
+    origin = f"set by {spec.url_var} in this kernel's environment" if base_url else ""
+    # The table's URL, not the SDK's own default: the same, and one place says it.
+    return Endpoint(key, base_url or spec.default_url or None, settings.timeout,
+                    settings.retries, url_setting=UrlSetting(origin, DIRECT_URL))
 
 
 def resolve_model(
@@ -142,7 +155,7 @@ def resolve_model(
     to record this ask's replies there: call this once per ask.
     """
     provider, name = parse_model_id(spec or default_model_id(settings, env))
-    endpoint = endpoint_for(provider, settings, env)
+    endpoint = endpoint_for(provider, settings, env, name)
     if provider.in_process:
         model = adapter_factory(provider)(provider, name, endpoint)
     elif broker.behind_broker(env):

@@ -10,14 +10,16 @@ from __future__ import annotations
 from types import ModuleType
 
 from jupyter_ci.agent.errors import AskError, ModelConfigError, ModelUnavailable
-from jupyter_ci.models.base import Endpoint
+from jupyter_ci.models.base import Endpoint, UrlSetting
 from jupyter_ci.providers import ProviderSpec
 
 
 def ask_error(err: Exception, sdk: ModuleType, provider: ProviderSpec, url: str, model: str,
               endpoint: Endpoint) -> AskError:
     """Build the ask error for an SDK exception, with the key scrubbed from its text."""
-    where = f"{provider.label} at {url}"
+    setting = endpoint.url_setting
+    origin = f" ({setting.origin})" if setting.origin else ""
+    where = f"{provider.label} at {url}{origin}"
     retries = _retries_taken(err, endpoint.max_retries)
     status = getattr(err, "status_code", None)
     if isinstance(err, sdk.APITimeoutError):
@@ -26,18 +28,51 @@ def ask_error(err: Exception, sdk: ModuleType, provider: ProviderSpec, url: str,
             "Try again; for a slow model raise c.JupyterCI.request_timeout (seconds).")
     elif isinstance(err, sdk.APIConnectionError):
         cause = f": {err.__cause__}" if err.__cause__ else ""
-        error = ModelUnavailable(
-            f"Could not connect to {where} ({retries}){cause}",
-            f"Check the network, or that the server behind {provider.url_var} is running.")
+        said = f"{setting.origin}; " if setting.origin else ""
+        error = ModelUnavailable(f"Could not connect to {provider.label} at {url} "
+                                 f"({said}{retries}){cause}",
+                                 _unreachable_hint(provider, setting))
     elif isinstance(err, sdk.APIStatusError) and isinstance(status, int) and status >= 400:
         message = provider_message(getattr(err, "body", None), str(err))
         error = status_error(where, model, status, message, retries, provider.key_var)
+        error = _with_url_hint(error, status, provider, model, setting)
     else:
         # Errors sent inside a stream that had started (e.g. "overloaded"): never retried.
         message = provider_message(getattr(err, "body", None), str(err))
         error = ModelUnavailable(f"{where} failed while answering: {message}",
                                  "Try again; if it keeps failing, try another model.")
     return scrub(error, endpoint.api_key)
+
+
+def _unreachable_hint(provider: ProviderSpec, setting: UrlSetting) -> str:
+    """Say what to check when nothing answered at the base URL, and where it was set."""
+    if not setting.origin:
+        return f"Check the network, or that the server behind {provider.url_var} is running."
+    fix = f" or change it {setting.how}" if setting.how else ""
+    return (f"Start the server that URL names (Ollama: `ollama serve`), or check the URL: it "
+            f"was {setting.origin};{fix}.")
+
+
+def _with_url_hint(error: AskError, status: int, provider: ProviderSpec, model: str,
+                   setting: UrlSetting) -> AskError:
+    """Add to a refused model or key what the base URL may have to do with it."""
+    if status not in (401, 403, 404):
+        return error
+    if not setting.origin:
+        # No URL set: a local model's name sent to the provider's cloud.
+        local = provider.local_model_hint(model, setting.how or "where Jupyter starts")
+        if not local:
+            return error
+        hint = local if status == 404 else f"{local} Otherwise: {error.hint}"
+        return type(error)(error.message, hint)
+    if status != 404:
+        return error
+    fix = f"; change it {setting.how}" if setting.how else ""
+    local = (f" (Ollama lists its models with `ollama list`; `ollama pull {model}` fetches "
+             "it)" if provider.keyless_with_url else "")
+    return type(error)(error.message, (
+        f"Check the model name{local} and the base URL, {setting.origin}{fix}. An "
+        "OpenAI-compatible server's usually ends in /v1."))
 
 
 def _retries_taken(err: Exception, default: int) -> str:

@@ -45,8 +45,9 @@ class JupyterCIApp(ExtensionApp):
         self.ci = JupyterCI(parent=self)
         if self.ci.harden_process:
             make_non_dumpable(self.log)
-        stored = stored_keys(key_file_to_read(self.ci.key_file), os.environ, self.log)
-        self.broker = Broker.take_from_environ(os.environ, stored)
+        key_file = key_file_to_read(self.ci.key_file)
+        stored = stored_keys(key_file, os.environ, self.log)
+        self.broker = Broker.take_from_environ(os.environ, stored, key_file)
         self._budgets()
         self._hook_kernels()
         # Kernel websockets without Nagle's 40 ms per execute (server/nodelay.py).

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from urllib.parse import quote, urlsplit
 
 from jupyter_ci import providers
+from jupyter_ci.models.base import UrlSetting
 from jupyter_ci.models.broker import ENV_MODEL, ENV_PROVIDERS, ENV_SOCKET, ENV_TOKEN, ENV_URL
 from jupyter_ci.providers import ProviderSpec
 from jupyter_ci.server.broker.credentials import Budget, Credentials
@@ -34,6 +35,26 @@ BROKER_ROUTE = "jupyter-ci/broker"
 _KEY = re.compile(r"[\x21-\x7e]+")
 
 
+_IN_PANEL = "in the jupyter-ci panel (the Ask tab, Model keys)"
+
+
+def url_setting_of(variable: str = "", key_file: str = "", panel: bool = False) -> UrlSetting:
+    """Say where a base URL came from: an environment `variable`, a `key_file`, the panel.
+
+    None of them: the provider's own URL, and where one would be set.
+    """
+    if panel:
+        return UrlSetting(f"set {_IN_PANEL}", "there")
+    if variable:
+        return UrlSetting(f"set by {variable} in the Jupyter server's environment",
+                          f"where JupyterLab starts and restart it, or {_IN_PANEL}")
+    if key_file:
+        return UrlSetting(f"read from the key file {key_file} (c.JupyterCI.key_file, where "
+                          "the panel remembers keys)",
+                          f"in that file and restart JupyterLab, or {_IN_PANEL}")
+    return UrlSetting("", f"where JupyterLab starts and restart it, or {_IN_PANEL}")
+
+
 @dataclass(frozen=True)
 class Provider:
     """One model provider as the server was started with it."""
@@ -46,6 +67,8 @@ class Provider:
     bad_key: bool = False
     #: Why the URL variable's value is not a usable base URL (see check_base_url), or "".
     bad_url: str = ""
+    #: Where base_url was set (environment, key file, panel), for errors when it fails.
+    url_setting: UrlSetting = field(default_factory=url_setting_of)
 
     @property
     def name(self) -> str:
@@ -87,13 +110,18 @@ class Broker:
 
     @classmethod
     def take_from_environ(
-        cls, environ: MutableMapping[str, str], stored: Mapping[str, str] | None = None
+        cls, environ: MutableMapping[str, str], stored: Mapping[str, str] | None = None,
+        key_file: str = "",
     ) -> Broker:
-        """Move provider keys and URLs out of `environ`; fall back on `stored` (key file)."""
+        """Move provider keys and URLs out of `environ`; fall back on `stored` (`key_file`)."""
         found, stored = {}, stored or {}
         for spec in providers.configurable():
             key = environ.pop(spec.key_var, "").strip() or stored.get(spec.key_var, "")
-            url = environ.pop(spec.url_var, "").strip() or stored.get(spec.url_var, "")
+            from_env = environ.pop(spec.url_var, "").strip()
+            url = from_env or stored.get(spec.url_var, "")
+            setting = (url_setting_of(variable=spec.url_var) if from_env
+                       else url_setting_of(key_file=key_file or "of this server") if url
+                       else url_setting_of())
             bad_key = bool(key) and not _KEY.fullmatch(key)
             bad_url = ""
             if url:
@@ -103,7 +131,7 @@ class Broker:
                     # Like a bad key: left unconfigured, said by name at start (never the value).
                     url, bad_url = "", str(err)
             found[spec.name] = Provider(spec, url or spec.default_url, "" if bad_key else key,
-                                        bool(url), bad_key, bad_url)
+                                        bool(url), bad_key, bad_url, setting)
         return cls(found)
 
     def set_credentials(self, name: str, key: str, base_url: str) -> Provider:
@@ -140,7 +168,8 @@ class Broker:
             raise BadRequest(f"Paste {article} {spec.label} key"
                              + (" (or only a base URL for a local server that needs none)."
                                 if spec.keyless_with_url else "."))
-        return Provider(spec, base_url or spec.default_url, key, bool(base_url))
+        return Provider(spec, base_url or spec.default_url, key, bool(base_url),
+                        url_setting=url_setting_of(panel=bool(base_url)))
 
     def misconfigured(self) -> list[str]:
         """Describe keys and base URLs that cannot work, for the log (never a key)."""

@@ -35,7 +35,14 @@ from jupyter_ci.agent.errors import (
 )
 from jupyter_ci.agent.prompts import EDIT_CELL, RUN_PYTHON
 from jupyter_ci.agent.types import ModelReply, ModelRequest, ToolSpec
-from jupyter_ci.models.base import AsyncChatModel, Endpoint, Preparable, Renamable, Usage
+from jupyter_ci.models.base import (
+    AsyncChatModel,
+    Endpoint,
+    Preparable,
+    Renamable,
+    UrlSetting,
+    Usage,
+)
 from jupyter_ci.models.resolve import (
     PANEL_HINT,
     PLACEHOLDER_KEY,
@@ -77,7 +84,7 @@ class ModelService:
     #: What each model's calls cost, for the money budget (c.JupyterCI.prices).
     prices: PriceTable = field(default_factory=PriceTable)
     #: One adapter per (provider, base URL, key): turns for other models use it renamed.
-    _adapters: dict[tuple[str, str, str], Renamable] = field(default_factory=dict)
+    _adapters: dict[tuple[str, str, str, UrlSetting], Renamable] = field(default_factory=dict)
 
     async def model(self, model_id: str) -> AsyncChatModel:
         """Return the adapter of `model_id` with the key the server holds now.
@@ -94,12 +101,12 @@ class ModelService:
 
     async def _adapter(self, spec: ProviderSpec, name: str) -> AsyncChatModel:
         """Return the provider's adapter (built once per key and URL) for the model `name`."""
-        provider = self._provider(spec.name)
-        key = (spec.name, provider.base_url, provider.api_key)
+        provider = self._provider(spec, name)
+        key = (spec.name, provider.base_url, provider.api_key, provider.url_setting)
         found = self._adapters.get(key)
         if found is None:
             endpoint = Endpoint(provider.api_key or PLACEHOLDER_KEY, provider.base_url,
-                                self.timeout, self.retries)
+                                self.timeout, self.retries, url_setting=provider.url_setting)
             adapter = adapter_factory(spec)(spec, name, endpoint)
             # The SDK's import, first validators (~0.5 s) and client happen off the loop.
             await asyncio.to_thread(_ready, adapter)
@@ -108,12 +115,16 @@ class ModelService:
             found = self._adapters.setdefault(key, adapter)
         return found.named(name)
 
-    def _provider(self, name: str) -> Provider:
+    def _provider(self, spec: ProviderSpec, model: str) -> Provider:
         """Return the provider as the broker holds it, or say what to configure."""
         try:
-            return self.broker.provider(name)
+            return self.broker.provider(spec.name)
         except BrokerError as err:
-            raise ModelConfigError(err.message, PANEL_HINT) from None
+            held = self.broker.providers.get(spec.name)
+            # No key and no URL for a local model's name: the URL was forgotten, not a key.
+            local = "" if held is None or held.explicit_url else spec.local_model_hint(
+                model, held.url_setting.how)
+            raise ModelConfigError(err.message, f"{local} {PANEL_HINT}".strip()) from None
 
     async def warm(self) -> None:
         """Load the SDKs of the configured providers before the first ask needs them."""
@@ -218,8 +229,8 @@ class ModelService:
 
     def forget(self) -> None:
         """Drop adapters built with keys that were replaced (the panel's keys form)."""
-        held = {(p.base_url, p.api_key) for p in self.broker.providers.values()}
-        for key in [k for k in self._adapters if (k[1], k[2]) not in held]:
+        held = {(p.base_url, p.api_key, p.url_setting) for p in self.broker.providers.values()}
+        for key in [k for k in self._adapters if k[1:] not in held]:
             del self._adapters[key]
 
 
