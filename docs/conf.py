@@ -48,3 +48,6 @@ html_theme_options = {
     "icon_links": [],
 }
 html_static_path: list[str] = []
+# Every page in the left sidebar (the pages are one level deep, so the theme's section
+# navigation would be empty).
+html_sidebars = {"**": ["globaltoc.html"]}
