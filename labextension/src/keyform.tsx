@@ -44,8 +44,11 @@ interface IKeyFields {
   remember: boolean;
 }
 
-/** The form's fields, whether a save is under way, and the save itself. */
-function useKeyForm(model: PanelModel): {
+/** The form's fields, whether a save is under way, and the save itself (`saved` after one). */
+function useKeyForm(
+  model: PanelModel,
+  saved: () => void
+): {
   fields: IKeyFields;
   set: (change: Partial<IKeyFields>) => void;
   busy: boolean;
@@ -68,6 +71,7 @@ function useKeyForm(model: PanelModel): {
     setBusy(false);
     if (ok) {
       set({ baseUrl: '', remember: false });
+      saved();
     }
   };
   return { fields, set, busy, save };
@@ -133,14 +137,44 @@ function KeyInputs(props: {
   );
 }
 
+/** The folded form's one line: which providers are configured, and how to change them. */
+function KeySummary(props: { providers: readonly IKeyProvider[]; open: boolean }): JSX.Element {
+  const configured = props.providers.filter(p => p.configured).map(p => p.label);
+  const held = configured.length > 0 ? `${configured.join(', ')} configured` : 'no key yet';
+  return (
+    <>
+      <span className="jp-ci-keys-title">Model keys</span>
+      {props.open ? null : (
+        <span className="jp-ci-keys-held" data-jupyter-ci="keys-held">
+          {held} · change
+        </span>
+      )}
+    </>
+  );
+}
+
+/**
+ * Whether the form is open: as the user left it, else open while no model is usable, no
+ * provider is configured, or the last save said something went wrong (its check failed).
+ */
+function useFolding(model: PanelModel): { open: boolean; toggle: () => void; reset: () => void } {
+  const [chosen, setChosen] = React.useState<boolean | null>(null);
+  const providers = model.config?.providers ?? [];
+  const wanted = model.needsKey || !providers.some(p => p.configured) || model.keyStatus.failed;
+  const open = chosen ?? wanted;
+  return { open, toggle: () => setChosen(!open), reset: () => setChosen(null) };
+}
+
 /**
  * Paste a provider key (and a base URL for an OpenAI-compatible server) where the server was
  * started without one. The key goes to the server, which keeps it; the field is emptied.
+ * Once a provider is configured the form folds to one line, which opens it again.
  */
 export function KeyForm(props: { model: PanelModel }): JSX.Element | null {
   const { model } = props;
   const providers = model.config?.providers ?? [];
-  const { fields, set, busy, save } = useKeyForm(model);
+  const folding = useFolding(model);
+  const { fields, set, busy, save } = useKeyForm(model, folding.reset);
   if (providers.length === 0) {
     return null;
   }
@@ -148,9 +182,18 @@ export function KeyForm(props: { model: PanelModel }): JSX.Element | null {
   const ready = !busy && canSave(fields, chosen);
   const status = model.keyStatus;
   return (
-    // Open while no model is usable, and once a save said something (its check may have failed).
-    <details className="jp-ci-keys" data-jupyter-ci="keys" open={model.needsKey || !!status.text || undefined}>
-      <summary>Model keys</summary>
+    <details className="jp-ci-keys" data-jupyter-ci="keys" open={folding.open || undefined}>
+      <summary
+        data-jupyter-ci="keys-summary"
+        title={folding.open ? 'Fold the key form' : 'Change or add a provider key'}
+        onClick={event => {
+          // The page decides, not the browser: a re-render keeps what was chosen.
+          event.preventDefault();
+          folding.toggle();
+        }}
+      >
+        <KeySummary providers={providers} open={folding.open} />
+      </summary>
       <KeyList providers={providers} />
       <form
         className="jp-ci-key-form"

@@ -12,8 +12,10 @@ import * as React from 'react';
 import { ApprovalPrompt, FixButton } from './approvalview';
 import { Ask } from './askentry';
 import { CommandIDs } from './commands';
+import type { IAskView } from './conversation';
 import { NotebookCost } from './costview';
 import { reviewerOf } from './editreview';
+import { ScrollFollower } from './follow';
 import { KeyForm } from './keyform';
 import type { PanelModel } from './panelmodel';
 import { Prompt } from './prompt';
@@ -52,6 +54,40 @@ function ModelPicker(props: { model: PanelModel }): JSX.Element {
         ))}
       </select>
     </label>
+  );
+}
+
+/**
+ * The asks, kept at the newest as they stream in (follow.ts); a new ask brings the view back
+ * to the end even after the user scrolled up.
+ */
+function ConversationList(props: { newest: IAskView | null; children: React.ReactNode }): JSX.Element {
+  const list = React.useRef<HTMLOListElement>(null);
+  const follower = React.useRef<ScrollFollower | null>(null);
+  const seen = React.useRef<IAskView | null>(null);
+  React.useLayoutEffect(() => {
+    const node = list.current;
+    if (node === null) {
+      return;
+    }
+    const following = new ScrollFollower(node);
+    following.watch(node);
+    follower.current = following;
+    return () => following.dispose();
+  }, []);
+  React.useLayoutEffect(() => {
+    // Asks change in place as they stream: another last ask is a new one (or a notebook's).
+    if (props.newest !== seen.current) {
+      follower.current?.newest();
+    } else {
+      follower.current?.follow();
+    }
+    seen.current = props.newest;
+  });
+  return (
+    <ol className="jp-ci-conversation" data-jupyter-ci="conversation" ref={list}>
+      {props.children}
+    </ol>
   );
 }
 
@@ -107,7 +143,7 @@ export class AskPanel extends VDomRenderer<PanelModel> {
         ))}
         <KeyForm model={model} />
         <ModelPicker model={model} />
-        <ol className="jp-ci-conversation" data-jupyter-ci="conversation">
+        <ConversationList newest={asks[asks.length - 1] ?? null}>
           {asks.map((ask, i) => (
             <Ask
               key={`${ask.cellId}-${i}`}
@@ -116,7 +152,7 @@ export class AskPanel extends VDomRenderer<PanelModel> {
               reviews={reviewerOf(model.conversation)}
             />
           ))}
-        </ol>
+        </ConversationList>
         <NotebookCost asks={asks} />
         <ApprovalPrompt notebook={notebook} askIds={asks.map(ask => ask.askId)} />
         <FixButton notebook={notebook} fix={this._commands ? this._fix : null} />
