@@ -111,6 +111,18 @@ export async function saveKey(
   return { config: asConfig(body), saved: typeof saved === 'string' ? saved : '', check };
 }
 
+/**
+ * Have the server forget a provider's key and base URL (in memory and in its key file);
+ * returns the new configuration and what the server says it removed.
+ */
+export async function removeKey(provider: string): Promise<{ config: IServerConfig; removed: string }> {
+  const body = await requestJSON(`jupyter-ci/keys?provider=${encodeURIComponent(provider)}`, {
+    method: 'DELETE'
+  });
+  const removed = (body as { removed?: unknown } | null)?.removed;
+  return { config: asConfig(body), removed: typeof removed === 'string' ? removed : '' };
+}
+
 function asConfig(value: unknown): IServerConfig {
   const body = value as Partial<IServerConfig> | null;
   const models = Array.isArray(body?.models)

@@ -7,13 +7,24 @@ import * as React from 'react';
 import type { IKeyProvider } from './api';
 import type { PanelModel } from './panelmodel';
 
-/** Which providers the server holds a key (or a keyless server's URL) for. */
-function KeyList(props: { providers: readonly IKeyProvider[] }): JSX.Element {
+/** Which providers the server holds a key (or a keyless server's URL) for; remove one. */
+function KeyList(props: { providers: readonly IKeyProvider[]; remove: (name: string) => void }): JSX.Element {
   return (
     <ul className="jp-ci-key-list">
       {props.providers.map(p => (
         <li key={p.name} data-jupyter-ci="key-provider" data-jupyter-ci-configured={String(p.configured)}>
           {p.label}: {p.configured ? 'configured' : 'no key'}
+          {p.configured ? (
+            <button
+              type="button"
+              className="jp-ci-key-remove"
+              data-jupyter-ci="key-remove"
+              title={`Have the server forget the ${p.label} key and base URL (and its key file)`}
+              onClick={() => props.remove(p.name)}
+            >
+              Remove
+            </button>
+          ) : null}
         </li>
       ))}
     </ul>
@@ -194,7 +205,7 @@ export function KeyForm(props: { model: PanelModel }): JSX.Element | null {
       >
         <KeySummary providers={providers} open={folding.open} />
       </summary>
-      <KeyList providers={providers} />
+      <KeyList providers={providers} remove={name => void model.removeKey(name)} />
       <form
         className="jp-ci-key-form"
         autoComplete="off"

@@ -7,7 +7,7 @@ import type { Contents } from '@jupyterlab/services';
 import type { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { VDomModel } from '@jupyterlab/ui-components';
 
-import { ApiError, fetchConfig, IKeyRequest, IServerConfig, saveKey } from './api';
+import { ApiError, fetchConfig, IKeyRequest, IServerConfig, removeKey, saveKey } from './api';
 import type { IAskInserted } from './commands';
 import type { Conversation, Conversations } from './conversation';
 import { IAttached, mentionFiles, uploadFile } from './upload';
@@ -90,6 +90,23 @@ export class PanelModel extends VDomModel {
         failed: true
       };
       return false;
+    } finally {
+      this.stateChanged.emit();
+    }
+  }
+
+  /** Have the server forget a provider's key and base URL; say what it removed. */
+  async removeKey(provider: string): Promise<void> {
+    try {
+      const { config, removed } = await removeKey(provider);
+      this._config = config;
+      this._configError = null;
+      this._keyStatus = { text: removed, failed: false };
+    } catch (error) {
+      this._keyStatus = {
+        text: error instanceof ApiError ? error.message : String(error),
+        failed: true
+      };
     } finally {
       this.stateChanged.emit();
     }

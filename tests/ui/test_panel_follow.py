@@ -112,7 +112,7 @@ def test_the_panel_follows_the_newest_ask_but_not_against_a_user_who_scrolled_up
 PASTED = "sk-pasted-FOLD-the-form-8642"
 
 
-def test_the_key_form_folds_once_a_key_is_set_and_opens_again(
+def test_the_key_form_folds_once_a_key_is_set_and_opens_to_change_or_remove_it(
     bare_lab: Lab, fake: FakeLLM
 ) -> None:
     lab = bare_lab
@@ -152,6 +152,19 @@ def test_the_key_form_folds_once_a_key_is_set_and_opens_again(
     summary.click()
     expect(form).not_to_have_attribute("open", "")
     expect(lab.panel.part("key-input")).to_be_hidden()
+    # Opened again to remove the key: the server forgets it, and the form stays open.
+    summary.click()
+    lab.panel.part("key-remove").click()
+    expect(lab.panel.part("key-status")).to_contain_text(
+        "OpenAI key and base URL removed from the server", timeout=WAIT_MS)
+    expect(lab.panel.part("key-provider").first).to_have_attribute(
+        "data-jupyter-ci-configured", "false")
+    expect(form).to_have_attribute("open", "")
+    expect(lab.panel.part("keys-held")).to_have_count(0)
+    lab.screenshot("keys-removed")
+    nb = lab.reload(nb)
+    lab.panel.open()
+    expect(form).to_have_attribute("open", "", timeout=WAIT_MS)
     # The key never came back to the page.
     assert PASTED not in lab.page.content()
     assert responses and not [r for r in responses if PASTED in r]

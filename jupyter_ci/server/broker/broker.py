@@ -143,6 +143,14 @@ class Broker:
         self.providers[provider.name] = provider
         return provider
 
+    def forget(self, name: str) -> Provider:
+        """Drop a provider's key and URL (the panel's Remove): it is unconfigured from now."""
+        spec = providers.get(name)
+        if spec is None or spec.in_process:
+            raise BadRequest(f"Unknown provider {name!r}; known: "
+                             f"{', '.join(s.name for s in providers.configurable())}.")
+        return self.hold(Provider(spec, spec.default_url))
+
     def candidate(self, name: str, key: str, base_url: str) -> Provider:
         """Return the provider a key and URL given at run time make, without holding it.
 

@@ -15,7 +15,7 @@ from jupyter_ci.config import JupyterCI
 from jupyter_ci.server.broker.broker import Broker
 from jupyter_ci.server.broker.errors import BadRequest
 from jupyter_ci.server.broker.panel import panel_config
-from jupyter_ci.server.broker.pasted_keys import KEYS_BODY, accept_key
+from jupyter_ci.server.broker.pasted_keys import KEYS_BODY, accept_key, remove_key
 from jupyter_ci.server.jsonbody import BadJSON, parse_json
 
 if TYPE_CHECKING:
@@ -41,7 +41,8 @@ class ConfigHandler(APIHandler):
 
 
 class KeysHandler(APIHandler):
-    """POST a provider key (and base URL) pasted in the panel; the reply never holds it."""
+    """POST a provider key (and base URL) pasted in the panel, or DELETE one; replies never
+    hold a key."""
 
     auth_resource = "jupyter_ci"
 
@@ -68,6 +69,19 @@ class KeysHandler(APIHandler):
             self._refuse(str(err))
             return
         # New kernels learn the provider from their environment; running ones ask the broker.
+        self.publish()
+        self.finish(json.dumps(reply))
+
+    @web.authenticated
+    @authorized
+    def delete(self) -> None:
+        """Forget the key and URL of `?provider=`; answer the panel config."""
+        try:
+            reply = remove_key(self.get_query_argument("provider", ""), self.ci, self.broker,
+                               self.logger)
+        except BadRequest as err:
+            self._refuse(str(err))
+            return
         self.publish()
         self.finish(json.dumps(reply))
 

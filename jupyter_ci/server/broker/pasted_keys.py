@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.server.broker.broker import Broker, Provider
 from jupyter_ci.server.broker.errors import BadRequest
-from jupyter_ci.server.broker.keys import KeyFileError, default_key_file, remember_keys
+from jupyter_ci.server.broker.keys import (
+    KeyFileError,
+    default_key_file,
+    key_file_to_read,
+    read_key_file,
+    remember_keys,
+)
 from jupyter_ci.server.broker.panel import panel_config
 from jupyter_ci.server.broker.upstream import why_failed
 
@@ -128,4 +134,38 @@ async def accept_key(body: Any, ci: JupyterCI, broker: Broker, client: httpx.Asy
     reply = panel_config(ci.model, ci.models, broker.configured()).to_json()
     reply["saved"] = saved
     reply["check"] = check.to_json()
+    return reply
+
+
+def _unremember(ci: JupyterCI, provider: Provider, log: Logger) -> str:
+    """Drop the provider's key and URL from the key file, if it holds them; say so."""
+    # The file the next start reads (keys.json, else a legacy keys.env).
+    path = Path(key_file_to_read(ci.key_file) or default_key_file()).expanduser()
+    names = (provider.spec.key_var, provider.spec.url_var)
+    try:
+        if not path.is_file() or not set(read_key_file(path, log)) & set(names):
+            return ""
+        remember_keys(path, dict.fromkeys(names, ""))
+    except (OSError, KeyFileError) as err:
+        problem = err.strerror if isinstance(err, OSError) else str(err)
+        log.error("jupyter-ci: could not remove the %s key from %s: %s", provider.spec.label,
+                  path, problem)
+        return f" It is still in {path}: {problem}."
+    return f" Removed from {path} too."
+
+
+def remove_key(name: str, ci: JupyterCI, broker: Broker, log: Logger) -> dict[str, Any]:
+    """Forget a provider's key and base URL, in memory and in the key file; return the reply.
+
+    Raise BadRequest for an unknown provider.
+    """
+    provider = broker.forget(name)
+    spec = provider.spec
+    file = _unremember(ci, provider, log)
+    removed = (f"{spec.label} key and base URL removed from the server.{file} One set in "
+               f"the environment that starts JupyterLab ({spec.key_var}, "
+               f"{spec.url_var}) comes back when it restarts.")
+    log.info("jupyter-ci: %s credentials removed from the panel", spec.label)
+    reply = panel_config(ci.model, ci.models, broker.configured()).to_json()
+    reply["removed"] = removed
     return reply
