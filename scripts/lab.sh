@@ -17,10 +17,13 @@ if [ -z "${JUPYTER_TOKEN:-}" ] && [ -z "${JUPYTER_TOKEN_FILE:-}" ]; then
        > "$JUPYTER_TOKEN_FILE")
   fi
 fi
-# default_url, not a file argument: the URLs the server prints lead to the notebook too.
+# default_url, not a file argument: the URLs the server prints lead to the notebook too. The
+# file browser stays at the root (file-browser-path), so File > New > Notebook puts new
+# notebooks there, not in examples/.
+page=/lab/tree/examples/getting-started.ipynb?file-browser-path=/
 args=(--notebook-dir=. --ServerApp.open_browser="${JUPYTER_CI_OPEN_BROWSER:-True}"
-      --LabApp.default_url=/lab/tree/examples/getting-started.ipynb)
+      --LabApp.default_url="$page")
 [ "$(id -u)" = 0 ] && args+=(--allow-root)
 # The server keeps this shell's pid (exec): the helper finds it by that, whatever its port.
-python scripts/lab_ready.py "$$" /lab/tree/examples/getting-started.ipynb &
+python scripts/lab_ready.py "$$" "$page" &
 exec jupyter lab "${args[@]}" "$@"

@@ -55,7 +55,7 @@ def block(info: dict[str, Any], page: str) -> str:
     bar = "-" * 78
     return "\n".join([
         "", bar,
-        f"jupyter-ci is ready: {url}{page}?token={token}",
+        f"jupyter-ci is ready: {url}{page}{'&' if '?' in page else '?'}token={token}",
         "REST API and MCP: paste these two lines in another terminal",
         f"  export URL={shlex.quote(url)} JUPYTER_TOKEN={shlex.quote(token)}",
         '  curl -s -H "Authorization: token $JUPYTER_TOKEN" $URL/jupyter-ci/sessions',

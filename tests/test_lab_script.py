@@ -69,8 +69,8 @@ def test_lab_sh_prints_how_to_reach_the_server_and_it_works_as_printed(lab: Lab)
     assert "jupyter-ci setup:" not in lab.printed  # installed already: nothing reinstalled
     token = lab.token_file.read_text()
     assert stat.S_IMODE(lab.token_file.stat().st_mode) == 0o600 and len(token) >= 32
-    url = re.search(rf"ready: (http://127\.0\.0\.1:\d+)/lab/tree/{NOTEBOOK}\?token=(\w+)",
-                    lab.printed)
+    url = re.search(rf"ready: (http://127\.0\.0\.1:\d+)/lab/tree/{NOTEBOOK}"
+                    r"\?file-browser-path=/&token=(\w+)", lab.printed)
     assert url and url.group(2) == token, lab.printed
     pasted = [line.strip() for line in lab.printed.splitlines()
               if line.startswith("  ")]  # the two lines to paste, as printed
@@ -88,7 +88,8 @@ def test_lab_sh_prints_how_to_reach_the_server_and_it_works_as_printed(lab: Lab)
     deadline = time.monotonic() + 30  # a hang guard: the browser stand-in runs as it starts
     while not (lab.opened.exists() and lab.opened.stat().st_size) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert f"/lab/tree/{NOTEBOOK}?token=" in lab.opened.read_text()
+    assert re.search(rf"/lab/tree/{NOTEBOOK}\?file-browser-path=(/|%2F)(&|&amp;)token=\w",
+                     lab.opened.read_text()), lab.opened.read_text()
 
 
 def test_the_readmes_rest_quick_start_works_after_lab_sh(lab: Lab) -> None:

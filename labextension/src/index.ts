@@ -28,6 +28,7 @@ import { CellDecorator } from './decoration';
 import { reviewEdits } from './editreview';
 import { addFixCommand } from './fixcell';
 import { FrontendAnnouncer } from './frontend';
+import { keepCleanOnKernelInfo } from './kernelmetadata';
 import { KernelMarks, KernelMarksFollower } from './outputtrust';
 import { askIcon, AskPanel } from './panel';
 import { PanelModel } from './panelmodel';
@@ -58,6 +59,7 @@ function manageNotebooks(
       return; // another view of the same document
     }
     managed.add(context);
+    keepCleanOnKernelInfo(panel); // opening a notebook does not modify it
     const model = () => (context.isDisposed ? null : context.model);
     const reveal = (cellId: string): void => {
       // The view the user looks at, else any view of this document.
