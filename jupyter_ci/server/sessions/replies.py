@@ -7,8 +7,9 @@ from tornado import web
 #: What a request without the server's token, or with a wrong one, is told (not tornado's
 #: "'_xsrf' argument missing from POST", which sends people looking for cookies).
 NO_TOKEN = ("Forbidden: missing or invalid token. Send the Jupyter server's token as the header "
-            "`Authorization: token <token>`: it is $JUPYTER_TOKEN where the server started, "
-            "else `jupyter server list` shows it, as does the URL the server's log prints.")
+            "`Authorization: token <token>`: scripts/lab.sh prints it once the server answers; "
+            "else it is $JUPYTER_TOKEN where the server started, or `jupyter server list` "
+            "shows it.")
 
 
 def allowed_methods(handler: type[web.RequestHandler]) -> str:
