@@ -17,8 +17,9 @@ import pytest
 from jupyter_ci import providers
 from jupyter_ci.agent.errors import AskError, ModelConfigError, ModelUnavailable
 from jupyter_ci.models.base import Endpoint, UrlSetting
+from jupyter_ci.models.broker import ENV_PROVIDERS, ENV_TOKEN, ENV_URL
 from jupyter_ci.models.openai import OpenAIChatModel
-from jupyter_ci.models.resolve import DIRECT_URL
+from jupyter_ci.models.resolve import DIRECT_URL, SERVER_URL, ModelSettings, resolve_model
 from tests.fakellm import Fail, FakeLLM
 from tests.kernelrun import Kernel
 from tests.nbrun import TEST_KEY, clean_env
@@ -101,6 +102,24 @@ def test_a_model_a_local_server_does_not_know_says_where_its_url_was_set(fake: F
     assert "try pulling it first" in error.message
     assert "ollama pull llama3.1" in error.hint and FROM_KERNEL_ENV in error.hint
     assert "/v1" in error.hint and "looks like" not in str(error)
+
+
+@pytest.mark.parametrize("name", ["llama3.1", "gpt-4.1"])
+def test_a_kernel_under_a_server_without_openai_is_told_about_the_url_for_a_local_name(
+    name: str
+) -> None:
+    # What a notebook kernel's environment holds when its server serves Anthropic only.
+    env = {ENV_URL: "http://127.0.0.1:1/jupyter-ci/broker", ENV_TOKEN: "t",
+           ENV_PROVIDERS: "anthropic"}
+    with pytest.raises(ModelConfigError) as info:
+        resolve_model(f"openai:{name}", ModelSettings(), env)
+    error = info.value
+    assert error.message == "The Jupyter server has no key for openai."
+    if name == "gpt-4.1":
+        assert "looks like" not in error.hint and "OPENAI_API_KEY" in error.hint
+    else:
+        assert f"'{name}' looks like the name of a local model" in error.hint
+        assert OLLAMA_URL in error.hint and SERVER_URL in error.hint
 
 
 # ------------------------------------------------------------ %%ask in a real kernel

@@ -106,6 +106,9 @@ def default_model_id(settings: ModelSettings, env: Mapping[str, str]) -> str:
 
 #: Where a kernel outside a server gets its base URL from.
 DIRECT_URL = "where Jupyter (or this Python) starts, then restart the kernel"
+#: Where a kernel under a server has the server get its base URL from.
+SERVER_URL = ("where JupyterLab starts and restart it, or as the base URL in the jupyter-ci "
+              "panel (the Ask tab, Model keys)")
 
 
 def endpoint_for(spec: ProviderSpec, settings: ModelSettings, env: Mapping[str, str],
@@ -118,8 +121,7 @@ def endpoint_for(spec: ProviderSpec, settings: ModelSettings, env: Mapping[str, 
         return Endpoint("", None, settings.timeout, settings.retries)
     if broker.behind_broker(env):
         if spec.name not in configured_providers(env):
-            local = spec.local_model_hint(
-                name, f"where JupyterLab starts and restart it, or in the panel. {PANEL_HINT}")
+            local = spec.local_model_hint(name, SERVER_URL)
             raise ModelConfigError(
                 f"The Jupyter server has no key for {spec.name}.",
                 local or f"{PANEL_HINT} Or set {spec.key_var} in the environment that starts "
