@@ -37,8 +37,9 @@ if [ "$(cat "$_ci_lab_stamp" 2>/dev/null)" != "$_ci_lab_want" ]; then
   (cd labextension && jlpm install >/dev/null && jlpm build:prod >/dev/null)
   echo "$_ci_lab_want" > "$_ci_lab_stamp"
 fi
-# Serve the labextension from the working tree (a symlink), so `jlpm build` is picked up.
-if [ ! -e .venv/share/jupyter/labextensions/jupyter-ci ]; then
+# Serve the labextension from the working tree (a symlink), so `jlpm build` is picked up
+# (an install may leave a copy there instead).
+if [ ! -L .venv/share/jupyter/labextensions/jupyter-ci ]; then
   jupyter labextension develop --overwrite . >/dev/null 2>&1
 fi
 # The sandbox of REST sessions and "Python 3 (sandboxed)" kernels needs bubblewrap (Linux).
