@@ -125,3 +125,9 @@ def _printed(log: Path, proc: subprocess.Popen[bytes]) -> str:
         assert proc.poll() is None, text
         time.sleep(0.2)
     raise AssertionError(f"no instructions printed:\n{log.read_text()}")
+
+
+def test_the_readme_shows_the_rest_quick_start_this_file_runs() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    lines = [line for line in README_REST.splitlines() if line and not line.startswith("#")]
+    assert "```bash\n" + "\n".join(lines) + "\n```" in readme

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 import pytest
@@ -73,7 +74,7 @@ def test_the_usage_line_is_the_parsers() -> None:
 
 
 def test_the_readme_quotes_the_usage_line() -> None:
-    block = _readme_use_section().split("```\n", 2)[1]
+    block = re.split(r"```\w*\n", _readme_use_section(), maxsplit=2)[1]
     assert USAGE in block.splitlines(), f"README.md's usage block must hold:\n{USAGE}"
 
 
