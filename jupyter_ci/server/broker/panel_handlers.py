@@ -41,8 +41,7 @@ class ConfigHandler(APIHandler):
 
 
 class KeysHandler(APIHandler):
-    """POST a provider key (and base URL) pasted in the panel, or DELETE one; replies never
-    hold a key."""
+    """POST a key (and base URL) pasted in the panel, or DELETE one; no reply holds a key."""
 
     auth_resource = "jupyter_ci"
 
