@@ -7,7 +7,7 @@ import type { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import * as React from 'react';
 
 import { askStatusText, phaseText, stepText } from './asktext';
-import type { IAskView } from './conversation';
+import type { IAskView } from './askview';
 import { AskCost } from './costview';
 import type { IReviewActions } from './reviewbox';
 import { AskReviews } from './reviewview';

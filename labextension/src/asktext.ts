@@ -2,7 +2,7 @@
  * The words the panel shows for an ask: its status, its steps, what it does now. The kernel
  * words what it decides (an unresolved step's sentence); nothing here composes that.
  */
-import type { IAskView, IPhase, IStepView } from './conversation';
+import type { IAskView, IPhase, IStepView } from './askview';
 
 const STATUS_TEXT: Record<IAskView['status'], string> = {
   pending: 'waiting for the kernel…',

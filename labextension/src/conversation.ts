@@ -3,8 +3,9 @@
  */
 import { ISignal, Signal } from '@lumino/signaling';
 
-import { addTurn, atEnd, IAskCost } from './cost';
-import { IEditReview, reviewOf } from './editstate';
+import type { IAskView } from './askview';
+import { addTurn, atEnd } from './cost';
+import { reviewOf } from './editstate';
 import { errorText, isKnown } from './protocol';
 import type {
   AnyMessage,
@@ -12,86 +13,13 @@ import type {
   IAskReused,
   IAskStart,
   IRequestSent,
-  ISentPart,
   IStepEnd,
   IStepStart,
-  IUnresolved,
   IUsage,
   IWaitingForUser,
-  StepKind,
-  StepStatus,
   WaitingKind
 } from './protocol';
 import type { IRecordedAsk } from './records';
-
-export type AskViewStatus = 'pending' | 'running' | 'done' | 'failed' | 'interrupted';
-
-export interface IStepView {
-  step: number;
-  attempt: number;
-  status: 'running' | StepStatus;
-  /** Attempts that failed before the current one. */
-  failedAttempts: number;
-  /** In seconds (as stored by earlier versions too). */
-  durationS: number | null;
-  error: string | null;
-  /** What the attempt runs: the model's code (when absent too), an install, a retry after one. */
-  kind?: StepKind;
-  /** The package an install is about. */
-  package?: string;
-}
-
-/** What a running ask does now: what the panel's clock shows. */
-export interface IPhase {
-  what: 'thinking' | 'running' | 'writing' | 'waiting';
-  /** Since when (ms since the epoch). */
-  since: number;
-  /** While waiting: the question the kernel asks the user. */
-  question?: string;
-  /** While waiting: what the question is about (a step or plan waits for approval). */
-  kind?: WaitingKind;
-}
-
-export interface IAskView {
-  /** The `%%ask` cell; known before the kernel answers when sent from the panel. */
-  cellId: string;
-  askId: string | null;
-  prompt: string;
-  model: string;
-  status: AskViewStatus;
-  steps: IStepView[];
-  /** Streamed answer text, replaced by the final answer at the end. */
-  answer: string;
-  error: string | null;
-  /** The answer of an earlier run, reused without asking the model. */
-  reused?: boolean;
-  /**
-   * Answered while a step's last attempt still failed; `message` says so in the kernel's
-   * words ('' in an entry kept or read from a notebook by an older version).
-   */
-  unresolved?: IUnresolved | null;
-  /** What the ask's last model call sent, in parts. */
-  sent?: ISentPart[];
-  /** While it runs: what it does now, and since when, for a clock. */
-  phase?: IPhase | null;
-  /** When its record was written (ISO time), to place asks read from the notebook. */
-  created?: string;
-  /**
-   * Read from the notebook's ask record (records.ts), which this page cannot verify: shown
-   * as plain text only, until the kernel reuses it (it checks the record's signature).
-   */
-  fromNotebook?: boolean;
-  /** Its tokens and price so far (cost.ts adds them up). */
-  cost?: IAskCost | null;
-  /** The edits of the user's cells it proposed, batch by batch, and what was decided. */
-  reviews?: IEditReview[];
-}
-
-/** The asks kept across page loads: the last ones, what was sent only for the last few. */
-function kept(asks: readonly IAskView[]): IAskView[] {
-  const last = asks.slice(-KEPT_ASKS);
-  return last.map((ask, i) => (i < last.length - KEPT_SENT ? { ...ask, sent: undefined } : ask));
-}
 
 /**
  * A thinking ask writes now (code or text): its clock goes on from when it began to think
@@ -120,48 +48,13 @@ function newAsk(cellId: string, prompt: string, model: string): IAskView {
   };
 }
 
-/** The most asks a notebook's conversation keeps across page loads. */
-export const KEPT_ASKS = 50;
-
-/**
- * The most asks whose "what the model was sent" is kept across page loads: it holds the
- * context of every ask, too much for the browser's storage for all of them.
- */
-export const KEPT_SENT = 10;
-
-/** Where a conversation is kept between page loads (the browser's local storage). */
-export interface IConversationStore {
-  getItem(key: string): string | null;
-  setItem(key: string, value: string): void;
-}
-
-function isAskView(value: unknown): value is IAskView {
-  const ask = value as Partial<IAskView> | null;
-  return (
-    typeof ask === 'object' &&
-    ask !== null &&
-    typeof ask.cellId === 'string' &&
-    typeof ask.prompt === 'string' &&
-    typeof ask.answer === 'string' &&
-    Array.isArray(ask.steps)
-  );
-}
-
 /**
  * The asks of one notebook, in the order they started.
  */
 export class Conversation {
-  /**
-   * A conversation kept under `key` in `store` (when given): what the panel showed comes
-   * back after a reload. Asks that were running then are shown as interrupted until the
-   * kernel says they still run (it does, to a reloaded page, with ask_state).
-   */
-  constructor(
-    private readonly _store: IConversationStore | null = null,
-    private readonly _key: string = ''
-  ) {
-    this._load();
-    this._changed.connect(this._save, this);
+  /** A conversation holding `asks` (kept from an earlier page load, conversationstore.ts). */
+  constructor(asks: readonly IAskView[] = []) {
+    this._asks.push(...asks);
   }
 
   /** Emitted whenever anything in the conversation changes. */
@@ -466,58 +359,6 @@ export class Conversation {
     return this._asks.find(a => a.askId === askId);
   }
 
-  private _load(): void {
-    if (this._store === null || !this._key) {
-      return;
-    }
-    let stored: unknown = null;
-    try {
-      stored = JSON.parse(this._store.getItem(this._key) ?? 'null');
-    } catch {
-      return; // not ours, or cut short: start afresh
-    }
-    if (!Array.isArray(stored)) {
-      return;
-    }
-    for (const ask of stored.filter(isAskView)) {
-      if (ask.status === 'running' || ask.status === 'pending') {
-        ask.status = 'interrupted';
-        ask.error = 'The page was reloaded while this ask ran.';
-      }
-      this._asks.push(ask);
-    }
-  }
-
-  private _save(): void {
-    if (this._store === null || !this._key) {
-      return;
-    }
-    try {
-      this._store.setItem(this._key, JSON.stringify(kept(this._asks)));
-    } catch {
-      // Storage full or refused: the panel goes on without keeping it.
-    }
-  }
-
   private readonly _asks: IAskView[] = [];
   private readonly _changed = new Signal<this, void>(this);
-}
-
-/**
- * One conversation per open notebook document (shared by all its views).
- */
-export class Conversations {
-  constructor(private readonly _store: IConversationStore | null = null) {}
-
-  /** Return the conversation of a document, creating (or loading) it on first use. */
-  get(document: { readonly path: string }): Conversation {
-    let conversation = this._map.get(document);
-    if (conversation === undefined) {
-      conversation = new Conversation(this._store, `jupyter-ci:conversation:${document.path}`);
-      this._map.set(document, conversation);
-    }
-    return conversation;
-  }
-
-  private readonly _map = new WeakMap<object, Conversation>();
 }

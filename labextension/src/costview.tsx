@@ -6,7 +6,7 @@
  */
 import * as React from 'react';
 
-import type { IAskView } from './conversation';
+import type { IAskView } from './askview';
 import { contextText, costText, total, totalText } from './cost';
 
 /** "12,345 in (2,000 cached) · 678 out · $0.0123" under an ask. */

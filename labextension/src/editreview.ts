@@ -17,7 +17,8 @@ import type {
 } from '@jupyterlab/notebook';
 import type { IDisposable } from '@lumino/disposable';
 
-import type { Conversation, IAskView } from './conversation';
+import type { IAskView } from './askview';
+import type { Conversation } from './conversation';
 import {
   answerText,
   decide,

@@ -23,7 +23,7 @@ import { renderUntrustedWhen } from './boxedrender';
 import { NotebookComm } from './comm';
 import { addCommands, CommandIDs, insertAndRunAsk, PANEL_ID } from './commands';
 import { guardConsoles } from './consoletrust';
-import { Conversations } from './conversation';
+import { Conversations } from './conversationstore';
 import { CellDecorator } from './decoration';
 import { reviewEdits } from './editreview';
 import { addFixCommand } from './fixcell';

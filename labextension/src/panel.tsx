@@ -12,7 +12,7 @@ import * as React from 'react';
 import { ApprovalPrompt, FixButton } from './approvalview';
 import { Ask } from './askentry';
 import { CommandIDs } from './commands';
-import type { IAskView } from './conversation';
+import type { IAskView } from './askview';
 import { NotebookCost } from './costview';
 import { reviewerOf } from './editreview';
 import { ScrollFollower } from './follow';

@@ -9,7 +9,8 @@ import { VDomModel } from '@jupyterlab/ui-components';
 
 import { ApiError, fetchConfig, IKeyRequest, IServerConfig, removeKey, saveKey } from './api';
 import type { IAskInserted } from './commands';
-import type { Conversation, Conversations } from './conversation';
+import type { Conversation } from './conversation';
+import type { Conversations } from './conversationstore';
 import { IAttached, mentionFiles, uploadFile } from './upload';
 
 export type MessageKind = 'no-notebook' | 'no-kernel' | 'no-model' | 'config' | 'upload';

@@ -7,7 +7,7 @@ import type { NotebookPanel } from '@jupyterlab/notebook';
 
 import { askSource } from './asksource';
 import type { IAskInserted } from './commands';
-import type { Conversations } from './conversation';
+import type { Conversations } from './conversationstore';
 
 /** What a pending ask whose cell ran without starting an ask says. */
 export const NOT_STARTED =

@@ -9,7 +9,7 @@
 import type { INotebookModel } from '@jupyterlab/notebook';
 
 import { asGeneratedRecord, generatedIds, ICellData } from './cells';
-import type { IStepView } from './conversation';
+import type { IStepView } from './askview';
 import { IAskCost, recordedCost } from './cost';
 import { AskStatus, IUnresolved, METADATA_KEY } from './protocol';
 

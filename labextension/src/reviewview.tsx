@@ -7,7 +7,7 @@
  */
 import * as React from 'react';
 
-import type { IAskView } from './conversation';
+import type { IAskView } from './askview';
 import { IEditReview, IEditView, reviewSummary } from './editstate';
 import { diffCounts, lineDiff } from './linediff';
 import type { IReviewActions } from './reviewbox';

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
 import { askStatusText, phaseText, stepText, UNRESOLVED_TEXT } from '../src/asktext';
-import type { IAskView, IStepView } from '../src/conversation';
+import type { IAskView, IStepView } from '../src/askview';
 
 function ask(change: Partial<IAskView>): IAskView {
   return {

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
 import { Conversation } from '../src/conversation';
+import { Conversations } from '../src/conversationstore';
 import {
   answerText,
   decide,
@@ -152,11 +153,11 @@ describe('the conversation', () => {
       getItem: (k: string) => store.get(k) ?? null,
       setItem: (k: string, v: string) => void store.set(k, v)
     };
-    const c = new Conversation(storage, 'k');
+    const c = new Conversations(storage).get({ path: 'n.ipynb' });
     c.start(askStart());
     c.follow(waiting([edit('c1', 'cell-0')]));
     c.end(askEnd({ usage: { input_tokens: 22, output_tokens: 14, cached_tokens: 0, cost_usd: null } }));
-    const again = new Conversation(storage, 'k');
+    const again = new Conversations(storage).get({ path: 'n.ipynb' });
     assert.equal(again.asks[0].cost?.inputTokens, 22);
     assert.equal(again.asks[0].reviews?.[0].edits[0].callId, 'c1');
   });

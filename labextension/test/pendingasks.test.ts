@@ -7,7 +7,7 @@ import { describe, test } from 'node:test';
 import type { NotebookPanel } from '@jupyterlab/notebook';
 
 import type { IAskInserted } from '../src/commands';
-import { Conversations } from '../src/conversation';
+import { Conversations } from '../src/conversationstore';
 import { NOT_STARTED, PendingAsks } from '../src/pendingasks';
 
 /** A notebook panel as PendingAsks sees it: its document. */
