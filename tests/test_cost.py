@@ -326,9 +326,9 @@ def test_the_mcp_ask_result_ends_with_the_cost_line() -> None:
 
 
 def test_the_money_budget_reserves_settles_and_follows_its_holders() -> None:
-    from jupyter_ci.server.broker.credentials import Budget
+    from jupyter_ci.server.broker.budget import Budgets
 
-    budget = Budget()
+    budget = Budgets()
     budget.money.per_kernel, budget.money.per_server = 1.0, 1.5
     budget.open("k1")
     first = budget.reserve("k1", 100, usd=0.6)
@@ -339,9 +339,9 @@ def test_the_money_budget_reserves_settles_and_follows_its_holders() -> None:
     assert "$1.20 more is reserved" in refused
     budget.settle(first, 50, usd=0.25)
     budget.settle(second, 50, usd=0.25)
-    assert budget.money.kernel_spent["k1"] == 0.5 and budget.money.server_reserved == 0
+    assert budget.money.kernel_used["k1"] == 0.5 and budget.money.server_reserved == 0
     budget.rebind("k1", "k2")
-    assert budget.money.kernel_spent == {"k2": 0.5}
+    assert budget.money.kernel_used == {"k2": 0.5}
     again = budget.reserve("k2", 10, usd=0.6)
     assert not isinstance(again, str)
     budget.settle(again, 10, usd=again.usd)  # a hang-up with no report: its reservation
@@ -352,5 +352,5 @@ def test_the_money_budget_reserves_settles_and_follows_its_holders() -> None:
     budget.settle(third, 10, usd=0.5)
     assert "max_cost_per_server = 1.5 (USD)" in str(budget.reserve("k3", 1))
     budget.close("k2")
-    assert "k2" not in budget.money.kernel_spent
-    assert budget.money.server_spent == pytest.approx(1.6)
+    assert "k2" not in budget.money.kernel_used
+    assert budget.money.server_used == pytest.approx(1.6)

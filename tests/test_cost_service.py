@@ -47,8 +47,8 @@ async def test_a_kernels_turn_gets_cached_tokens_and_is_charged_their_price(
     assert (reply["input_tokens"], reply["cached_tokens"], reply["output_tokens"]) == (
         12_345, 2_000, 678)
     money = broker_of(live_server).budget.money
-    assert money.kernel_spent[KERNEL] == pytest.approx(COSTS[provider])
-    assert money.server_spent == pytest.approx(COSTS[provider])
+    assert money.kernel_used[KERNEL] == pytest.approx(COSTS[provider])
+    assert money.server_used == pytest.approx(COSTS[provider])
     assert money.server_reserved == 0 and not money.kernel_reserved
 
 
@@ -80,14 +80,14 @@ async def test_the_server_money_budget_counts_every_kernel_and_refuses_unpriced_
     status, lines = await turn_fetch(turn_body("openai:gpt-test"), token)
     assert (status, refusal(lines)[0]) == (400, "ModelConfigError")
     assert "openai:gpt-test has no price" in refusal(lines)[1]
-    assert broker.budget.money.server_spent == 0 and not upstream.requests
+    assert broker.budget.money.server_used == 0 and not upstream.requests
     tokens = [token, broker.issue("second-kernel"), broker.issue("third-kernel")]
     answers = [await turn_fetch(turn_body(MODELS["anthropic"]), t) for t in tokens]
     assert [status for status, _ in answers] == [200, 200, 429]
     kind, message = refusal(answers[-1][1])
     assert kind == "LimitReached"
     assert "money budget c.JupyterCI.max_cost_per_server = 0.02 (USD)" in message
-    assert broker.budget.money.server_spent == pytest.approx(2 * COSTS["anthropic"])
+    assert broker.budget.money.server_used == pytest.approx(2 * COSTS["anthropic"])
 
 
 PRICES = {"openai:house-model": {"input": 3.0, "output": 9.0, "context_window": 64_000}}

@@ -221,7 +221,7 @@ async def test_a_provider_dying_mid_stream_ends_the_turn_with_an_error(
     # A reply broken off mid-stream is not the provider's wire format: said, never retried.
     assert lines[-1]["error"]["type"] == "BadModelReply"
     assert "broke off its reply" in lines[-1]["error"]["message"]
-    budget = broker_of(live_server).budget
+    budget = broker_of(live_server).budget.tokens
     assert budget.server_reserved == 0 and not budget.kernel_reserved
     problems = []
     if status not in (200, 502):  # a provider's failure, told as one

@@ -89,10 +89,9 @@ class JupyterCIApp(ExtensionApp):
 
     def _budgets(self) -> None:
         """Give the broker the budgets of kernels and the server, in tokens and in USD."""
-        budget, ci = self.broker.budget, self.ci
-        budget.per_kernel, budget.per_server = ci.max_tokens_per_kernel, ci.max_tokens_per_server
-        budget.money.per_kernel = ci.max_cost_per_kernel
-        budget.money.per_server = ci.max_cost_per_server
+        tokens, money, ci = self.broker.budget.tokens, self.broker.budget.money, self.ci
+        tokens.per_kernel, tokens.per_server = ci.max_tokens_per_kernel, ci.max_tokens_per_server
+        money.per_kernel, money.per_server = ci.max_cost_per_kernel, ci.max_cost_per_server
 
     def initialize_handlers(self) -> None:
         """Register the routes (see handlers.routes)."""

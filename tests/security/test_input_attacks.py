@@ -278,7 +278,7 @@ async def test_a_deep_provider_reply_ends_the_turn_and_the_service_goes_on(
                                     b"data: [DONE]\n\n"])]
     status, lines = await turn_fetch(turn_body(), token)
     assert not any("reply" in line for line in lines), lines
-    budget = broker_of(live_server).budget
+    budget = broker_of(live_server).budget.tokens
     assert budget.server_reserved == 0 and not budget.kernel_reserved
     assert (await turn_fetch(turn_body(), token))[0] == 200
     # A provider's failure, in our words: a 502 (or an error line), never a server bug's 500.

@@ -69,7 +69,7 @@ async def test_the_server_budget_counts_every_kernel(
     assert [status for status, _ in answers] == [200, 200, 429]
     kind, message = refusal(answers[-1][1])
     assert kind == "LimitReached" and "c.JupyterCI.max_tokens_per_server = 30" in message
-    assert broker.budget.server_used == 2 * USED
+    assert broker.budget.tokens.server_used == 2 * USED
 
 
 LIMIT = 200
@@ -105,7 +105,7 @@ async def at_once(upstream: Upstream, token: str, body: dict[str, Any], count: i
 
 def used_by(server: Any, setting: str) -> int:
     """Return what the budget that `setting` limits has counted."""
-    budget = broker_of(server).budget
+    budget = broker_of(server).budget.tokens
     return budget.kernel_used[KERNEL] if setting == "max_tokens_per_kernel" else (
         budget.server_used)
 
@@ -131,7 +131,7 @@ async def test_twenty_turns_at_once_pass_the_limit_by_one_reservation_at_most(
     used = used_by(live_server, setting)
     assert used == len(admitted) * reserved
     assert used - LIMIT <= reserved
-    budget = broker_of(live_server).budget
+    budget = broker_of(live_server).budget.tokens
     assert budget.server_reserved == 0 and not budget.kernel_reserved
 
 
@@ -171,11 +171,11 @@ async def test_a_hang_up_mid_stream_is_charged(
     upstream.gate = asyncio.Event()  # never set: the provider streams only its first text
     await hang_up_after_first_event(body, token)
     for _ in range(200):
-        if upstream.cut and not broker_of(live_server).budget.server_reserved:
+        if upstream.cut and not broker_of(live_server).budget.tokens.server_reserved:
             break
         await asyncio.sleep(0.02)
     assert upstream.cut, "the provider saw its stream cut"
-    budget = broker_of(live_server).budget
+    budget = broker_of(live_server).budget.tokens
     expected = reservation(body) if charged is None else charged
     assert budget.kernel_used[KERNEL] == budget.server_used == expected > 0
     assert budget.server_reserved == 0 and not budget.kernel_reserved
@@ -189,7 +189,7 @@ async def test_a_provider_that_reports_no_usage_is_charged_by_length(
     assert (await turn_fetch(body, token))[0] == 200
     # A guess from length: about 4 bytes a token, each way (the system prompt counts too).
     sent = len(body.get("system", "")) + 400
-    used = broker_of(live_server).budget.kernel_used[KERNEL]
+    used = broker_of(live_server).budget.tokens.kernel_used[KERNEL]
     assert used == (sent + 80) // 4 > 0
 
 
@@ -198,4 +198,4 @@ async def test_no_budget_means_no_limit(
 ) -> None:
     for _ in range(3):
         assert (await turn_fetch(turn_body(), token))[0] == 200
-    assert broker_of(live_server).budget.kernel_used[KERNEL] == 3 * USED
+    assert broker_of(live_server).budget.tokens.kernel_used[KERNEL] == 3 * USED

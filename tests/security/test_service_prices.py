@@ -62,10 +62,10 @@ async def test_spaces_and_case_are_priced_as_the_model_they_reach(
     money = broker_of(live_server).budget.money
     for variant in VARIANTS:
         upstream.turns = [USAGE]
-        before = money.kernel_spent[KERNEL]
+        before = money.kernel_used[KERNEL]
         status, lines = await turn_fetch(turn_body(variant), token)
         assert status == 200, (variant, lines)
-        assert money.kernel_spent[KERNEL] - before == pytest.approx(O1_PRO), variant
+        assert money.kernel_used[KERNEL] - before == pytest.approx(O1_PRO), variant
     assert sent_models(upstream) == ["o1-pro"] * 5 + ["O1-PRO"]
 
 

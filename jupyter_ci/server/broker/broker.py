@@ -17,7 +17,8 @@ from jupyter_ci import providers
 from jupyter_ci.models.base import UrlSetting
 from jupyter_ci.models.broker import ENV_MODEL, ENV_PROVIDERS, ENV_SOCKET, ENV_TOKEN, ENV_URL
 from jupyter_ci.providers import ProviderSpec
-from jupyter_ci.server.broker.credentials import Budget, Credentials
+from jupyter_ci.server.broker.budget import Budgets
+from jupyter_ci.server.broker.credentials import Credentials
 from jupyter_ci.server.broker.errors import (
     BadBrokerToken,
     BadRequest,
@@ -100,11 +101,11 @@ class Provider:
 
 @dataclass
 class Broker:
-    """Provider keys held in server memory, and the kernels' credentials and token budget."""
+    """Provider keys held in server memory, and the kernels' credentials and budgets."""
 
     providers: dict[str, Provider]
     credentials: Credentials = field(default_factory=Credentials)
-    budget: Budget = field(default_factory=Budget)
+    budget: Budgets = field(default_factory=Budgets)
     #: Kernels where model-written code ran since their start (model_code.py).
     model_code: ModelCodeKernels = field(default_factory=ModelCodeKernels)
 

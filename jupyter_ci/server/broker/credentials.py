@@ -1,4 +1,4 @@
-"""Model credentials: a token per kernel, and the token budget of kernels and the server.
+"""Model credentials: a token per kernel (the budgets they draw on are in budget.py).
 
 A kernel gets its own token when the server starts it, a new one when it restarts, and
 none once it is shut down or dead: a token copied out of a kernel (into a file, a child
@@ -11,8 +11,6 @@ from __future__ import annotations
 import hashlib
 import secrets
 from dataclasses import dataclass, field
-
-from jupyter_ci.server.broker.spend import Spend
 
 
 def _digest(token: str) -> bytes:
@@ -61,107 +59,3 @@ class Credentials:
     def __repr__(self) -> str:
         """Show how many tokens are live, never a token."""
         return f"Credentials({len(self)} live)"
-
-
-@dataclass(frozen=True)
-class Reservation:
-    """Tokens set aside for one model call until its usage is known."""
-
-    holder: str
-    tokens: int
-    #: USD set aside too (the money budget), priced by the model the call names.
-    usd: float = 0.0
-
-
-@dataclass
-class Budget:
-    """Tokens (input + output, as providers report them) kernels and the server may use.
-
-    Each call reserves what it may cost before it starts and settles on what it used, so
-    calls running at once see each other: together they pass a limit by one reservation
-    at most. A holder is a kernel, or a REST session's asks.
-    """
-
-    #: Per kernel or session, over restarts (0 = unlimited): c.JupyterCI.max_tokens_per_kernel.
-    per_kernel: int = 0
-    #: For the whole server run (0 = unlimited): c.JupyterCI.max_tokens_per_server.
-    per_server: int = 0
-    server_used: int = 0
-    kernel_used: dict[str, int] = field(default_factory=dict)
-    server_reserved: int = 0
-    kernel_reserved: dict[str, int] = field(default_factory=dict)
-    #: The money budget, kept for the same holders (c.JupyterCI.max_cost_per_*).
-    money: Spend = field(default_factory=Spend)
-
-    @property
-    def active(self) -> bool:
-        """Say whether any limit is set."""
-        return self.per_kernel > 0 or self.per_server > 0
-
-    def exceeded(self, holder: str) -> str | None:
-        """Say which limit `holder` has reached (counting open reservations), or None."""
-        if self.per_server and self.server_used + self.server_reserved >= self.per_server:
-            return (f"This Jupyter server has used {self.server_used} model tokens "
-                    f"({self.server_reserved} more are reserved by calls running now), its "
-                    f"budget c.JupyterCI.max_tokens_per_server = {self.per_server}. Raise it "
-                    "(0 = unlimited) and restart the server to go on.")
-        used = self.kernel_used.get(holder, 0)
-        reserved = self.kernel_reserved.get(holder, 0)
-        if self.per_kernel and used + reserved >= self.per_kernel:
-            return (f"This kernel has used {used} model tokens ({reserved} more are reserved "
-                    f"by calls running now), its budget c.JupyterCI.max_tokens_per_kernel = "
-                    f"{self.per_kernel}. Shut it down and start a new kernel, or raise the "
-                    "setting (0 = unlimited).")
-        return None
-
-    def reserve(self, holder: str, tokens: int, usd: float = 0.0) -> Reservation | str:
-        """Set `tokens` (and `usd`) aside for a call of `holder`, or say which limit refuses."""
-        reason = self.exceeded(holder) or self.money.exceeded(holder)
-        if reason is not None:
-            return reason
-        self.money.reserve(holder, usd)
-        tokens = max(tokens, 0)
-        self.server_reserved += tokens
-        if holder in self.kernel_used:
-            self.kernel_reserved[holder] = self.kernel_reserved.get(holder, 0) + tokens
-        return Reservation(holder, tokens, max(usd, 0.0))
-
-    def settle(self, reservation: Reservation, tokens: int, usd: float = 0.0) -> None:
-        """End a reservation, charging what the call used (tokens, and USD)."""
-        self.money.settle(reservation.holder, reservation.usd, usd)
-        self.server_reserved = max(0, self.server_reserved - reservation.tokens)
-        left = self.kernel_reserved.get(reservation.holder, 0) - reservation.tokens
-        if left > 0:
-            self.kernel_reserved[reservation.holder] = left
-        else:
-            self.kernel_reserved.pop(reservation.holder, None)
-        self.charge(reservation.holder, tokens)
-
-    def charge(self, holder: str, tokens: int) -> None:
-        """Add the tokens one reply used to its holder's and the server's counts."""
-        if tokens <= 0:
-            return
-        self.server_used += tokens
-        # Only known holders: a reply that ends after its kernel was shut down counts for
-        # the server but must not bring the shut-down kernel's entry back.
-        if holder in self.kernel_used:
-            self.kernel_used[holder] += tokens
-
-    def open(self, holder: str) -> None:
-        """Start counting for a kernel or session (kept over its restarts)."""
-        self.kernel_used.setdefault(holder, 0)
-        self.money.open(holder)
-
-    def close(self, holder: str) -> None:
-        """Stop counting for a kernel or session that is gone."""
-        self.kernel_used.pop(holder, None)
-        self.kernel_reserved.pop(holder, None)
-        self.money.close(holder)
-
-    def rebind(self, old: str, new: str) -> None:
-        """Count what `old` used for `new` from now on."""
-        if old in self.kernel_used:
-            self.kernel_used[new] = self.kernel_used.pop(old)
-        if old in self.kernel_reserved:
-            self.kernel_reserved[new] = self.kernel_reserved.pop(old)
-        self.money.rebind(old, new)

@@ -53,7 +53,7 @@ from jupyter_ci.models.resolve import (
 from jupyter_ci.models.turn_wire import Turn, tool_input_event
 from jupyter_ci.providers import ProviderSpec
 from jupyter_ci.server.broker.broker import Broker, Provider
-from jupyter_ci.server.broker.credentials import Reservation
+from jupyter_ci.server.broker.budget import Reservation
 from jupyter_ci.server.broker.errors import BrokerError
 
 #: The tools a turn may offer the model: running code and editing a cell (by name; schemas
