@@ -9,8 +9,8 @@ import * as React from 'react';
 import { askStatusText, phaseText, stepText } from './asktext';
 import type { IAskView } from './askview';
 import { AskCost } from './costview';
+import { AskReviews } from './questionview';
 import type { IReviewActions } from './reviewbox';
-import { AskReviews } from './reviewview';
 
 /** Render Markdown with the application's rendermime registry (sanitized). */
 function Markdown(props: { source: string; rendermime: IRenderMimeRegistry }): JSX.Element {

@@ -8,7 +8,6 @@ import type { INotebookModel } from '@jupyterlab/notebook';
 import type { Kernel, KernelMessage as KM } from '@jupyterlab/services';
 import type { IDisposable } from '@lumino/disposable';
 
-import type { NotebookApprovals } from './approvalcontrol';
 import { AskCells } from './askcells';
 import type { Conversation } from './conversation';
 import { KernelFollower } from './kernelfollower';
@@ -27,6 +26,7 @@ import {
   parseMessage
 } from './protocol';
 import type { KernelMarks } from './outputtrust';
+import type { NotebookQuestions } from './questions';
 import type { TrustGuard } from './trust';
 
 const LOST_STATUSES = new Set<Kernel.Status>(['restarting', 'autorestarting', 'dead']);
@@ -47,7 +47,7 @@ export class NotebookComm implements IDisposable {
     private readonly _conversation: Conversation,
     private readonly _trust: TrustGuard | null = null,
     private readonly _reveal: ((cellId: string) => void) | null = null,
-    private readonly _approvals: NotebookApprovals | null = null,
+    private readonly _questions: NotebookQuestions | null = null,
     private readonly _marks: KernelMarks | null = null
   ) {
     this._follower = new KernelFollower(_session, {
@@ -225,8 +225,8 @@ export class NotebookComm implements IDisposable {
     if (cells === undefined) {
       return; // not an ask of this notebook
     }
-    // A step or plan waiting for approval is shown with its buttons (approvalcontrol.ts).
-    this._approvals?.follow(msg, cells);
+    // A step or plan waiting for approval is shown with its buttons (questions.ts).
+    this._questions?.follow(msg, cells);
     if (msg.type === 'ask_end') {
       this._end(cells, msg);
       return;

@@ -18,14 +18,12 @@ import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { ITranslator } from '@jupyterlab/translation';
 
-import { manageApprovals } from './approvalcontrol';
 import { renderUntrustedWhen } from './boxedrender';
 import { NotebookComm } from './comm';
 import { addCommands, CommandIDs, insertAndRunAsk, PANEL_ID } from './commands';
 import { guardConsoles } from './consoletrust';
 import { Conversations } from './conversationstore';
 import { CellDecorator } from './decoration';
-import { reviewEdits } from './editreview';
 import { addFixCommand } from './fixcell';
 import { FrontendAnnouncer } from './frontend';
 import { keepCleanOnKernelInfo } from './kernelmetadata';
@@ -33,6 +31,7 @@ import { KernelMarks, KernelMarksFollower } from './outputtrust';
 import { askIcon, AskPanel } from './panel';
 import { PanelModel } from './panelmodel';
 import { PendingAsks } from './pendingasks';
+import { manageQuestions } from './questions';
 import { notebookCells, recordedAsks } from './records';
 import { inertSvgRendererFactory } from './svg';
 import { ITrustPolicy, runsModelCode, TrustGuard, vouchDuring } from './trust';
@@ -52,9 +51,10 @@ function manageNotebooks(
     const session = panel.sessionContext;
     const kernelState = () => marks.state(session.session?.kernel?.id);
     renderUntrustedWhen(panel.content.rendermime, () => kernelState() === 'sandboxed');
-    // Steps and plans waiting for approval, with their buttons in this view (approvalcontrol.ts).
-    const approvals = manageApprovals(tracker, panel);
     const context = panel.context;
+    const conversation = conversations.get(context);
+    // Questions (steps, plans, edits) with their buttons in this view's cells (questions.ts).
+    const questions = manageQuestions(tracker, panel, conversation);
     if (managed.has(context)) {
       return; // another view of the same document
     }
@@ -73,7 +73,6 @@ function manageNotebooks(
     const following = new KernelMarksFollower(session, marks);
     const guard = new TrustGuard(context.model, policy, kernelState);
     guards.set(context.model, guard);
-    const conversation = conversations.get(context);
     // A browser that did not see the notebook's asks (another one) shows them from its records.
     void context.ready.then(() => {
       if (!context.isDisposed) {
@@ -81,12 +80,10 @@ function manageNotebooks(
       }
     });
     const comm = new NotebookComm(
-      panel.sessionContext, model, conversation, guard, reveal, approvals, marks
+      panel.sessionContext, model, conversation, guard, reveal, questions, marks
     );
     const announcer = new FrontendAnnouncer(panel.sessionContext, model);
-    const reviewer = reviewEdits(tracker, panel, conversation);
     context.disposed.connect(() => {
-      reviewer.dispose();
       comm.dispose();
       announcer.dispose();
       guard.dispose();

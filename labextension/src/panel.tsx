@@ -9,16 +9,17 @@ import { LabIcon, VDomRenderer } from '@jupyterlab/ui-components';
 import type { CommandRegistry } from '@lumino/commands';
 import * as React from 'react';
 
-import { ApprovalPrompt, FixButton } from './approvalview';
 import { Ask } from './askentry';
 import { CommandIDs } from './commands';
 import type { IAskView } from './askview';
 import { NotebookCost } from './costview';
-import { reviewerOf } from './editreview';
+import { FixButton } from './fixbutton';
 import { ScrollFollower } from './follow';
 import { KeyForm } from './keyform';
 import type { PanelModel } from './panelmodel';
 import { Prompt } from './prompt';
+import { questionsOf } from './questions';
+import { ApprovalPrompt } from './questionview';
 import { withoutRemoteLoads } from './sanitize';
 
 const ICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="16">
@@ -149,7 +150,7 @@ export class AskPanel extends VDomRenderer<PanelModel> {
               key={`${ask.cellId}-${i}`}
               ask={ask}
               rendermime={this._rendermime}
-              reviews={reviewerOf(model.conversation)}
+              reviews={questionsOf(notebook?.context)?.edits ?? null}
             />
           ))}
         </ConversationList>

@@ -1,17 +1,15 @@
 /**
- * What a cell shows of the review of edits (editreview.ts keeps it up to date): in the cell
+ * The bodies of a question of kind "edits" in a cell (questioncells.ts places them): in the cell
  * an edit targets, the diff of its source with Accept / Reject, or Undo once accepted; in
  * the `%%ask` cell, what the review stands at with Accept all / Reject all. Built from text
  * nodes only: sources and questions come from the kernel and are never parsed as HTML.
  *
  * Every control has a `data-jupyter-ci` attribute for browser tests.
  */
-import type { Cell } from '@jupyterlab/cells';
-import { PanelLayout, Widget } from '@lumino/widgets';
-
 import type { IEditReview, IEditView } from './editstate';
 import { reviewSummary } from './editstate';
 import { diffCounts, IDiffLine, lineDiff } from './linediff';
+import { button, element } from './questionbody';
 
 /** What the buttons of a review box do. */
 export interface IReviewActions {
@@ -37,28 +35,8 @@ const STALE_TEXT =
 
 const PREFIX: Record<IDiffLine['kind'], string> = { same: '  ', added: '+ ', removed: '- ' };
 
-function element<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  className: string,
-  text = ''
-): HTMLElementTagNameMap[K] {
-  const node = document.createElement(tag);
-  node.className = className;
-  if (text) {
-    node.textContent = text;
-  }
-  return node;
-}
-
-function button(label: string, part: string, onClick: () => void, accent = false): HTMLElement {
-  const node = element('button', `jp-ci-review-button${accent ? ' jp-mod-accept' : ''}`, label);
-  node.type = 'button';
-  node.dataset.jupyterCi = part;
-  node.addEventListener('click', event => {
-    event.stopPropagation();
-    onClick();
-  });
-  return node;
+function reviewButton(label: string, part: string, onClick: () => void, accent = false): HTMLElement {
+  return button(label, `jp-ci-review-button${accent ? ' jp-mod-accept' : ''}`, part, onClick);
 }
 
 /** The diff of an edit, a line per node, added and removed lines marked. */
@@ -109,12 +87,12 @@ function editNode(shown: IShownEdit, actions: IReviewActions): HTMLElement {
   const bar = element('div', 'jp-ci-edit-buttons');
   if (edit.decision === null && shown.open) {
     const accept = (): void => actions.accept(askId, edit.callId);
-    bar.appendChild(button('Accept', 'edit-accept', accept, true));
-    bar.appendChild(button('Reject', 'edit-reject', () => actions.reject(askId, edit.callId)));
+    bar.appendChild(reviewButton('Accept', 'edit-accept', accept, true));
+    bar.appendChild(reviewButton('Reject', 'edit-reject', () => actions.reject(askId, edit.callId)));
   } else if (edit.decision === 'accepted' && !edit.undone) {
-    bar.appendChild(button('Undo', 'edit-undo', () => actions.undo(askId, edit.callId)));
+    bar.appendChild(reviewButton('Undo', 'edit-undo', () => actions.undo(askId, edit.callId)));
     if (!shown.open) {
-      bar.appendChild(button('Keep', 'edit-keep', () => actions.keep(edit.callId)));
+      bar.appendChild(reviewButton('Keep', 'edit-keep', () => actions.keep(edit.callId)));
     }
   }
   box.appendChild(bar);
@@ -139,28 +117,8 @@ export function renderReviewBar(
   const open = review.edits.filter(edit => edit.decision === null).length;
   if (review.state === 'open' && open > 1) {
     const accept = (): void => actions.accept(askId, null);
-    bar.appendChild(button('Accept all', 'edits-accept-all', accept, true));
-    bar.appendChild(button('Reject all', 'edits-reject-all', () => actions.reject(askId, null)));
+    bar.appendChild(reviewButton('Accept all', 'edits-accept-all', accept, true));
+    bar.appendChild(reviewButton('Reject all', 'edits-reject-all', () => actions.reject(askId, null)));
   }
   host.replaceChildren(bar);
-}
-
-/** A box placed in a cell, below its input, that the review fills. */
-export class CellBox extends Widget {
-  constructor(part: string) {
-    super();
-    this.addClass('jp-ci-review');
-    this.node.dataset.jupyterCi = part;
-  }
-
-  /** Put the box into `cell`, below its input; return false for a cell laid out otherwise. */
-  placeIn(cell: Cell): boolean {
-    const layout = cell.layout;
-    if (!(layout instanceof PanelLayout)) {
-      return false;
-    }
-    const input = layout.widgets.findIndex(w => w.hasClass('jp-Cell-inputWrapper'));
-    layout.insertWidget(input < 0 ? layout.widgets.length : input + 1, this);
-    return true;
-  }
 }

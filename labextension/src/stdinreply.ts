@@ -4,8 +4,7 @@
  * with "jupyter-ci: "), which JupyterLab shows as a Stdin box in the `%%ask` cell. The page
  * captures those requests on the notebook's kernel connection, replies to one by its prompt
  * (with the captured request's header), and hides the box it caused, so the user is not
- * asked twice. approvalcontrol.ts uses it for steps and plans; any other question the page
- * answers itself (edits to review) can use it too.
+ * asked twice. question.ts answers every kind of question (steps, plans, edits) with it.
  */
 import type { ISessionContext } from '@jupyterlab/apputils';
 import type { Kernel, KernelMessage as KM } from '@jupyterlab/services';

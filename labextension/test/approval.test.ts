@@ -7,7 +7,7 @@ import { describe, test } from 'node:test';
 
 import type { Kernel } from '@jupyterlab/services';
 
-import { approvalOf, approvalText, planAnswer, stepAnswer } from '../src/approval';
+import { approvalOf, approvalText, planAnswer, stepAnswer } from '../src/question';
 import { phaseText } from '../src/asktext';
 import type { IWaitingForUser } from '../src/protocol';
 import { PendingInputs, questionOf, repliedTo } from '../src/stdinreply';

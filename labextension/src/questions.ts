@@ -1,9 +1,10 @@
 /**
- * Approval of steps and plans in one notebook document: when the kernel waits for it
- * (`waiting_for_user` of kind "step" or "plan"), the step's code is shown in the cell it
- * will run in and the plan in the `%%ask` cell, with their buttons (approvalbar.ts) and in
- * the panel (approvalview.tsx); the user's decision goes back as the reply to the kernel's
- * stdin question (stdinreply.ts), whose Stdin box is hidden. Install questions keep the box.
+ * The questions of one notebook document's asks, shared by all its views: steps and plans
+ * waiting for approval (`waiting_for_user` of kind "step" or "plan"), shown in the cell the
+ * step will run in and the plan in the `%%ask` cell, and edits of the user's cells to review
+ * (kind "edits", kept in the conversation: editreview.ts). Each view shows them in its cells
+ * (questioncells.ts) and the panel beside it (questionview.tsx); the answers go back over
+ * the kernel's stdin (question.ts).
  */
 import type { ISessionContext } from '@jupyterlab/apputils';
 import type { Cell } from '@jupyterlab/cells';
@@ -16,58 +17,54 @@ import type {
 import type { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 
+import type { AskCells } from './askcells';
+import type { Conversation } from './conversation';
+import { EditReviews } from './editreview';
+import { findCell } from './notebookcells';
+import type { AnyMessage } from './protocol';
+import { isKnown } from './protocol';
 import {
   ApprovalAction,
   approvalOf,
   IApprovalQuestion,
+  IPendingApproval,
   planAnswer,
+  QuestionReplies,
   stepAnswer
-} from './approval';
-import { ApprovalBars } from './approvalbar';
-import type { AskCells } from './askcells';
-import { findCell } from './notebookcells';
-import type { AnyMessage } from './protocol';
-import { isKnown } from './protocol';
-import { hideStdinBoxes, StdinAnswers } from './stdinreply';
-
-/** A question waiting for the user's decision, and where it is shown. */
-export interface IPendingApproval extends IApprovalQuestion {
-  /** The cell that shows it: the step's cell, or the `%%ask` cell for a plan. */
-  cellId: string | null;
-  /** The user asked to edit the step's code (its cell is editable and focused). */
-  editing: boolean;
-  /** The plan as the user edits it. */
-  draft: string;
-}
-
-/** How long to look for the Stdin box JupyterLab adds for a question, in frames. */
-const HIDE_FRAMES = 120;
+} from './question';
+import { QuestionCells } from './questioncells';
 
 /** The messages after which a question no longer waits (the ask moved on, or ended). */
 const MOVED_ON = new Set(['step_start', 'thinking', 'code_preview', 'text', 'ask_end']);
 
-/** The approvals of one notebook document, shared by all its views. */
-export class NotebookApprovals implements IDisposable {
+/** The questions of one notebook document, shared by all its views. */
+export class NotebookQuestions implements IDisposable {
   constructor(
     session: ISessionContext,
     private readonly _model: () => INotebookModel | null,
-    private readonly _views: () => Notebook[]
+    private readonly _views: () => Notebook[],
+    readonly conversation: Conversation
   ) {
-    this._stdin = new StdinAnswers(session);
-    this._stdin.requested.connect(this._onRequested, this);
+    const nodes = (): HTMLElement[] => _views().map(view => view.node);
+    this._replies = new QuestionReplies(session, nodes, prompt => this._asked(prompt));
+    this.edits = new EditReviews(_model, conversation, this._replies, () => this._changed.emit());
+    conversation.changed.connect(this._onConversation, this);
   }
 
-  /** Emitted when a question starts or stops waiting, or its state changes. */
+  /** The edit reviews of the conversation and their actions. */
+  readonly edits: EditReviews;
+
+  /** Emitted when an approval starts or stops waiting, or what a cell shows changes. */
   get changed(): ISignal<this, void> {
     return this._changed;
   }
 
-  /** The question ask `askId` waits on, if any. */
+  /** The approval ask `askId` waits on, if any. */
   pending(askId: string | null): IPendingApproval | null {
     return askId === null ? null : (this._pending.get(askId) ?? null);
   }
 
-  /** The question shown in cell `cellId`, if any. */
+  /** The approval shown in cell `cellId`, if any. */
   forCell(cellId: string): IPendingApproval | null {
     for (const pending of this._pending.values()) {
       if (pending.cellId === cellId) {
@@ -77,7 +74,12 @@ export class NotebookApprovals implements IDisposable {
     return null;
   }
 
-  /** Follow an ask's message: show a question it waits on; drop one it moved past. */
+  /** Whether the cells may show anything (approvals waiting, edits proposed). */
+  get any(): boolean {
+    return this._pending.size > 0 || this.edits.any;
+  }
+
+  /** Follow an ask's message: show an approval it waits on; drop one it moved past. */
   follow(msg: AnyMessage, cells: AskCells): void {
     if (!isKnown(msg)) {
       return;
@@ -93,7 +95,7 @@ export class NotebookApprovals implements IDisposable {
   }
 
   /**
-   * Answer the question of ask `askId`: run (its code or plan as the user left it), skip
+   * Answer the approval of ask `askId`: run (its code or plan as the user left it), skip
    * (a step) or stop. Returns whether there was such a question.
    */
   answer(askId: string, action: ApprovalAction): boolean {
@@ -105,15 +107,11 @@ export class NotebookApprovals implements IDisposable {
       pending.kind === 'plan'
         ? planAnswer(action === 'skip' ? 'run' : action, pending.plan, pending.draft)
         : stepAnswer(action, pending.code, this._source(pending.cellId) ?? pending.code);
-    if (!this._stdin.reply(pending.question, value)) {
-      // The kernel's request has not come in yet (it comes on another channel): sent then.
-      this._queued.set(pending.question, { askId, value });
-    }
+    this._replies.send(askId, pending.question, value);
     this._pending.delete(askId);
     if (action === 'skip' && pending.kind === 'step') {
       this._cells.get(askId)?.dropPending(pending.step);
     }
-    this._hide(pending.question);
     this._changed.emit();
     return true;
   }
@@ -124,7 +122,8 @@ export class NotebookApprovals implements IDisposable {
     if (pending === undefined || pending.kind !== 'step' || pending.cellId === null) {
       return;
     }
-    pending.editing = true;
+    // A new object: a cell shows each state of its question once (questioncells.ts).
+    this._pending.set(askId, { ...pending, editing: true });
     // One editor takes the focus: the view the user sees, else the first one.
     const shows = (view: Notebook) => view.widgets.some(w => w.model.id === pending.cellId);
     const views = this._views().filter(shows);
@@ -152,24 +151,29 @@ export class NotebookApprovals implements IDisposable {
       return;
     }
     this._isDisposed = true;
-    this._stdin.dispose();
+    this.conversation.changed.disconnect(this._onConversation, this);
+    this._replies.dispose();
     this._pending.clear();
     this._cells.clear();
-    this._queued.clear();
     Signal.clearData(this);
   }
 
   private _wait(question: IApprovalQuestion, cells: AskCells): void {
     const cellId =
       question.kind === 'step' ? cells.showPending(question.step, question.code) : cells.askCellId;
-    this._pending.set(question.askId, {
-      ...question,
-      cellId,
-      editing: false,
-      draft: question.plan
-    });
+    this._pending.set(question.askId, { ...question, cellId, editing: false, draft: question.plan });
     this._cells.set(question.askId, cells);
-    this._hide(question.question);
+    this._replies.hide(question.question);
+    this._changed.emit();
+  }
+
+  /** Whether this page shows the question `prompt` now (it answers it, not its box). */
+  private _asked(prompt: string): boolean {
+    return [...this._pending.values()].some(p => p.question === prompt) || this.edits.asks(prompt);
+  }
+
+  private _onConversation(): void {
+    this.edits.noticeNew();
     this._changed.emit();
   }
 
@@ -180,90 +184,58 @@ export class NotebookApprovals implements IDisposable {
     return cell === null ? null : cell.sharedModel.getSource();
   }
 
-  /** The ask moved on: its question (and an answer not sent yet) no longer waits. */
+  /** The ask moved on: its approval (and an answer not sent yet) no longer waits. */
   private _forget(askId: string): void {
-    for (const [prompt, queued] of this._queued) {
-      if (queued.askId === askId) {
-        this._queued.delete(prompt);
-      }
-    }
+    this._replies.forget(askId);
     this._cells.delete(askId);
     if (this._pending.delete(askId)) {
       this._changed.emit();
     }
   }
 
-  private _onRequested(_: StdinAnswers, prompt: string): void {
-    const queued = this._queued.get(prompt);
-    if (queued !== undefined) {
-      this._queued.delete(prompt);
-      this._stdin.reply(prompt, queued.value);
-      this._hide(prompt);
-      return;
-    }
-    for (const pending of this._pending.values()) {
-      if (pending.question === prompt) {
-        this._hide(prompt);
-      }
-    }
-  }
-
-  /** Hide the Stdin box of this question in every view, once JupyterLab has added it. */
-  private _hide(prompt: string): void {
-    let frames = 0;
-    const look = (): void => {
-      const found = this._views().reduce((n, view) => n + hideStdinBoxes(view.node, prompt), 0);
-      if (found === 0 && ++frames < HIDE_FRAMES && !this._isDisposed) {
-        requestAnimationFrame(look);
-      }
-    };
-    look();
-  }
-
-  private readonly _stdin: StdinAnswers;
+  private readonly _replies: QuestionReplies;
   private readonly _pending = new Map<string, IPendingApproval>();
   private readonly _cells = new Map<string, AskCells>();
-  /** Answers given before the kernel's request came in, by question. */
-  private readonly _queued = new Map<string, { askId: string; value: string }>();
   private readonly _changed = new Signal<this, void>(this);
   private _isDisposed = false;
 }
 
-/** The approvals of each notebook document, for the panel. */
-const APPROVALS = new WeakMap<object, NotebookApprovals>();
+/** The questions of each notebook document, for the panel. */
+const QUESTIONS = new WeakMap<object, NotebookQuestions>();
 
-/** The approvals of a notebook document (null before it is managed). */
-export function approvalsOf(document: object | null | undefined): NotebookApprovals | null {
-  return document ? (APPROVALS.get(document) ?? null) : null;
+/** The questions of a notebook document (null before it is managed). */
+export function questionsOf(document: object | null | undefined): NotebookQuestions | null {
+  return document ? (QUESTIONS.get(document) ?? null) : null;
 }
 
 /**
- * Show approvals in this notebook view: the document's approvals (made with its first view)
- * and this view's bars (approvalbar.ts), which go with the view.
+ * Show questions in this notebook view: the document's questions (made with its first view)
+ * and this view's cells (questioncells.ts), which go with the view.
  */
-export function manageApprovals(
+export function manageQuestions(
   tracker: INotebookTracker,
-  panel: NotebookPanel
-): NotebookApprovals {
+  panel: NotebookPanel,
+  conversation: Conversation
+): NotebookQuestions {
   const context = panel.context;
-  let approvals = APPROVALS.get(context);
-  if (approvals === undefined) {
+  let questions = QUESTIONS.get(context);
+  if (questions === undefined) {
     const views = (): Notebook[] =>
       tracker
         .filter(view => view.context === context && !view.isDisposed)
         .map(view => view.content);
     const model = () => (context.isDisposed ? null : context.model);
-    const made = new NotebookApprovals(panel.sessionContext, model, views);
-    APPROVALS.set(context, made);
+    const made = new NotebookQuestions(panel.sessionContext, model, views, conversation);
+    QUESTIONS.set(context, made);
     context.disposed.connect(() => {
-      APPROVALS.delete(context);
+      QUESTIONS.delete(context);
       made.dispose();
     });
-    approvals = made;
+    questions = made;
   }
-  const bars = new ApprovalBars(panel.content, approvals);
-  panel.disposed.connect(() => bars.dispose());
-  return approvals;
+  const cells = new QuestionCells(panel.content, questions);
+  panel.disposed.connect(() => cells.dispose());
+  return questions;
 }
 
 /** Make the cell at `index` editable, active and in edit mode, its editor focused. */

@@ -1,0 +1,250 @@
+/**
+ * The panel's view of questions (the cells show them too: questioncells.ts): a step or plan
+ * of the current notebook that waits for the user's approval, with the same buttons as in its
+ * cell; and each ask's edit reviews, what each batch stands at and, while one waits, Accept /
+ * Reject for each edit and Accept all / Reject all. Text only: nothing the kernel sends is
+ * rendered as HTML.
+ *
+ * Every element tests look for has a `data-jupyter-ci` attribute.
+ */
+import type { NotebookPanel } from '@jupyterlab/notebook';
+import type { ISignal } from '@lumino/signaling';
+import * as React from 'react';
+
+import type { IAskView } from './askview';
+import { IEditReview, IEditView, reviewSummary } from './editstate';
+import { diffCounts, lineDiff } from './linediff';
+import { approvalText, IPendingApproval } from './question';
+import { NotebookQuestions, questionsOf } from './questions';
+import type { IReviewActions } from './reviewbox';
+
+const BOX_STYLE: React.CSSProperties = {
+  borderLeft: '3px solid var(--jp-warn-color1)',
+  padding: '4px 8px',
+  background: 'var(--jp-layout-color2)'
+};
+
+const CODE_STYLE: React.CSSProperties = {
+  maxHeight: '12em',
+  overflow: 'auto',
+  whiteSpace: 'pre-wrap',
+  fontFamily: 'var(--jp-code-font-family)'
+};
+
+const BUTTONS_STYLE: React.CSSProperties = { flexWrap: 'wrap', justifyContent: 'flex-start' };
+
+/** Re-render whenever `signal` fires (while mounted). */
+function useSignal(signal: ISignal<unknown, unknown> | null): void {
+  const [, setTick] = React.useState(0);
+  React.useEffect(() => {
+    if (signal === null) {
+      return;
+    }
+    const bump = (): void => setTick(tick => tick + 1);
+    signal.connect(bump);
+    return () => {
+      signal.disconnect(bump);
+    };
+  }, [signal]);
+}
+
+/** The buttons of one waiting question. */
+function Buttons(props: { pending: IPendingApproval; questions: NotebookQuestions }): JSX.Element {
+  const { pending, questions } = props;
+  const answer = (action: 'run' | 'skip' | 'stop') => () => questions.answer(pending.askId, action);
+  const plan = pending.kind === 'plan';
+  return (
+    <div className="jp-ci-buttons jp-ci-approval-buttons" style={BUTTONS_STYLE}>
+      <button
+        className="jp-mod-styled jp-mod-accept"
+        data-jupyter-ci="approval-run"
+        onClick={answer('run')}
+      >
+        {plan ? 'Approve' : 'Run'}
+      </button>
+      {plan ? null : (
+        <button
+          className="jp-mod-styled"
+          data-jupyter-ci="approval-edit"
+          onClick={() => questions.edit(pending.askId)}
+        >
+          Edit
+        </button>
+      )}
+      {plan ? null : (
+        <button className="jp-mod-styled" data-jupyter-ci="approval-skip" onClick={answer('skip')}>
+          Skip
+        </button>
+      )}
+      <button
+        className="jp-mod-styled jp-mod-warn"
+        data-jupyter-ci="approval-stop"
+        onClick={answer('stop')}
+      >
+        Stop
+      </button>
+    </div>
+  );
+}
+
+/** "Waiting for your approval", what waits, and its buttons. */
+function Waiting(props: { pending: IPendingApproval; questions: NotebookQuestions }): JSX.Element {
+  const { pending } = props;
+  const shown = pending.kind === 'plan' ? pending.plan : pending.code;
+  return (
+    <div
+      className="jp-ci-approval"
+      data-jupyter-ci="approval"
+      data-jupyter-ci-kind={pending.kind}
+      title={pending.question}
+      style={BOX_STYLE}
+    >
+      <div className="jp-ci-approval-title" style={{ fontWeight: 600 }}>
+        Waiting for your approval
+      </div>
+      <div className="jp-ci-approval-text">{approvalText(pending)}</div>
+      <pre className="jp-ci-approval-code" data-jupyter-ci="approval-code" style={CODE_STYLE}>
+        {shown}
+      </pre>
+      <Buttons {...props} />
+    </div>
+  );
+}
+
+/** The questions of the current notebook's asks that wait for the user's approval. */
+export function ApprovalPrompt(props: {
+  notebook: NotebookPanel | null;
+  askIds: readonly (string | null)[];
+}): JSX.Element | null {
+  const questions = questionsOf(props.notebook?.context);
+  useSignal(questions?.changed ?? null);
+  if (questions === null) {
+    return null;
+  }
+  const waiting = props.askIds
+    .map(askId => questions.pending(askId))
+    .filter((pending): pending is IPendingApproval => pending !== null);
+  if (waiting.length === 0) {
+    return null;
+  }
+  return (
+    <div className="jp-ci-approvals">
+      {waiting.map(pending => (
+        <Waiting key={pending.askId} pending={pending} questions={questions} />
+      ))}
+    </div>
+  );
+}
+
+function decisionText(edit: IEditView): string {
+  if (edit.undone) {
+    return 'undone';
+  }
+  return edit.decision ?? 'to review';
+}
+
+/** One edit: the lines it changes, what was decided, and its buttons while it waits. */
+function EditRow(props: {
+  askId: string;
+  edit: IEditView;
+  open: boolean;
+  actions: IReviewActions | null;
+}): JSX.Element {
+  const { askId, edit, open, actions } = props;
+  const counts = diffCounts(lineDiff(edit.old, edit.new));
+  const waiting = open && edit.decision === null && actions !== null;
+  return (
+    <li
+      className="jp-ci-review-edit"
+      data-jupyter-ci="panel-edit"
+      data-jupyter-ci-decision={edit.undone ? 'undone' : edit.decision ?? 'open'}
+    >
+      <span>
+        edit of a cell · +{counts.added} −{counts.removed} · {decisionText(edit)}
+      </span>
+      {waiting ? (
+        <>
+          <button
+            className="jp-ci-review-button jp-mod-accept"
+            data-jupyter-ci="panel-edit-accept"
+            onClick={() => actions.accept(askId, edit.callId)}
+          >
+            Accept
+          </button>
+          <button
+            className="jp-ci-review-button"
+            data-jupyter-ci="panel-edit-reject"
+            onClick={() => actions.reject(askId, edit.callId)}
+          >
+            Reject
+          </button>
+        </>
+      ) : null}
+    </li>
+  );
+}
+
+/** One batch of edits. */
+function Review(props: {
+  askId: string;
+  review: IEditReview;
+  running: boolean;
+  actions: IReviewActions | null;
+}): JSX.Element {
+  const { askId, review, actions } = props;
+  const open = props.running && review.state === 'open';
+  const several = review.edits.filter(edit => edit.decision === null).length > 1;
+  return (
+    <div className="jp-ci-review-panel" data-jupyter-ci="panel-review">
+      <div className="jp-ci-review-summary">{reviewSummary(review)}</div>
+      <ul className="jp-ci-review-edits">
+        {review.edits.map(edit => (
+          <EditRow key={edit.callId} askId={askId} edit={edit} open={open} actions={actions} />
+        ))}
+      </ul>
+      {open && several && actions !== null ? (
+        <div className="jp-ci-review-all">
+          <button
+            className="jp-ci-review-button jp-mod-accept"
+            data-jupyter-ci="panel-accept-all"
+            onClick={() => actions.accept(askId, null)}
+          >
+            Accept all
+          </button>
+          <button
+            className="jp-ci-review-button"
+            data-jupyter-ci="panel-reject-all"
+            onClick={() => actions.reject(askId, null)}
+          >
+            Reject all
+          </button>
+        </div>
+      ) : null}
+    </div>
+  );
+}
+
+/** The edit reviews of an ask, if it proposed any. */
+export function AskReviews(props: {
+  ask: IAskView;
+  actions: IReviewActions | null;
+}): JSX.Element | null {
+  const { ask, actions } = props;
+  const askId = ask.askId;
+  if (askId === null || !ask.reviews || ask.reviews.length === 0) {
+    return null;
+  }
+  return (
+    <>
+      {ask.reviews.map((review, i) => (
+        <Review
+          key={i}
+          askId={askId}
+          review={review}
+          running={ask.status === 'running'}
+          actions={actions}
+        />
+      ))}
+    </>
+  );
+}
