@@ -17,7 +17,7 @@ from jupyter_ci.agent.approval import (
 from jupyter_ci.agent.disclosure import request_parts
 from jupyter_ci.agent.drive import drive
 from jupyter_ci.agent.errors import AskInterrupted, AskStopped
-from jupyter_ci.agent.events import Event, WaitingForUser
+from jupyter_ci.agent.events import Event, WaitingForUser, event_json
 from jupyter_ci.agent.loop import AskLoop, CallModel, Fail, Finish, RunCode
 from jupyter_ci.agent.prompts import system_prompt
 from jupyter_ci.agent.types import CodeResult, ModelReply, ModelRequest, OnText, ToolCall
@@ -216,7 +216,7 @@ def test_the_driver_emits_the_question_then_feeds_the_answer() -> None:
     answer = drive(AskLoop("go", approval="each"), model, runner, events.append, decide=decide)
     assert answer == "done" and runner.ran == ["x = 7"] and asked == ["ApproveStep"]
     waiting = [e for e in events if isinstance(e, WaitingForUser)]
-    assert waiting[0].to_json()["kind"] == "step" and waiting[0].code == "x = 1"
+    assert event_json(waiting[0])["kind"] == "step" and waiting[0].code == "x = 1"
 
 
 def test_without_anyone_to_answer_an_approval_ask_stops_and_runs_nothing() -> None:

@@ -18,7 +18,7 @@ from traitlets.config import Config
 from jupyter_ci import providers
 from jupyter_ci.agent.cost import DEFAULT_PRICES, AskUsage, Meter, Rates, price_table
 from jupyter_ci.agent.drive import drive
-from jupyter_ci.agent.events import AskEnded, Event, Outcome, Usage
+from jupyter_ci.agent.events import AskEnded, Event, Outcome, Usage, event_json
 from jupyter_ci.agent.loop import AskLoop
 from jupyter_ci.agent.types import CodeResult, ModelReply, ModelRequest, OnText, ToolCall
 from jupyter_ci.config import JupyterCI
@@ -28,6 +28,7 @@ from jupyter_ci.models.base import Usage as Reported
 from jupyter_ci.models.openai import OpenAIChatModel
 from jupyter_ci.models.recording import Recording, read, write
 from jupyter_ci.models.turn_wire import ReplyReader, line, reply_json
+from jupyter_ci.wire.codec import encode
 from tests.fakellm import ANTHROPIC_PATH, OPENAI_PATH, FakeLLM, Turn
 from tests.kernelrun import Kernel
 from tests.nbrun import anthropic_env, openai_env, run_cells, text_of
@@ -122,19 +123,19 @@ def test_a_bad_price_entry_is_refused_naming_it(entry: Any, words: str) -> None:
 def test_usage_and_outcome_carry_tokens_and_cost_in_their_json() -> None:
     usage = Usage(12_345, 678, 13_023, cached_tokens=2_000, cost_usd=0.0054228,
                   ask_cost_usd=0.0108456, context_window=1_047_576)
-    assert usage.to_json() == {
+    assert event_json(usage) == {
         "type": "usage", "input_tokens": 12_345, "output_tokens": 678, "ask_tokens": 13_023,
         "cached_tokens": 2_000, "cost_usd": 0.0054228, "ask_cost_usd": 0.0108456,
         "context_window": 1_047_576}
-    unpriced = Usage(10, 2, 12).to_json()
+    unpriced = event_json(Usage(10, 2, 12))
     assert (unpriced["cached_tokens"], unpriced["cost_usd"], unpriced["ask_cost_usd"],
             unpriced["context_window"]) == (0, None, None, None)
     outcome = Outcome("done", "42", steps=1, tokens=13_023,
                       usage=AskUsage(12_345, 678, 2_000, 0.1 + 0.2))
-    assert outcome.to_json()["usage"] == {"input_tokens": 12_345, "output_tokens": 678,
+    assert encode(outcome.to_wire())["usage"] == {"input_tokens": 12_345, "output_tokens": 678,
                                           "cached_tokens": 2_000, "cost_usd": 0.3}
-    assert AskEnded(outcome).to_json()["usage"]["cost_usd"] == 0.3
-    assert Outcome("failed").to_json()["usage"] == {
+    assert event_json(AskEnded(outcome))["usage"]["cost_usd"] == 0.3
+    assert encode(Outcome("failed").to_wire())["usage"] == {
         "input_tokens": 0, "output_tokens": 0, "cached_tokens": 0, "cost_usd": None}
 
 
@@ -170,7 +171,7 @@ def test_the_driver_prices_each_turn_and_the_meter_sums_the_ask() -> None:
     events: list[Event] = []
     meter = price_table().meter("openai:gpt-4.1-mini")
     assert drive(AskLoop("go"), Script(step, end), Ok(), events.append, price=meter) == "Done."
-    usages = [e.to_json() for e in events if isinstance(e, Usage)]
+    usages = [event_json(e) for e in events if isinstance(e, Usage)]
     first = (1000 * 0.40 + 100 * 1.60) / 1e6
     second = (1000 * 0.40 + 1000 * 0.10 + 50 * 1.60) / 1e6
     assert [u["cost_usd"] for u in usages] == [pytest.approx(first), pytest.approx(second)]
@@ -182,7 +183,7 @@ def test_the_driver_prices_each_turn_and_the_meter_sums_the_ask() -> None:
     # Without a price, the same events say None and the tokens still add up.
     events.clear()
     drive(AskLoop("go"), Script(step, end), Ok(), events.append)
-    usage = [e for e in events if isinstance(e, Usage)][-1].to_json()
+    usage = event_json([e for e in events if isinstance(e, Usage)][-1])
     assert (usage["cost_usd"], usage["ask_cost_usd"], usage["context_window"]) == (
         None, None, None)
 

@@ -11,7 +11,7 @@ import pytest
 from jupyter_ci import providers
 from jupyter_ci.agent.drive import drive, drive_async
 from jupyter_ci.agent.errors import LimitReached
-from jupyter_ci.agent.events import Event, StepEnded, StepStarted, Text
+from jupyter_ci.agent.events import Event, StepEnded, StepStarted, Text, event_json
 from jupyter_ci.agent.feedback import REDACTION_NOTE
 from jupyter_ci.agent.loop import AskLoop, Limits
 from jupyter_ci.agent.outputs import OutputEvent, OutputList
@@ -47,7 +47,7 @@ class Recorder:
             case StepEnded(run, result):
                 self.events.append(f"end:{run.step}:{result.status}")
             case _:
-                self.events.append(event.to_json()["type"])
+                self.events.append(event_json(event)["type"])
 
 
 @dataclass

@@ -6,7 +6,7 @@ import threading
 import time
 import typing
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from jupyter_ci.agent import events
 from jupyter_ci.agent.disclosure import Part
@@ -21,11 +21,13 @@ from jupyter_ci.agent.events import (
     OutputsChanged,
     StepEnded,
     StepStarted,
+    event_json,
 )
 from jupyter_ci.agent.loop import AskLoop, Limits, RunCode, Unresolved
 from jupyter_ci.agent.outputs import OutputList
 from jupyter_ci.agent.types import CodeResult, ErrorInfo, ModelReply, ModelRequest, OnText
 from jupyter_ci.models.scripted import ScriptedModel, code_call
+from jupyter_ci.wire.codec import encode
 
 
 def out(text: str) -> dict[str, Any]:
@@ -39,7 +41,7 @@ class Collected:
     seen: list[dict[str, Any]] = field(default_factory=list)
 
     def __call__(self, event: Event) -> None:
-        self.seen.append(event.to_json())
+        self.seen.append(event_json(event))
 
 
 def test_every_event_has_one_json_form_whose_type_names_it() -> None:
@@ -52,26 +54,27 @@ def test_every_event_has_one_json_form_whose_type_names_it() -> None:
         events.FilesWritten(1, ()), events.Notice("retiring"), events.WaitingForUser("Install?"),
         AskEnded(Outcome("done", "ok")),
     ]
-    types = [sample.to_json()["type"] for sample in samples]
+    types = [event_json(sample)["type"] for sample in samples]
     assert len(set(types)) == len(types)
     # Every member of the union is covered: a new event must get a JSON form and a test.
     union = {cls.__name__ for cls in typing.get_args(events.Event)}
     assert union - {type(s).__name__ for s in samples} == {"OutputsChanged", "StepSentBack"}
     end = StepEnded(run, CodeResult("died", duration_s=1.5, error=ErrorInfo("KernelDied", "x")))
     # One vocabulary for every door: milliseconds, the executor's statuses.
-    assert end.to_json() == {"type": "step_end", "step": 1, "attempt": 1, "kind": "code",
+    assert event_json(end) == {"type": "step_end", "step": 1, "attempt": 1, "kind": "code",
                              "code": "x = 1", "status": "died", "execution_count": None,
                              "duration_ms": 1500.0,
                              "error": {"ename": "KernelDied", "evalue": "x"}}
 
 
 def test_the_outcome_says_unresolved_and_errors_in_the_words_of_every_door() -> None:
-    unresolved = Outcome("done", "March.", unresolved=Unresolved(2, "NameError: x"), steps=2,
-                         tokens=10).to_json()
+    unresolved = encode(Outcome("done", "March.", unresolved=Unresolved(2, "NameError: x"), steps=2,
+                         tokens=10).to_wire())
     assert unresolved["unresolved"] == {
         "step": 2, "error": "NameError: x",
         "message": "done with an unresolved error in step 2: NameError: x"}
-    failed = Outcome("failed", error=LimitReached("Too many.", "Raise --max-steps.")).to_json()
+    failed = encode(Outcome("failed",
+                            error=LimitReached("Too many.", "Raise --max-steps.")).to_wire())
     assert failed["error"] == {"message": "Too many.", "hint": "Raise --max-steps.",
                                "type": "LimitReached"}
     assert failed["unresolved"] is None and failed["answer"] == ""
@@ -105,12 +108,10 @@ def test_a_late_page_gets_each_steps_outputs_as_they_stand_and_a_pending_clear()
 def test_an_event_only_the_journal_knows_reaches_every_encoder() -> None:
     @dataclass(frozen=True)
     class Approved:
-        """An event added later (an approval): only its class and its emit are new."""
+        """An event added later (an approval): only its wire class and its emit are new."""
 
+        type: Literal["approved"] = field(default="approved", init=False)
         step: int
-
-        def to_json(self) -> dict[str, Any]:
-            return {"type": "approved", "step": self.step}
 
     first, second = Collected(), Collected()
     journal = Journal([first, second])

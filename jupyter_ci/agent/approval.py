@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 from dataclasses import dataclass
 from typing import Literal
+
+from jupyter_ci.wire.events import EditDecision as EditDecision
+from jupyter_ci.wire.events import ProposedEdit as ProposedEdit
 
 ApprovalMode = Literal["never", "first", "plan", "each"]
 #: The modes from least to most asking: an admin's minimum wins when it is stricter.
 MODES: tuple[ApprovalMode, ...] = ("never", "first", "plan", "each")
 DecisionKind = Literal["run", "edit", "skip", "stop"]
-#: What became of a proposed edit: decided by the user, or only listed (no one to review).
-EditDecision = Literal["accepted", "rejected", "proposed"]
 #: Every question jupyter-ci puts on stdin starts so; the labextension answers those itself.
 PREFIX = "jupyter-ci: "
 
@@ -30,28 +30,6 @@ class Decision:
     kind: DecisionKind
     #: The edited code (a step) or plan text (a plan) when `kind` is "edit".
     code: str = ""
-
-
-@dataclass(frozen=True)
-class ProposedEdit:
-    """A new source the model proposes for an existing cell of the user's notebook."""
-
-    call_id: str
-    cell_id: str
-    old: str
-    new: str
-
-    def diff(self) -> str:
-        """Return a unified diff of the change, as the headless answer lists it."""
-        lines = difflib.unified_diff(self.old.splitlines(), self.new.splitlines(),
-                                     f"cell {self.cell_id}", f"cell {self.cell_id} (proposed)",
-                                     lineterm="")
-        return "\n".join(lines)
-
-    def to_json(self) -> dict[str, str]:
-        """Return the edit as the waiting event lists it."""
-        return {"call_id": self.call_id, "cell_id": self.cell_id, "old": self.old,
-                "new": self.new}
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from jupyter_ci.agent.events import (
     Thinking,
     Usage,
     WaitingForUser,
+    waiting_for,
 )
 from jupyter_ci.agent.install import checked_install
 from jupyter_ci.agent.loop import Action, AskLoop, CallModel, ConfirmInstall, Fail, Finish, RunCode
@@ -160,7 +161,7 @@ class _Turns:
     def asking(self, asked: Question) -> bool:
         """Say the ask waits for the user, when someone can answer."""
         if self.can_decide:
-            self.emit(WaitingForUser.of(asked))
+            self.emit(waiting_for(asked))
         return self.can_decide
 
     def answered(self, asked: Question, answer: str | None) -> Action:

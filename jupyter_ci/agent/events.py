@@ -2,9 +2,11 @@
 
 The driver, the doors (`%%ask`, the REST ask) and the headless replay emit these into a
 `Journal`; the %%ask cell, the labextension's comm and the REST stream are encoders of that
-one stream. An event's JSON form is its `to_json()`: the comm sends it as it is (with its
-envelope), the REST stream names the server-sent event by its `type`. A new event is a
-class here, emitted where it happens: every encoder that forwards events sends it.
+one stream. An event's JSON form is `event_json(event)`, its wire form (jupyter_ci/wire)
+encoded: the comm sends it as it is (with its envelope), the REST stream names the
+server-sent event by its `type`. Events that are plain data are the wire classes
+themselves; those that carry live objects (a run, a result, an output list) give their
+wire form. A new event is a wire class, emitted where it happens.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from jupyter_ci.agent.actions import (
     ApprovePlan,
@@ -22,30 +24,25 @@ from jupyter_ci.agent.actions import (
     Unresolved,
 )
 from jupyter_ci.agent.approval import EditDecision, ProposedEdit
-from jupyter_ci.agent.cost import AskUsage, usd
+from jupyter_ci.agent.cost import AskUsage
 from jupyter_ci.agent.disclosure import Part
 from jupyter_ci.agent.errors import AskError
 from jupyter_ci.agent.outputs import OutputEvent
 from jupyter_ci.agent.restart import RestartProblem
 from jupyter_ci.agent.types import CodeResult, Output
+from jupyter_ci.wire import events as wire
+from jupyter_ci.wire.codec import encode
+from jupyter_ci.wire.events import AskStart
+from jupyter_ci.wire.events import AskStatus as AskStatus
+from jupyter_ci.wire.events import CodePreview as CodePreview
+from jupyter_ci.wire.events import Notice as Notice
+from jupyter_ci.wire.events import Text as Text
+from jupyter_ci.wire.events import Thinking as Thinking
+from jupyter_ci.wire.events import Usage as Usage
+from jupyter_ci.wire.events import WaitingForUser as WaitingForUser
 
-AskStatus = Literal["done", "failed", "interrupted"]
-#: What a waiting question is about.
-WaitKind = Literal["install", "step", "plan", "edits"]
-
-
-@dataclass(frozen=True)
-class AskStarted:
-    """An ask began: who is asked what."""
-
-    ask_id: str
-    prompt: str
-    model: str
-
-    def to_json(self) -> dict[str, Any]:
-        """Return the event's JSON form."""
-        return {"type": "ask_start", "ask_id": self.ask_id, "prompt": self.prompt,
-                "model": self.model}
+#: The ask's start as the doors have named it (the wire class is `AskStart`).
+AskStarted = AskStart
 
 
 @dataclass(frozen=True)
@@ -54,68 +51,9 @@ class RequestSent:
 
     parts: tuple[Part, ...]
 
-    def to_json(self) -> dict[str, Any]:
-        """Return the event's JSON form."""
-        return {"type": "request_sent", "parts": [part.to_json() for part in self.parts]}
-
-
-@dataclass(frozen=True)
-class Thinking:
-    """The model is called and nothing came back yet."""
-
-    def to_json(self) -> dict[str, Any]:
-        """Return the event's JSON form."""
-        return {"type": "thinking"}
-
-
-@dataclass(frozen=True)
-class Text:
-    """A piece of the model's text as it streams."""
-
-    delta: str
-
-    def to_json(self) -> dict[str, Any]:
-        """Return the event's JSON form."""
-        return {"type": "text", "delta": self.delta}
-
-
-@dataclass(frozen=True)
-class Usage:
-    """The tokens and cost of the model's turn just ended, and of the whole ask so far.
-
-    `input_tokens` counts the whole prompt, `cached_tokens` of it read from the provider's
-    cache; costs are USD (None: the model has no price, agent/cost.py); `context_window`
-    is the model's, in tokens, when its price entry gives it.
-    """
-
-    input_tokens: int
-    output_tokens: int
-    ask_tokens: int
-    cached_tokens: int = 0
-    cost_usd: float | None = None
-    ask_cost_usd: float | None = None
-    context_window: int | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """Return the event's JSON form."""
-        return {"type": "usage", "input_tokens": self.input_tokens,
-                "output_tokens": self.output_tokens, "ask_tokens": self.ask_tokens,
-                "cached_tokens": self.cached_tokens, "cost_usd": usd(self.cost_usd),
-                "ask_cost_usd": usd(self.ask_cost_usd), "context_window": self.context_window}
-
-
-@dataclass(frozen=True)
-class CodePreview:
-    """The code of a step the model is still writing (a fix of the last step if it failed)."""
-
-    step: int
-    attempt: int
-    code: str
-
-    def to_json(self) -> dict[str, Any]:
-        """Return the event's JSON form."""
-        return {"type": "code_preview", "step": self.step, "attempt": self.attempt,
-                "code": self.code}
+    def to_wire(self) -> wire.RequestSent:
+        """Return the event's wire form."""
+        return wire.RequestSent(tuple(wire.Part(p.name, p.tokens, p.text) for p in self.parts))
 
 
 @dataclass(frozen=True)
@@ -124,11 +62,10 @@ class StepStarted:
 
     run: RunCode
 
-    def to_json(self) -> dict[str, Any]:
-        """Return the event's JSON form."""
+    def to_wire(self) -> wire.StepStart:
+        """Return the event's wire form."""
         run = self.run
-        return {"type": "step_start", "step": run.step, "attempt": run.attempt,
-                "kind": run.kind, "package": run.package, "code": run.code}
+        return wire.StepStart(run.step, run.attempt, run.kind, run.package, run.code)
 
 
 @dataclass(frozen=True)
@@ -150,14 +87,14 @@ class OutputsChanged:
         source = self.change.source
         return source is not None and source.clear_pending
 
-    def to_json(self) -> dict[str, Any]:
-        """Return the event's JSON form: the change (the list is the sum of the changes)."""
+    def to_wire(self) -> wire.Output | wire.ClearOutput | wire.SetOutputs:
+        """Return the event's wire form: the change (the list is the sum of the changes)."""
         change = self.change
         if change.kind == "add":
-            return {"type": "output", "step": self.step, "output": change.output}
+            return wire.Output(self.step, change.output if change.output is not None else {})
         if change.kind == "clear":
-            return {"type": "clear_output", "step": self.step, "wait": change.wait}
-        return {"type": "set_outputs", "step": self.step, "outputs": list(change.outputs)}
+            return wire.ClearOutput(self.step, change.wait)
+        return wire.SetOutputs(self.step, tuple(change.outputs))
 
 
 @dataclass(frozen=True)
@@ -167,14 +104,12 @@ class StepEnded:
     run: RunCode
     result: CodeResult
 
-    def to_json(self) -> dict[str, Any]:
-        """Return the event's JSON form."""
+    def to_wire(self) -> wire.StepEnd:
+        """Return the event's wire form."""
         run, result, error = self.run, self.result, self.result.error
-        return {"type": "step_end", "step": run.step, "attempt": run.attempt,
-                "kind": run.kind, "code": run.code, "status": result.status,
-                "execution_count": result.execution_count,
-                "duration_ms": round(result.duration_s * 1000, 1),
-                "error": {"ename": error.ename, "evalue": error.evalue} if error else None}
+        return wire.StepEnd(run.step, run.attempt, run.kind, run.code, result.status,
+                            result.execution_count, round(result.duration_s * 1000, 1),
+                            wire.StepError(error.ename, error.evalue) if error else None)
 
 
 @dataclass(frozen=True)
@@ -185,9 +120,9 @@ class FilesWritten:
     #: Each file as the API lists it (path, size, mime).
     files: tuple[dict[str, Any], ...]
 
-    def to_json(self) -> dict[str, Any]:
-        """Return the event's JSON form."""
-        return {"type": "files", "step": self.step, "files": list(self.files)}
+    def to_wire(self) -> wire.Files:
+        """Return the event's wire form."""
+        return wire.Files(self.step, self.files)
 
 
 @dataclass(frozen=True)
@@ -196,51 +131,19 @@ class StepSentBack:
 
     problem: RestartProblem
 
-    def to_json(self) -> dict[str, Any]:
-        """Return the event's JSON form."""
-        return {"type": "step_sent_back", "step": self.problem.step,
-                "message": self.problem.notice()}
+    def to_wire(self) -> wire.StepSentBack:
+        """Return the event's wire form."""
+        return wire.StepSentBack(self.problem.step, self.problem.notice())
 
 
-@dataclass(frozen=True)
-class Notice:
-    """Something the user should know that does not stop the ask (a retiring model)."""
-
-    message: str
-
-    def to_json(self) -> dict[str, Any]:
-        """Return the event's JSON form."""
-        return {"type": "warning", "message": self.message}
-
-
-@dataclass(frozen=True)
-class WaitingForUser:
-    """A question waits for the user (the model is not thinking): an install, a step to
-    approve, a plan to approve or edits to review."""
-
-    question: str
-    kind: WaitKind = "install"
-    step: int | None = None
-    attempt: int | None = None
-    code: str | None = None
-    plan: str | None = None
-    edits: tuple[ProposedEdit, ...] | None = None
-
-    @classmethod
-    def of(cls, asked: Question) -> WaitingForUser:
-        """Return the event that puts `asked` to the user."""
-        if isinstance(asked, ApproveStep):
-            return cls(asked.question, "step", asked.run.step, asked.run.attempt, asked.run.code)
-        if isinstance(asked, ApprovePlan):
-            return cls(asked.question, "plan", plan=asked.plan)
-        return cls(asked.question, "edits", edits=asked.edits)
-
-    def to_json(self) -> dict[str, Any]:
-        """Return the event's JSON form."""
-        edits = None if self.edits is None else [edit.to_json() for edit in self.edits]
-        return {"type": "waiting_for_user", "question": self.question, "kind": self.kind,
-                "step": self.step, "attempt": self.attempt, "code": self.code,
-                "plan": self.plan, "edits": edits}
+def waiting_for(asked: Question) -> WaitingForUser:
+    """Return the event that puts `asked` to the user."""
+    if isinstance(asked, ApproveStep):
+        return WaitingForUser(asked.question, "step", asked.run.step, asked.run.attempt,
+                              asked.run.code)
+    if isinstance(asked, ApprovePlan):
+        return WaitingForUser(asked.question, "plan", plan=asked.plan)
+    return WaitingForUser(asked.question, "edits", edits=asked.edits)
 
 
 @dataclass(frozen=True)
@@ -259,25 +162,39 @@ class Outcome:
     #: The edits of the user's cells proposed in the ask, and what became of each.
     edits: tuple[tuple[ProposedEdit, EditDecision], ...] = ()
 
-    def error_json(self) -> dict[str, str] | None:
+    def error_wire(self) -> wire.AskFailure | None:
         """Return the error as the API and the comm give it."""
         error = self.error
         if error is None:
             return None
-        return {"message": error.message, "hint": error.hint, "type": type(error).__name__}
+        return wire.AskFailure(error.message, error.hint, type(error).__name__)
 
-    def unresolved_json(self) -> dict[str, Any] | None:
+    def unresolved_wire(self) -> wire.UnresolvedStep | None:
         """Return the unresolved step with the sentence every door shows."""
-        if self.unresolved is None:
+        found = self.unresolved
+        if found is None:
             return None
-        return {**self.unresolved.to_json(), "message": self.unresolved.describe()}
+        return wire.UnresolvedStep(found.step, found.error, found.names, found.describe())
 
-    def to_json(self) -> dict[str, Any]:
-        """Return the outcome's JSON form."""
-        return {"status": self.status, "answer": self.answer, "error": self.error_json(),
-                "unresolved": self.unresolved_json(), "steps": self.steps,
-                "tokens": self.tokens, "usage": self.usage.to_json(),
-                "edits": [{**edit.to_json(), "decision": said} for edit, said in self.edits]}
+    def error_json(self) -> dict[str, str] | None:
+        """Return the error's JSON form (None when the ask did not fail)."""
+        failure = self.error_wire()
+        return None if failure is None else encode(failure)
+
+    def unresolved_json(self) -> dict[str, object] | None:
+        """Return the unresolved step's JSON form (None when there is none)."""
+        found = self.unresolved_wire()
+        return None if found is None else encode(found)
+
+    def to_wire(self) -> wire.Outcome:
+        """Return the outcome's wire form."""
+        usage = self.usage
+        return wire.Outcome(
+            self.status, self.answer, self.error_wire(), self.unresolved_wire(), self.steps,
+            self.tokens, wire.UsageTotals(usage.input_tokens, usage.output_tokens,
+                                          usage.cached_tokens, usage.cost_usd),
+            tuple(wire.EditOutcome(e.call_id, e.cell_id, e.old, e.new, said)
+                  for e, said in self.edits))
 
 
 @dataclass(frozen=True)
@@ -286,14 +203,17 @@ class AskEnded:
 
     outcome: Outcome
 
-    def to_json(self) -> dict[str, Any]:
-        """Return the event's JSON form."""
-        return {"type": "ask_end", **self.outcome.to_json()}
+    def to_wire(self) -> wire.AskEnd:
+        """Return the event's wire form."""
+        return wire.AskEnd(self.outcome.to_wire())
 
 
 Event = (AskStarted | RequestSent | Thinking | Text | Usage | CodePreview | StepStarted
          | OutputsChanged | StepEnded | FilesWritten | StepSentBack | Notice | WaitingForUser
          | AskEnded)
+#: The events that carry live objects and give their wire form when encoded.
+_LIVE = (RequestSent, StepStarted, OutputsChanged, StepEnded, FilesWritten, StepSentBack,
+         AskEnded)
 #: Receives each event of an ask as it happens (an encoder).
 Encoder = Callable[[Event], None]
 
@@ -327,8 +247,8 @@ class Journal:
                 self.outputs.pop(event.run.step, None)  # a new attempt starts empty
             elif isinstance(event, OutputsChanged):
                 self.outputs[event.step] = event
-        for encode in self.encoders:
-            encode(event)
+        for encoder in self.encoders:
+            encoder(event)
 
     def output(self, change: OutputEvent) -> None:
         """Emit a change of the running step's outputs (an executor's listener)."""
@@ -345,7 +265,7 @@ class Journal:
         last_start = {e.run.step: i for i, e in enumerate(placed) if isinstance(e, StepStarted)}
         events: list[dict[str, Any]] = []
         for i, event in enumerate(placed):
-            events.append(event.to_json())
+            events.append(event_json(event))
             if isinstance(event, StepStarted) and last_start[event.run.step] == i:
                 events += self._outputs_now(event.run.step, outputs.get(event.run.step))
         return events
@@ -353,10 +273,10 @@ class Journal:
     @staticmethod
     def _outputs_now(step: int, now: OutputsChanged | None) -> list[dict[str, Any]]:
         if now is None:
-            return [{"type": "set_outputs", "step": step, "outputs": []}]
-        shown = [{"type": "set_outputs", "step": step, "outputs": list(now.outputs)}]
+            return [encode(wire.SetOutputs(step, ()))]
+        shown = [encode(wire.SetOutputs(step, now.outputs))]
         if now.clear_pending:
-            shown.append({"type": "clear_output", "step": step, "wait": True})
+            shown.append(encode(wire.ClearOutput(step, True)))
         return shown
 
     def ended(self) -> list[StepEnded]:
@@ -365,3 +285,9 @@ class Journal:
             last = {e.run.step: e for e in self.placed if isinstance(e, StepEnded)}
         return [last[step] for step in sorted(last)]
 
+
+
+def event_json(event: Event) -> dict[str, Any]:
+    """Return an event's JSON form (docs/protocol.md): its wire form, encoded."""
+    found: dict[str, Any] = encode(event.to_wire() if isinstance(event, _LIVE) else event)
+    return found

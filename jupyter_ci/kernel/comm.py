@@ -23,9 +23,9 @@ from jupyter_ci.agent.events import (
     StepSentBack,
     StepStarted,
     Text,
+    event_json,
 )
 from jupyter_ci.kernel.protocol import (
-    COMM_TARGET,
     AskInfo,
     Reused,
     ask_start,
@@ -34,6 +34,7 @@ from jupyter_ci.kernel.protocol import (
 )
 from jupyter_ci.kernel.record import AskRecord
 from jupyter_ci.kernel.views import Narration
+from jupyter_ci.wire.names import COMM_TARGET
 
 #: Send the model's streamed text at most this often.
 TEXT_S = 0.1
@@ -76,13 +77,13 @@ class CommEncoder:
         if not isinstance(event, OutputsChanged):  # those come on the IOPub thread
             self._send_text()
         if isinstance(event, AskEnded):
-            self._end(event.outcome, event.to_json())
+            self._end(event.outcome, event_json(event))
             return
         if isinstance(event, StepStarted):
             self.narration.step()
         elif isinstance(event, StepSentBack):
             self.narration.sent_back()
-        self._send(event.to_json())
+        self._send(event_json(event))
         if isinstance(event, StepStarted | StepEnded):
             self._broadcast_state()
 
@@ -91,11 +92,11 @@ class CommEncoder:
         from comm import create_comm
 
         self._comm = create_comm(target_name=COMM_TARGET,
-                                 data=ask_start(self.info, event.to_json()))
+                                 data=ask_start(self.info, event_json(event)))
 
     def _send_text(self) -> None:
         if self._text:
-            self._send(Text(self._text).to_json())
+            self._send(event_json(Text(self._text)))
             self._text = ""
         self._text_sent_at = time.monotonic()
 

@@ -19,12 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from jupyter_ci.kernel.protocol import (
-    COMM_TARGET,
-    PROTOCOL_VERSION,
-    current_request,
-    parent_header,
-)
+from jupyter_ci.kernel.protocol import current_request, parent_header
+from jupyter_ci.wire.names import COMM_TARGET, PROTOCOL_VERSION
 
 #: The key of the execute_request metadata that marks an MCP client's request.
 EXTERNAL_KEY = "jupyter_ci_external"

@@ -12,15 +12,7 @@ from typing import Any
 from IPython.core.interactiveshell import InteractiveShell
 
 from jupyter_ci.agent.approval import NotebookCell
-
-#: The protocol version the labextension announces in every execute_request.
-PROTOCOL_VERSION = 2
-#: The comm target the kernel opens one comm on per ask.
-COMM_TARGET = "jupyter_ci"
-#: The key of the frontend announcement in execute_request metadata.
-FRONTEND_KEY = "jupyter_ci_frontend"
-#: The cell metadata key of ask records and generated-cell records.
-METADATA_KEY = "jupyter_ci"
+from jupyter_ci.wire.names import FRONTEND_KEY, METADATA_KEY, PROTOCOL_VERSION
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,9 @@ from typing import Any
 
 from jupyter_ci.agent.errors import RecordWouldFail
 from jupyter_ci.agent.events import Outcome
-from jupyter_ci.kernel.protocol import METADATA_KEY, AskInfo, RequestInfo
+from jupyter_ci.kernel.protocol import AskInfo, RequestInfo
+from jupyter_ci.wire.codec import encode
+from jupyter_ci.wire.names import METADATA_KEY
 
 RECORD_VERSION = 1
 # Scanning is for headless runs of a notebook folder, not for crawling a whole disk.
@@ -61,7 +63,7 @@ class AskRecord:
         answer = outcome.answer if outcome.error is None else str(outcome.error)
         return cls(ask.ask_id, phash, ask.model, outcome.status, answer, outcome.steps,
                    outcome.tokens, datetime.datetime.now(datetime.timezone.utc).isoformat(),
-                   outcome.unresolved_json(), edits=outcome.to_json()["edits"] or None,
+                   outcome.unresolved_json(), edits=encode(outcome.to_wire())["edits"] or None,
                    usage=outcome.usage.to_json())
 
     @classmethod

@@ -19,6 +19,8 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from jupyter_ci.wire.names import DATA_FOLDER, RECORD_SECRET
+
 SCHEME = "hmac-sha256"
 #: The fields a signature covers (what reuse shows and decides on), with the prompt itself.
 SIGNED_FIELDS = ("version", "ask_id", "prompt_hash", "model", "status", "answer", "steps",
@@ -31,7 +33,7 @@ def secret_path() -> Path:
     """Return where this user's record secret lives (beside Jupyter's own notary secret)."""
     from jupyter_core.paths import jupyter_data_dir
 
-    return Path(jupyter_data_dir()) / "jupyter_ci" / "record_secret"
+    return Path(jupyter_data_dir()) / DATA_FOLDER / RECORD_SECRET
 
 
 def _private(path: Path) -> bool:

@@ -32,9 +32,8 @@ from jupyter_ci.agent.types import (
     ToolResult,
     ToolSpec,
 )
+from jupyter_ci.wire.names import TURN_PATH as TURN_PATH
 
-#: The route below the broker URL that streams one turn.
-TURN_PATH = "turn"
 #: The content type of the reply stream.
 NDJSON = "application/x-ndjson"
 #: Image types a request may carry (what both providers accept).

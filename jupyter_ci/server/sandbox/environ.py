@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from jupyter_ci.wire.names import DATA_FOLDER, RECORD_SECRET
+
 #: The host path of the broker's private socket, published by the server for boxes.
 ENV_BROKER_SOCKET = "JUPYTER_CI_SANDBOX_BROKER"
 #: Host paths (os.pathsep-separated) the server wants hidden: its root, the sessions, keys.
@@ -88,5 +90,5 @@ def record_secret(env: dict[str, str]) -> Path | None:
         return None
     from jupyter_core.paths import jupyter_data_dir
 
-    path = Path(jupyter_data_dir()) / "jupyter_ci" / "record_secret"
+    path = Path(jupyter_data_dir()) / DATA_FOLDER / RECORD_SECRET
     return path if path.is_file() else None

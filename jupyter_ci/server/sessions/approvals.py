@@ -20,7 +20,7 @@ from typing import Any
 
 from jupyter_ci.agent.approval import MODES, ApprovalMode, stricter
 from jupyter_ci.agent.errors import AskStopped
-from jupyter_ci.agent.events import Event, WaitingForUser
+from jupyter_ci.agent.events import Event, WaitingForUser, event_json
 from jupyter_ci.server.sessions.errors import SessionError
 from jupyter_ci.server.sessions.fields import Refused
 
@@ -156,7 +156,7 @@ class Asker:
     def saw(self, event: Event) -> None:
         """Keep the question the driver announces (an encoder of the ask's journal)."""
         if isinstance(event, WaitingForUser):
-            self.waiting = event.to_json()
+            self.waiting = event_json(event)
 
     async def __call__(self, question: object) -> str:
         """Tell the client the question, wait for its answer, and return the answer's text."""

@@ -32,6 +32,7 @@ from jupyter_ci.agent.events import (
     Notice,
     Outcome,
     StepEnded,
+    event_json,
 )
 from jupyter_ci.agent.loop import AskLoop, Limits
 from jupyter_ci.agent.memory import Memory
@@ -136,7 +137,7 @@ def sse(emit: Emit) -> Encoder:
     """The REST encoding of an ask: each event a server-sent event named by its type."""
 
     def encode(event: Event) -> None:
-        data = event.to_json()
+        data = event_json(event)
         emit(data["type"], data)
 
     return encode
@@ -314,7 +315,7 @@ def failure(exc: Exception, manager: SessionManager, redactor: Redactor) -> AskE
 def result(outcome: Outcome, ended: list[StepEnded],
            approvals: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Read the ask's outcome as the API's result, with each step's last attempt."""
-    steps = [{**{k: v for k, v in end.to_json().items() if k != "type"},
+    steps = [{**{k: v for k, v in event_json(end).items() if k != "type"},
               "outputs": list(end.result.outputs)} for end in ended]
     # "interrupted" is a stop here: the user said stop, or no answer came in time.
     status = "stopped" if outcome.status == "interrupted" else outcome.status
