@@ -2,8 +2,8 @@
  * What the side panel shows of one ask: its steps, answer, phase, cost and reviews.
  */
 import type { IAskCost } from './cost';
-import type { IEditReview } from './editstate';
 import type { ISentPart, IUnresolved, StepKind, StepStatus, WaitingKind } from './protocol';
+import type { IEditReview } from './question';
 
 export type AskViewStatus = 'pending' | 'running' | 'done' | 'failed' | 'interrupted';
 

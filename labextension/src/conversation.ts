@@ -5,8 +5,8 @@ import { ISignal, Signal } from '@lumino/signaling';
 
 import type { IAskView } from './askview';
 import { addTurn, atEnd } from './cost';
-import { reviewOf } from './editstate';
 import { errorText, isKnown } from './protocol';
+import { reviewOf } from './question';
 import type {
   AnyMessage,
   IAskEnd,

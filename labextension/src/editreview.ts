@@ -4,16 +4,23 @@
  * does not run it) and offers Undo; Reject touches nothing. Once every edit of the batch is
  * decided, the kernel's stdin question gets `{"decisions": {call_id: ...}}`.
  *
- * What was proposed and decided lives in the conversation (editstate.ts), so the panel
+ * What was proposed and decided lives in the conversation (question.ts's IEditReview), so the panel
  * shows it too; this class does what the decisions say, to the notebook and the kernel.
  */
 import type { INotebookModel } from '@jupyterlab/notebook';
 
 import type { IAskView } from './askview';
 import type { Conversation } from './conversation';
-import { answerText, decide, editsOf, IEditReview, isDecided, openReview } from './editstate';
 import { findCell } from './notebookcells';
-import type { QuestionReplies } from './question';
+import {
+  answerText,
+  decide,
+  editsOf,
+  IEditReview,
+  isDecided,
+  openReview,
+  QuestionReplies
+} from './question';
 import type { IReviewActions, IShownEdit } from './reviewbox';
 
 /** The open review of a running ask. */

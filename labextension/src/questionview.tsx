@@ -12,9 +12,14 @@ import type { ISignal } from '@lumino/signaling';
 import * as React from 'react';
 
 import type { IAskView } from './askview';
-import { IEditReview, IEditView, reviewSummary } from './editstate';
 import { diffCounts, lineDiff } from './linediff';
-import { approvalText, IPendingApproval } from './question';
+import {
+  approvalText,
+  IEditReview,
+  IEditView,
+  IPendingApproval,
+  reviewSummary
+} from './question';
 import { NotebookQuestions, questionsOf } from './questions';
 import type { IReviewActions } from './reviewbox';
 

@@ -6,8 +6,7 @@
  *
  * Every control has a `data-jupyter-ci` attribute for browser tests.
  */
-import type { IEditReview, IEditView } from './editstate';
-import { reviewSummary } from './editstate';
+import { IEditReview, IEditView, reviewSummary } from './question';
 import { diffCounts, IDiffLine, lineDiff } from './linediff';
 import { button, element } from './questionbody';
 

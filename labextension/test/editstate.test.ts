@@ -1,5 +1,5 @@
 /**
- * The review of edits of the user's cells, as plain state (editstate.ts), and as the
+ * The review of edits of the user's cells, as plain state (question.ts), and as the
  * conversation keeps it beside each ask's cost.
  */
 import assert from 'node:assert/strict';
@@ -16,7 +16,7 @@ import {
   openReview,
   reviewOf,
   reviewSummary
-} from '../src/editstate';
+} from '../src/question';
 import type { IAskEnd, IAskStart, IProposedEdit, IWaitingForUser } from '../src/protocol';
 
 const QUESTION = 'jupyter-ci: review the proposed edits';
