@@ -19,7 +19,7 @@ import dataclasses
 import types
 import typing
 from collections.abc import Callable
-from typing import Any, Literal, TypeVar, Union
+from typing import Any, Literal, TypeVar, Union, overload
 
 T = TypeVar("T")
 #: A field left out of the JSON when it equals its default.
@@ -48,10 +48,13 @@ def encode(obj: Any) -> Any:
     return obj
 
 
-def decode(cls: type[T], value: Any) -> T:
-    """Read `value` as a `cls`, or raise WireError naming the bad field's path."""
-    decoded: T = _decoder(cls)(value, "")
-    return decoded
+@overload
+def decode(cls: type[T], value: Any) -> T: ...
+@overload
+def decode(cls: object, value: Any) -> Any: ...
+def decode(cls: object, value: Any) -> Any:
+    """Read `value` as a `cls` (a class or a union), or raise WireError naming the bad field."""
+    return _decoder(cls)(value, "")
 
 
 def tag_of(cls: type) -> str | None:
