@@ -6,7 +6,7 @@ import threading
 import time
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from jupyter_ci.agent import events
 from jupyter_ci.agent.disclosure import Part
@@ -110,7 +110,7 @@ def test_an_event_only_the_journal_knows_reaches_every_encoder() -> None:
     class Approved:
         """An event added later (an approval): only its wire class and its emit are new."""
 
-        type: Literal["approved"] = field(default="approved", init=False)
+        type: ClassVar[Literal["approved"]] = "approved"
         step: int
 
     first, second = Collected(), Collected()

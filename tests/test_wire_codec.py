@@ -5,9 +5,9 @@ from __future__ import annotations
 import ast
 import json
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 import pytest
 
@@ -83,7 +83,7 @@ def test_a_new_event_is_one_class_the_codec_reads_and_writes() -> None:
     class Approved:
         """An event added later: a tag and its fields, nothing else."""
 
-        type: Literal["approved"] = field(default="approved", init=False)
+        type: ClassVar[Literal["approved"]] = "approved"
         step: int
         by: str | None = None
 

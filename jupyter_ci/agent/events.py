@@ -211,9 +211,10 @@ class AskEnded:
 Event = (AskStarted | RequestSent | Thinking | Text | Usage | CodePreview | StepStarted
          | OutputsChanged | StepEnded | FilesWritten | StepSentBack | Notice | WaitingForUser
          | AskEnded)
-#: The events that carry live objects and give their wire form when encoded.
-_LIVE = (RequestSent, StepStarted, OutputsChanged, StepEnded, FilesWritten, StepSentBack,
-         AskEnded)
+#: The events that carry live objects, and how each gives its wire form when encoded.
+_TO_WIRE: dict[type, Callable[[Any], object]] = {
+    cls: cls.to_wire for cls in (RequestSent, StepStarted, OutputsChanged, StepEnded,
+                                 FilesWritten, StepSentBack, AskEnded)}
 #: Receives each event of an ask as it happens (an encoder).
 Encoder = Callable[[Event], None]
 
@@ -289,5 +290,6 @@ class Journal:
 
 def event_json(event: Event) -> dict[str, Any]:
     """Return an event's JSON form (docs/protocol.md): its wire form, encoded."""
-    found: dict[str, Any] = encode(event.to_wire() if isinstance(event, _LIVE) else event)
+    to_wire = _TO_WIRE.get(type(event))
+    found: dict[str, Any] = encode(event if to_wire is None else to_wire(event))
     return found

@@ -3,7 +3,7 @@
 `encode(obj)` gives a dataclass's JSON value: its fields in declaration order, tuples as
 lists, nested dataclasses as objects. `decode(cls, value)` reads one back and checks it
 whole: unknown fields refused, `Literal`, optional, tuple, list, dict, nested dataclasses and
-tagged unions (a `type` field with one `Literal` value, `init=False`) checked, and an error
+tagged unions (a `type: ClassVar[Literal["…"]]`, written first) checked, and an error
 names the path of the bad field (`steps[2].status: expected one of 'ok', 'error', got 'fine'`).
 Each class's plan is built once; the encoder is compiled to one function per class because
 the kernel's comm encodes every output event.
@@ -39,6 +39,9 @@ class WireError(ValueError):
 
 def encode(obj: Any) -> Any:
     """Return the JSON value of a wire dataclass (or of a list, tuple, dict of them)."""
+    known = _ENCODERS.get(type(obj))
+    if known is not None:
+        return known(obj)
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return _encoder_of(type(obj))(obj)
     if isinstance(obj, list | tuple):
@@ -58,11 +61,9 @@ def decode(cls: object, value: Any) -> Any:
 
 
 def tag_of(cls: type) -> str | None:
-    """Return a tagged class's `type` value (None when it has no tag)."""
-    for item in dataclasses.fields(cls):
-        if item.name == "type" and not item.init and isinstance(item.default, str):
-            return item.default
-    return None
+    """Return a tagged class's `type` (a `ClassVar[Literal[...]]`; None when it has none)."""
+    tag = cls.__dict__.get("type")
+    return tag if isinstance(tag, str) else None
 
 
 def hints(cls: type) -> dict[str, Any]:
@@ -90,6 +91,9 @@ def _compile(cls: type) -> Encode:
     names: dict[str, Any] = {}
     steps: list[str] = []
     pairs: list[str] = []
+    if (tag := tag_of(cls)) is not None:  # first, as every door has always written it
+        steps.append(f"    d['type'] = {tag!r}")
+        pairs.append(f"'type': {tag!r}")
     for item in dataclasses.fields(cls):
         fn = _value_encoder(hints(cls)[item.name], item.metadata.get(ROUND))
         get = f"o.{item.name}"
@@ -264,10 +268,15 @@ def _dict_decoder(item_type: Any) -> Decode:
 def _object_decoder(cls: type) -> Decode:
     fields = [(f, _decoder(hints(cls)[f.name])) for f in dataclasses.fields(cls)]
     own = {f.name for f, _ in fields if not f.metadata.get(FLATTEN)}
+    tag = tag_of(cls)
+    if tag is not None:
+        own.add("type")
 
     def read(value: Any, path: str) -> Any:
         if not isinstance(value, dict):
             raise _fail(path, f"an object ({cls.__name__})", value)
+        if tag is not None and value.get("type") != tag:
+            raise _fail(f"{path}.type" if path else "type", repr(tag), value.get("type"))
         flat = any(f.metadata.get(FLATTEN) for f, _ in fields)
         if not flat and (extra := sorted(set(value) - own)):
             raise WireError(f"{path + '.' if path else ''}{extra[0]}: unknown field of "
@@ -281,7 +290,7 @@ def _object_decoder(cls: type) -> Decode:
 
 def _field(item: dataclasses.Field[Any], reader: Decode, value: dict[str, Any], path: str,
            own: set[str]) -> dict[str, Any]:
-    """Read one field of an object (nothing for a tag, which is checked only)."""
+    """Read one field of an object (nothing when it is absent and has a default)."""
     where = f"{path}.{item.name}" if path else item.name
     if item.metadata.get(FLATTEN):
         return {item.name: reader({k: v for k, v in value.items() if k not in own}, path)}
@@ -291,5 +300,4 @@ def _field(item: dataclasses.Field[Any], reader: Decode, value: dict[str, Any], 
         if not has_default:
             raise WireError(f"{where}: missing")
         return {}
-    read = reader(value[item.name], where)
-    return {item.name: read} if item.init else {}
+    return {item.name: reader(value[item.name], where)}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from jupyter_ci.wire.codec import FLATTEN, OMIT_DEFAULT, ROUND
 
@@ -29,7 +29,7 @@ EditDecision = Literal["accepted", "rejected", "proposed"]
 class AskStart:
     """An ask began: who is asked what."""
 
-    type: Literal["ask_start"] = field(default="ask_start", init=False)
+    type: ClassVar[Literal["ask_start"]] = "ask_start"
     ask_id: str
     prompt: str
     model: str
@@ -50,7 +50,7 @@ class Part:
 class RequestSent:
     """At every model call: what it sent, in parts."""
 
-    type: Literal["request_sent"] = field(default="request_sent", init=False)
+    type: ClassVar[Literal["request_sent"]] = "request_sent"
     parts: tuple[Part, ...]
 
 
@@ -58,14 +58,14 @@ class RequestSent:
 class Thinking:
     """The model is called and nothing came back yet."""
 
-    type: Literal["thinking"] = field(default="thinking", init=False)
+    type: ClassVar[Literal["thinking"]] = "thinking"
 
 
 @dataclass(frozen=True)
 class Text:
     """A piece of the model's text as it streams."""
 
-    type: Literal["text"] = field(default="text", init=False)
+    type: ClassVar[Literal["text"]] = "text"
     delta: str
 
 
@@ -73,7 +73,7 @@ class Text:
 class Usage:
     """The tokens and cost of the model's turn just ended, and of the whole ask so far."""
 
-    type: Literal["usage"] = field(default="usage", init=False)
+    type: ClassVar[Literal["usage"]] = "usage"
     #: Of the turn just ended: the whole prompt, cached tokens included.
     input_tokens: int
     output_tokens: int
@@ -93,7 +93,7 @@ class Usage:
 class CodePreview:
     """The code of a step the model is still writing (a fix of the last step if it failed)."""
 
-    type: Literal["code_preview"] = field(default="code_preview", init=False)
+    type: ClassVar[Literal["code_preview"]] = "code_preview"
     #: The step it will be: the step that failed last (a fix), else the next one.
     step: int
     attempt: int
@@ -104,7 +104,7 @@ class CodePreview:
 class StepStart:
     """A step's code is about to run; the outputs that follow are its."""
 
-    type: Literal["step_start"] = field(default="step_start", init=False)
+    type: ClassVar[Literal["step_start"]] = "step_start"
     step: int
     attempt: int
     kind: StepKind
@@ -117,7 +117,7 @@ class StepStart:
 class Output:
     """One output of the running step, appended to its outputs."""
 
-    type: Literal["output"] = field(default="output", init=False)
+    type: ClassVar[Literal["output"]] = "output"
     step: int
     #: An nbformat v4 output.
     output: JSONObject
@@ -127,7 +127,7 @@ class Output:
 class ClearOutput:
     """The running step cleared its outputs (with wait: on its next output)."""
 
-    type: Literal["clear_output"] = field(default="clear_output", init=False)
+    type: ClassVar[Literal["clear_output"]] = "clear_output"
     step: int
     wait: bool
 
@@ -136,7 +136,7 @@ class ClearOutput:
 class SetOutputs:
     """The running step's outputs, replaced whole (a display updated in place)."""
 
-    type: Literal["set_outputs"] = field(default="set_outputs", init=False)
+    type: ClassVar[Literal["set_outputs"]] = "set_outputs"
     step: int
     outputs: tuple[JSONObject, ...]
 
@@ -153,7 +153,7 @@ class StepError:
 class StepEnd:
     """A step's code finished, failed, timed out, was interrupted, or its kernel died."""
 
-    type: Literal["step_end"] = field(default="step_end", init=False)
+    type: ClassVar[Literal["step_end"]] = "step_end"
     step: int
     attempt: int
     kind: StepKind
@@ -169,7 +169,7 @@ class StepEnd:
 class Files:
     """The running step wrote files the user can download (a REST session's directory)."""
 
-    type: Literal["files"] = field(default="files", init=False)
+    type: ClassVar[Literal["files"]] = "files"
     step: int
     #: Each file as the API lists it (path, size, mime).
     files: tuple[JSONObject, ...]
@@ -179,7 +179,7 @@ class Files:
 class StepSentBack:
     """The model is sent back to make step `step` self-contained."""
 
-    type: Literal["step_sent_back"] = field(default="step_sent_back", init=False)
+    type: ClassVar[Literal["step_sent_back"]] = "step_sent_back"
     step: int
     #: The kernel's notice.
     message: str
@@ -189,7 +189,7 @@ class StepSentBack:
 class Notice:
     """Something the user should know that does not stop the ask (a retiring model)."""
 
-    type: Literal["warning"] = field(default="warning", init=False)
+    type: ClassVar[Literal["warning"]] = "warning"
     message: str
 
 
@@ -216,7 +216,7 @@ class ProposedEdit:
 class WaitingForUser:
     """A question waits for the user: an install, a step, a plan or edits to review."""
 
-    type: Literal["waiting_for_user"] = field(default="waiting_for_user", init=False)
+    type: ClassVar[Literal["waiting_for_user"]] = "waiting_for_user"
     #: The exact prompt of the stdin input_request that follows.
     question: str
     kind: WaitKind = "install"
@@ -298,7 +298,7 @@ class Outcome:
 class AskEnd:
     """The ask ended, answered or not: its outcome's fields."""
 
-    type: Literal["ask_end"] = field(default="ask_end", init=False)
+    type: ClassVar[Literal["ask_end"]] = "ask_end"
     outcome: Outcome = field(metadata={FLATTEN: True})
 
 
