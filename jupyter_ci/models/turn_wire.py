@@ -275,37 +275,3 @@ def tool_input_event(name: str, before: str, now: str) -> dict[str, Any]:
     """Encode the change from `before` to `now` of a tool call's streamed arguments."""
     at = len(before) if now.startswith(before) else 0
     return {"tool_input": {"name": name, "at": at, "text": now[at:]}}
-
-
-class PendingLines:
-    """Events written since the last send, consecutive text merged into one event.
-
-    A server that writes (and so sends) a line per text delta spends most of its loop on
-    socket writes: each send carries what arrived since the last instead, and the text
-    that arrived meanwhile as one event (a reader cannot tell the difference). Tool input
-    keeps a line per change, as the provider streamed it.
-    """
-
-    def __init__(self) -> None:
-        self._lines: list[bytes] = []
-        self._text: list[str] = []
-
-    def add(self, event: Mapping[str, Any]) -> None:
-        """Take one event of the reply stream."""
-        if isinstance(text := event.get("text"), str) and len(event) == 1:
-            self._text.append(text)
-            return
-        self._close_text()
-        self._lines.append(line(event))
-
-    def drain(self) -> bytes:
-        """Return the lines of every event taken since the last drain."""
-        self._close_text()
-        data = b"".join(self._lines)
-        self._lines.clear()
-        return data
-
-    def _close_text(self) -> None:
-        if self._text:
-            self._lines.append(line({"text": "".join(self._text)}))
-            self._text.clear()

@@ -9,29 +9,22 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Mapping
 from logging import Logger
 from typing import Any
 
 from tornado import web
 from tornado.http1connection import HTTP1Connection
-from tornado.iostream import StreamClosedError
 
 from jupyter_ci.agent.errors import AskError, LimitReached, ModelConfigError
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.models.broker import INFO_PATH, MODEL_CODE_PATH
-from jupyter_ci.models.turn_wire import (
-    NDJSON,
-    TURN_PATH,
-    PendingLines,
-    WireError,
-    error_json,
-    read_turn,
-    reply_json,
-)
+from jupyter_ci.models.turn_wire import TURN_PATH, WireError, error_json, read_turn, reply_json
 from jupyter_ci.server.broker.broker import BROKER_ROUTE, Broker, presented_token
 from jupyter_ci.server.broker.errors import BodyTooLarge, BrokerError
 from jupyter_ci.server.broker.model_service import TOOLS, ModelService
 from jupyter_ci.server.jsonbody import BadJSON, parse_json
+from jupyter_ci.server.streams import JsonLines, StreamWriter
 
 #: HTTP status of an ask error answered before the stream starts.
 _STATUS = {LimitReached: 429, ModelConfigError: 400}
@@ -112,11 +105,10 @@ class TurnHandler(_KernelRoute):
         self.holder = ""
         self._body = bytearray()
         self._refused = False
-        self._started = False
-        self._gone = False
         self._task: asyncio.Future[Any] | None = None
-        self._pending = PendingLines()
-        self._sending = False
+        # Text reaches the kernel as it streams, one write per turn of the loop at most: as
+        # the loop gets busier, each write carries more.
+        self._writer = StreamWriter[Mapping[str, Any]](self, JsonLines(), on_lost=self._stop)
 
     def prepare(self) -> None:
         """Admit the request on its credential and length, or answer why not."""
@@ -153,61 +145,32 @@ class TurnHandler(_KernelRoute):
                         f"takes: {err}", "Update jupyter-ci in the kernel to the server's version.")
             return
         self._body.clear()
-        self._task = asyncio.ensure_future(self.service.turn(self.holder, turn, self._emit))
+        self._task = asyncio.ensure_future(self.service.turn(self.holder, turn,
+                                                             self._writer.send))
         try:
             reply = await self._task
         except asyncio.CancelledError:
-            if not self._gone:
+            if not self._writer.lost:
                 raise
             self.log.info("jupyter-ci: a kernel hung up on its %r turn; the call was stopped",
                           turn.model)
             return
         except AskError as err:
-            if not self._started:
+            if not self._writer.started:
                 self.refuse(_STATUS.get(type(err), 502), error_json(err)["type"], err.message,
                             err.hint)
                 return
-            self._emit({"error": error_json(err)})
+            self._writer.end({"error": error_json(err)})
         else:
-            self._emit({"reply": reply_json(reply)})
-        if not self._gone:
-            self.finish(self._pending.drain())
-
-    def _emit(self, event: dict[str, Any]) -> None:
-        """Take one event; send it, with any others taken meanwhile, at the loop's next turn.
-
-        Text reaches the kernel as it streams, one send per stream and turn of the loop at
-        most: as the loop gets busier, each send carries more (a send per delta would cost
-        more than reading it from the provider).
-        """
-        if self._gone:
-            return
-        if not self._started:
-            self._started = True
-            self.set_header("Content-Type", NDJSON)
-            self.set_header("Cache-Control", "no-store")
-        self._pending.add(event)
-        if not self._sending:
-            self._sending = True
-            asyncio.get_running_loop().call_soon(self._send)
-
-    def _send(self) -> None:
-        """Write and flush what was taken since the last send."""
-        self._sending = False
-        if self._gone or self._finished:
-            return  # finish() wrote the rest
-        self.write(self._pending.drain())
-        self.flush().add_done_callback(self._flushed)
-
-    def _flushed(self, future: asyncio.Future[None]) -> None:
-        """A write that failed means the kernel is gone: stop the call."""
-        if future.exception() is not None and isinstance(future.exception(), StreamClosedError):
-            self.on_connection_close()
+            self._writer.end({"reply": reply_json(reply)})
 
     def on_connection_close(self) -> None:
         """Stop the provider's stream when the kernel hangs up (or is interrupted)."""
         super().on_connection_close()
-        self._gone = True
+        self._writer.hang_up()
+
+    def _stop(self) -> None:
+        """Cancel the turn of a kernel that hung up."""
         if self._task is not None and not self._task.done():
             self._task.cancel()
 

@@ -23,6 +23,7 @@ from jupyter_ci.server.sessions.handlers import SessionAPIHandler
 from jupyter_ci.server.sessions.manager import SessionManager
 from jupyter_ci.server.sessions.results import execute_result
 from jupyter_ci.server.sessions.session import Session
+from jupyter_ci.server.streams import ServerSentEvent, ServerSentEvents, StreamWriter
 
 #: Seconds of silence after which a stream sends an SSE comment, so that proxies and clients'
 #: read timeouts (httpx, nginx: 60 s) do not cut a long quiet run, which would interrupt it.
@@ -30,21 +31,18 @@ KEEPALIVE_S = 15.0
 EXECUTE_FIELDS = ("code", "cells", "timeout", "env")
 
 
-def sse(event: str, data: Any) -> bytes:
-    """Encode one server-sent event."""
-    return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
-
-
-def output_event(event: OutputEvent) -> bytes:
-    """Encode one change of a run's outputs as a server-sent event."""
+def output_event(event: OutputEvent) -> ServerSentEvent:
+    """Say one change of a run's outputs as a server-sent event."""
     if event.kind == "add":
-        return sse("output", event.output)
+        return ServerSentEvent("output", event.output)
     if event.kind == "clear":
-        return sse("clear_output", {"wait": event.wait})
-    return sse("set_outputs", {"outputs": list(event.outputs)})
+        return ServerSentEvent("clear_output", {"wait": event.wait})
+    return ServerSentEvent("set_outputs", {"outputs": list(event.outputs)})
 
 
-Work = Callable[[Callable[[bytes], None]], Awaitable[dict[str, Any]]]
+#: Sends one server-sent event of a run (at the loop's next turn, with any others).
+Send = Callable[[ServerSentEvent], None]
+Work = Callable[[Send], Awaitable[dict[str, Any]]]
 
 
 class StreamingHandler(SessionAPIHandler):
@@ -58,56 +56,28 @@ class StreamingHandler(SessionAPIHandler):
     cancel_on_close = False
     #: Whether the client hung up (the cells of an execute not started yet are not run).
     hung_up = False
+    _writer: StreamWriter[ServerSentEvent] | None = None
 
     async def stream(self, session: Session, work: Work) -> None:
         """Run `work` under the session's lock; send what it emits, then its `result`."""
-        self.set_header("Content-Type", "text/event-stream")
-        self.set_header("Cache-Control", "no-cache")
-        self.set_header("X-Accel-Buffering", "no")
-        if (stream := getattr(self.request.connection, "stream", None)) is not None:
-            # Else (Nagle) an event written before the last one's ACK waits for a delayed ACK.
-            stream.set_nodelay(True)
-        queue: asyncio.Queue[bytes | None] = asyncio.Queue()
-        task = self._begin(session, work, queue.put_nowait)
-        task.add_done_callback(lambda _: queue.put_nowait(None))
-        while (chunk := await self._next_chunks(queue)) is not None:
-            await self._send(chunk)
+        self._writer = writer = StreamWriter[ServerSentEvent](
+            self, ServerSentEvents(), on_lost=self._stop, keepalive=KEEPALIVE_S, nodelay=True,
+            # APIHandler.finish sets its JSON content type unless told.
+            finish=lambda: self.finish(set_content_type=ServerSentEvents.content_type))
+        writer.start()
+        task = self._begin(session, work, writer.send)
+        await asyncio.wait([task])
         if task.cancelled():
             if session.closed:  # deleted (or culled) while it ran: say so, if anyone listens
-                self._end(sse("error", {"message": "The session was deleted while this ran; "
-                                        "its kernel is gone.", "reason": "unknown_session"}))
+                writer.end(ServerSentEvent("error", {
+                    "message": "The session was deleted while this ran; its kernel is gone.",
+                    "reason": "unknown_session"}))
             return
         try:
-            self._end(sse("result", task.result()))
+            writer.end(ServerSentEvent("result", task.result()))
         except SessionError as error:
-            self._end(sse("error", {"message": error.message, "reason": error.reason}))
-
-    @staticmethod
-    async def _next_chunks(queue: asyncio.Queue[bytes | None]) -> bytes | None:
-        """Return the events queued by now as one write (a keep-alive after KEEPALIVE_S of
-        quiet); None once the work is done and all it emitted was returned."""
-        if queue.empty():
-            try:
-                first = await asyncio.wait_for(queue.get(), KEEPALIVE_S)
-            except TimeoutError:
-                return b": keep-alive\n\n"
-        else:
-            first = queue.get_nowait()
-        chunks = [first] if first is not None else []
-        while not queue.empty():  # an ask emits events in bursts: one write for each burst
-            chunk = queue.get_nowait()
-            if chunk is None:
-                queue.put_nowait(None)  # the end, after what came before it
-                break
-            chunks.append(chunk)
-        return b"".join(chunks) if chunks else None
-
-    def _end(self, chunk: bytes) -> None:
-        """Send the last event with the end of the response (one write, not two)."""
-        if self.request.connection is not None and not self._finished:
-            self.write(chunk)
-        # APIHandler.finish sets its JSON content type unless told: headers may not be sent yet.
-        self.finish(set_content_type="text/event-stream")
+            writer.end(ServerSentEvent("error", {"message": error.message,
+                                                 "reason": error.reason}))
 
     async def answer(self, session: Session, work: Work) -> dict[str, Any] | None:
         """Run `work` under the session's lock for one JSON reply; a hang-up interrupts it."""
@@ -120,7 +90,7 @@ class StreamingHandler(SessionAPIHandler):
             raise UnknownSession(f"The session {session.id!r} was deleted while this ran.")
         return None
 
-    def _begin(self, session: Session, work: Work, send: Callable[[bytes], None]
+    def _begin(self, session: Session, work: Work, send: Send
                ) -> asyncio.Future[dict[str, Any]]:
         """Start `work` as a task of the session (deleting the session cancels it)."""
         self._session = session
@@ -129,8 +99,7 @@ class StreamingHandler(SessionAPIHandler):
         task.add_done_callback(session.tasks.discard)
         return task
 
-    async def _locked(self, session: Session, work: Work,
-                      send: Callable[[bytes], None]) -> dict[str, Any]:
+    async def _locked(self, session: Session, work: Work, send: Send) -> dict[str, Any]:
         async with session.lock:
             self._holding = True
             try:
@@ -138,19 +107,18 @@ class StreamingHandler(SessionAPIHandler):
             finally:
                 self._holding = False
 
-    async def _send(self, chunk: bytes) -> None:
-        if self.request.connection is None or self._finished:
-            return
-        self.write(chunk)
-        try:
-            await self.flush()
-        except Exception:  # the client hung up; on_connection_close stops the work
-            return
-
     def on_connection_close(self) -> None:
         """A client that hangs up interrupts what runs for it (and only that)."""
         super().on_connection_close()
+        self._stop()
+
+    def _stop(self) -> None:
+        """Stop what runs for a client that hung up (once; tornado or a failed write says so)."""
+        if self.hung_up:
+            return
         self.hung_up = True
+        if self._writer is not None:
+            self._writer.hang_up()
         if self._task is None or self._task.done() or self._session is None:
             return
         if not self._holding:
@@ -179,7 +147,7 @@ class ExecuteHandler(StreamingHandler):
                           "creating it ('env').")
         streaming = "text/event-stream" in self.request.headers.get("Accept", "")
 
-        async def work(send: Callable[[bytes], None]) -> dict[str, Any]:
+        async def work(send: Send) -> dict[str, Any]:
             run = Run(self.manager, session, timeout, env, send if streaming else None,
                       lambda: self.hung_up)
             return await (run.one(code) if isinstance(code, str) else run.cells(code))
@@ -200,7 +168,7 @@ class Run:
     timeout: float
     env: dict[str, str]
     #: Sends server-sent events as they come (None: one JSON reply at the end).
-    send: Callable[[bytes], None] | None
+    send: Send | None
     #: Whether nobody waits for the rest any more (its client hung up).
     gone: Callable[[], bool] = lambda: False
 
@@ -221,10 +189,10 @@ class Run:
             if self.gone() and results:  # the interrupt stopped a cell, or fell between two
                 break
             if self.send is not None:
-                self.send(sse("cell", {"index": index}))
+                self.send(ServerSentEvent("cell", {"index": index}))
             results.append(await self.one(code))
             if self.send is not None:
-                self.send(sse("cell_result", {"index": index, **results[-1]}))
+                self.send(ServerSentEvent("cell_result", {"index": index, **results[-1]}))
             if results[-1]["status"] != "ok":
                 break
         return {"status": results[-1]["status"], "results": results,
@@ -245,8 +213,9 @@ class AskHandler(StreamingHandler):
         languages.check_ask(session.language)
         chat, redactor = await ask.resolve(self.manager, session, request.model)
 
-        async def work(send: Callable[[bytes], None]) -> dict[str, Any]:
+        async def work(send: Send) -> dict[str, Any]:
             return await ask.ask(self.manager, session, request, chat, redactor,
-                                 lambda event, data: send(sse(event, data)), self.user())
+                                 lambda event, data: send(ServerSentEvent(event, data)),
+                                 self.user())
 
         await self.stream(session, work)
