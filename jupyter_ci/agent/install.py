@@ -14,8 +14,6 @@ from typing import Literal
 
 from jupyter_ci.agent.types import CodeResult, ErrorInfo
 
-#: What `c.JupyterCI.install` may say; "auto" becomes "ask" or "never" per request.
-InstallSetting = Literal["auto", "ask", "always", "never"]
 InstallMode = Literal["ask", "always", "never"]
 
 #: Import names whose pip package has another name.

@@ -15,7 +15,6 @@ import base64
 import re
 from typing import Any
 
-from jupyter_ci.agent.types import Output
 from jupyter_ci.kernel.safe_markdown import is_local_url, to_html
 
 #: MIME types that are data for a renderer, never code: kept as they are.
@@ -76,9 +75,3 @@ def inert_bundle(data: dict[str, Any]) -> dict[str, Any]:
         kept["text/plain"] = f"(not shown here: {', '.join(left_out)})"
     return kept
 
-
-def inert(output: Output) -> Output:
-    """Return an nbformat output whose display data is inert (other outputs as they are)."""
-    if output.get("output_type") not in ("display_data", "execute_result"):
-        return output
-    return {**output, "data": inert_bundle(dict(output.get("data", {})))}

@@ -31,7 +31,6 @@ class ReplayModel:
     #: The file or folder as the user named it; relative to the working directory.
     source: str
     turns: list[ModelReply] | None = None
-    recorded_model: str = ""
     _played: int = field(default=0, repr=False)
 
     @property
@@ -47,8 +46,7 @@ class ReplayModel:
     def complete(self, request: ModelRequest, on_text: OnText) -> ModelReply:
         """Return the next recorded turn, streaming its text; fail clearly when none is left."""
         if self.turns is None:
-            recording = self.load(request.prompt)
-            self.turns, self.recorded_model = list(recording.turns), recording.model
+            self.turns = list(self.load(request.prompt).turns)
         if not self.turns:
             raise ModelConfigError(
                 f"The recording {self.source} has no reply left after its {self._played} "

@@ -135,10 +135,6 @@ class Broker:
                                         bool(url), bad_key, bad_url, setting)
         return cls(found)
 
-    def set_credentials(self, name: str, key: str, base_url: str) -> Provider:
-        """Replace a provider's key and URL with ones given at run time (the panel)."""
-        return self.hold(self.candidate(name, key, base_url))
-
     def hold(self, provider: Provider) -> Provider:
         """Serve `provider` (a candidate) from now on, in place of its earlier key and URL."""
         self.providers[provider.name] = provider
