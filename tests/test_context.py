@@ -13,7 +13,7 @@ from IPython.core.interactiveshell import InteractiveShell
 
 from jupyter_ci.agent.budget import estimate_tokens
 from jupyter_ci.kernel.context import collect_context
-from jupyter_ci.kernel.describe import describe_variable
+from jupyter_ci.kernel.variables import describe_variable
 
 KEY = "sk-proj-" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0Fe"  # assembled so scanners don't flag the file
 

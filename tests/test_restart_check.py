@@ -10,9 +10,9 @@ from jupyter_ci.kernel.restart_check import (
     RanAsk,
     asks_above,
     defined_above,
-    describe,
     kernel_only,
     restart_check,
+    restart_notice,
     restart_problems,
     up_to_date,
 )
@@ -55,7 +55,7 @@ def test_kernel_only_names_leave_out_hidden_private_and_builtin_names() -> None:
 
 
 def test_the_warning_names_each_step_and_its_missing_names() -> None:
-    assert describe([(2, ["orders"]), (3, ["a", "b"])]) == (
+    assert restart_notice([(2, ["orders"]), (3, ["a", "b"])]) == (
         "After a restart, step 2 would fail: `orders` is defined by no cell above it. "
         "After a restart, step 3 would fail: `a`, `b` are defined by no cell above it.")
 

@@ -21,8 +21,8 @@ from IPython.core.interactiveshell import InteractiveShell
 
 from jupyter_ci.agent.budget import fit_sections, trim_middle
 from jupyter_ci.agent.secrets import redact
-from jupyter_ci.kernel.describe import LINE_CHARS, describe_variable, is_data
 from jupyter_ci.kernel.previews import human_size, previews_section
+from jupyter_ci.kernel.variables import LINE_CHARS, describe_variable, is_data
 
 _DESCRIBE_SECONDS = 0.03  # past this, variables are listed by name and type only
 _MAX_INPUTS = 10

@@ -40,9 +40,9 @@ from jupyter_ci.kernel.restart_check import (
     RanAsk,
     asks_above,
     defined_above,
-    describe,
     kernel_only,
     restart_check,
+    restart_notice,
     restart_problems,
     up_to_date,
 )
@@ -148,7 +148,7 @@ class AskMagics(Magics):
             problems = restart_problems(above, loop.succeeded, self.ipython.transform_cell,
                                         self.ipython.user_ns_hidden)
             if problems:
-                journal.emit(Notice(describe(problems)))
+                journal.emit(Notice(restart_notice(problems)))
 
     def _ran(self, info: RequestInfo, ask: AskInfo, loop: AskLoop) -> None:
         """Remember the cells an ask left, for a later ask's stale `above` (Run All)."""
@@ -312,7 +312,7 @@ def register(ipython: Any) -> None:
 
 #: What every ask loads that `%load_ext` does not need: loaded with it (~15 ms), so the first
 #: ask of a Run All costs what the next ones do. No SDK: under a server none loads at all.
-ASK_PATH = ("jupyter_ci.kernel.describe",
+ASK_PATH = ("jupyter_ci.kernel.variables",
             "jupyter_ci.kernel.executor", "jupyter_ci.kernel.previews", "jupyter_ci.workdir",
             "jupyter_ci.kernel.notebook_path", "jupyter_ci.models.service",
             "jupyter_core.paths", "nh3")

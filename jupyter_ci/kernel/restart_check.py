@@ -225,7 +225,7 @@ def up_to_date(above: Sequence[str], asks: Sequence[AskAbove], ran: Mapping[str,
     return [source for i, source in enumerate(above) if i not in stale] + added
 
 
-def describe(problems: Sequence[tuple[int, list[str]]]) -> str:
+def restart_notice(problems: Sequence[tuple[int, list[str]]]) -> str:
     """Say what Run All after a restart would raise, in one sentence per step."""
     lines = []
     for step, names in problems:

@@ -148,7 +148,7 @@ def ending(model: str, outcome: Outcome, done: str = "Done: ") -> str:
 DESCRIPTION_CHARS = 60
 
 
-def describe(code: str, narration: str = "") -> str:
+def step_summary(code: str, narration: str = "") -> str:
     """Say in a few words what a step does: its code's first comment, else the model's text."""
     for line in code.splitlines():
         stripped = line.strip()
@@ -176,7 +176,7 @@ def step_title(run: RunCode, narration: str = "") -> str:
     if run.kind == "retry":
         return f"Step {run.step} (the code again, with {run.package} installed)"
     retry = f" (fix, attempt {run.attempt})" if run.attempt > 1 else ""
-    what = describe(run.code, narration)
+    what = step_summary(run.code, narration)
     return f"Step {run.step}{retry}" + (f" · {what}" if what else "")
 
 

@@ -23,7 +23,7 @@ import jupyter_ci
 from jupyter_ci.agent.feedback import REDACTION_NOTE
 from jupyter_ci.agent.secrets import REDACTED, Redactor, redact
 from jupyter_ci.agent.types import ModelReply, ModelRequest
-from jupyter_ci.kernel.describe import describe_variable
+from jupyter_ci.kernel.variables import describe_variable
 from jupyter_ci.models.broker import ENV_TOKEN, ENV_URL
 from jupyter_ci.models.scripted import ScriptedModel, code_call, register
 

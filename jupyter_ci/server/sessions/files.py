@@ -183,8 +183,8 @@ def remove(target: Target) -> None:
         os.unlink(name, dir_fd=folder)
 
 
-def describe(target: Target, size: int) -> dict[str, Any]:
-    """Describe one file as the API lists it: relative path, size and MIME type."""
+def file_info(target: Target, size: int) -> dict[str, Any]:
+    """Return one file as the API lists it: relative path, size and MIME type."""
     return asdict(workdir.info(target.path, size))
 
 
@@ -265,7 +265,7 @@ class Upload:
             self.abort()
             raise
         self._close_folder()
-        return describe(self.target, size)
+        return file_info(self.target, size)
 
     def abort(self) -> None:
         """Drop the partial file (also when closing it fails: a full disk fails its flush)."""
