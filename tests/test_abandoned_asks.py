@@ -11,7 +11,7 @@ client (the server) gone. They check, against the clock of this process:
   notebook export and a new ask take about what they took before the hang-ups (within 3x
   + 0.5 s of the same calls measured before, in the same test). The old code fails all of
   it: only 6 of the 8 asks got a thread to stream in, none was cut, and the export and
-  the new ask waited for a thread (checked by running this file with ServiceTurns.complete
+  the new ask waited for a thread (checked by running this file with ServiceModel.complete
   patched back to the sync adapter in asyncio.to_thread);
 * deleting a session while its ask streams cuts the provider stream within 1 s.
 

@@ -32,7 +32,7 @@ from jupyter_ci.models.base import Endpoint
 from jupyter_ci.models.openai import OpenAIChatModel
 from jupyter_ci.models.sdk_client import SdkChatModel
 from jupyter_ci.models.service import ServiceModel
-from jupyter_ci.models.transport import sse
+from jupyter_ci.models.transport import sse_body
 from tests.fakellm import (
     ANTHROPIC_PATH,
     OPENAI_PATH,
@@ -138,7 +138,7 @@ def test_a_stream_that_stalls_mid_reply_says_so_not_could_not_connect(
 
 def test_a_mislabelled_event_stream_is_still_read() -> None:
     """A compatible server that sends its events as text/plain still answers."""
-    stream = sse(*((None, c) for c in openai_chunks("Fine.", [], model="m", chunk_chars=2,
+    stream = sse_body(*((None, c) for c in openai_chunks("Fine.", [], model="m", chunk_chars=2,
                                                       usage=None)), (None, "[DONE]"))
     model = mocked(lambda _: httpx2.Response(200, headers={"content-type": "text/plain"},
                                             content=stream))
@@ -149,7 +149,7 @@ def test_a_usage_chunk_with_choices_null_still_ends_a_reply() -> None:
     """Some compatible servers send their usage-only chunk with "choices": null."""
     chunks = list(openai_chunks("Fine.", [], model="m", chunk_chars=2, usage=(3, 2)))
     chunks[-1]["choices"] = None
-    stream = sse(*((None, c) for c in chunks), (None, "[DONE]"))
+    stream = sse_body(*((None, c) for c in chunks), (None, "[DONE]"))
     model = mocked(lambda _: httpx2.Response(
         200, headers={"content-type": "text/event-stream"}, content=stream))
     reply = model.complete(REQUEST, lambda _: None)

@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from traitlets.config import Config
 
-from jupyter_ci.server.sessions.fair import Turns
+from jupyter_ci.server.sessions.fair import RunSlots
 from tests.test_sessions import new_session, run
 
 
 async def test_runs_go_in_order_of_arrival_a_few_at_once() -> None:
-    turns, inside, most, order = Turns(2, quantum_s=10), [0], [0], []
+    turns, inside, most, order = RunSlots(2, quantum_s=10), [0], [0], []
 
     async def one(name: int) -> None:
         async with turns.turn():
@@ -29,7 +29,7 @@ async def test_runs_go_in_order_of_arrival_a_few_at_once() -> None:
 
 
 async def test_a_long_run_lets_the_next_in_after_its_quantum() -> None:
-    turns = Turns(1, quantum_s=0.05)
+    turns = RunSlots(1, quantum_s=0.05)
     began = time.monotonic()
 
     async def long() -> None:
@@ -46,7 +46,7 @@ async def test_a_long_run_lets_the_next_in_after_its_quantum() -> None:
 
 
 async def test_a_run_cancelled_while_waiting_passes_its_turn_on() -> None:
-    turns = Turns(1, quantum_s=10)
+    turns = RunSlots(1, quantum_s=10)
     release = asyncio.Event()
 
     async def holder() -> None:
@@ -69,7 +69,7 @@ async def test_a_run_cancelled_while_waiting_passes_its_turn_on() -> None:
 
 
 async def test_no_slots_means_no_limit() -> None:
-    turns = Turns(0, quantum_s=0.05)
+    turns = RunSlots(0, quantum_s=0.05)
     async with turns.turn(), turns.turn():
         pass
 

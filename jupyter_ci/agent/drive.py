@@ -1,8 +1,8 @@
 """Drive an `AskLoop`: do the I/O it asks for, synchronously (kernel) or asynchronously (server).
 
-Both forms share every decision through `_Turns`; they differ only in whether calling the
+Both forms share every decision through `_Steps`; they differ only in whether calling the
 model and running code are awaited. Hooks that belong to every door (approval, install
-policy, vision) go in `_Turns`, once; what happens is told as events (agent/events.py).
+policy, vision) go in `_Steps`, once; what happens is told as events (agent/events.py).
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ class AsyncExecutor(Protocol):
 PREVIEW_S = 0.1
 
 
-class _Turns:
+class _Steps:
     """What happens around each model call and code run, for both forms of the driver.
 
     Every step of the ask becomes an event here (request sent, thinking, code preview, step
@@ -184,19 +184,19 @@ def drive(loop: AskLoop, model: Model, executor: Executor, emit: Emit,
           confirm: Confirm | None = None, decide: Decide | None = None,
           price: Price | None = None) -> str:
     """Run the ask to its end and return the answer; raise the AskError that ended it."""
-    turns = _Turns(loop, emit, confirm, decide is not None, price)
+    steps = _Steps(loop, emit, confirm, decide is not None, price)
     action = loop.start()
     while True:
         if isinstance(action, CallModel):
-            action = turns.replied(model.complete(turns.request(action), turns.text))
+            action = steps.replied(model.complete(steps.request(action), steps.text))
         elif isinstance(action, QUESTIONS):
-            asked = decide is not None and turns.asking(action)
-            action = turns.answered(action, decide(action) if asked and decide else None)
+            asked = decide is not None and steps.asking(action)
+            action = steps.answered(action, decide(action) if asked and decide else None)
         elif isinstance(action, ConfirmInstall):
-            action = turns.confirmed(action)
+            action = steps.confirmed(action)
         elif isinstance(action, RunCode):
-            turns.before_run(action)
-            action = turns.ran(action, executor.run(action.code, action.timeout))
+            steps.before_run(action)
+            action = steps.ran(action, executor.run(action.code, action.timeout))
         else:
             return _end(action)
 
@@ -206,19 +206,19 @@ async def drive_async(loop: AskLoop, model: AsyncModel, executor: AsyncExecutor,
                       price: Price | None = None) -> str:
     """Run the ask to its end from an event loop; the same decisions as `drive`."""
     # No one answers an install question here (a REST client has no stdin).
-    turns = _Turns(loop, emit, can_decide=decide is not None, price=price)
+    steps = _Steps(loop, emit, can_decide=decide is not None, price=price)
     action = loop.start()
     while True:
         if isinstance(action, CallModel):
-            action = turns.replied(await model.complete(turns.request(action), turns.text))
+            action = steps.replied(await model.complete(steps.request(action), steps.text))
         elif isinstance(action, QUESTIONS):
-            asked = decide is not None and turns.asking(action)
-            action = turns.answered(action, await decide(action) if asked and decide else None)
+            asked = decide is not None and steps.asking(action)
+            action = steps.answered(action, await decide(action) if asked and decide else None)
         elif isinstance(action, ConfirmInstall):
-            action = turns.confirmed(action)
+            action = steps.confirmed(action)
         elif isinstance(action, RunCode):
-            turns.before_run(action)
-            action = turns.ran(action, await executor.run(action.code, action.timeout))
+            steps.before_run(action)
+            action = steps.ran(action, await executor.run(action.code, action.timeout))
         else:
             return _end(action)
 

@@ -40,7 +40,7 @@ from jupyter_ci.agent.types import (
 )
 from jupyter_ci.models.base import OnText, Usage
 from jupyter_ci.models.sdk_client import SdkChatModel, afold, fold
-from jupyter_ci.models.transport import REHEARSAL_URL, rehearsal_client, sse
+from jupyter_ci.models.transport import REHEARSAL_URL, rehearsal_client, sse_body
 
 #: An event of the stream, decoded (sdk_client.as_json).
 JSON = dict[str, Any]
@@ -135,7 +135,7 @@ def _block(index: int, block: dict[str, Any], *deltas: dict[str, Any]
 
 
 _USAGE = {"input_tokens": 1, "output_tokens": 1}
-_REHEARSAL_STREAM = sse(
+_REHEARSAL_STREAM = sse_body(
     ("message_start", {"type": "message_start", "message": {
         "id": "r", "type": "message", "role": "assistant", "model": "r", "content": [],
         "stop_reason": None, "stop_sequence": None, "usage": _USAGE}}),

@@ -37,7 +37,7 @@ from jupyter_ci.agent.types import (
 )
 from jupyter_ci.models.base import OnText, Usage
 from jupyter_ci.models.sdk_client import SdkChatModel, afold, fold
-from jupyter_ci.models.transport import REHEARSAL_URL, rehearsal_client, sse
+from jupyter_ci.models.transport import REHEARSAL_URL, rehearsal_client, sse_body
 
 #: A chunk of the stream, decoded.
 JSON = dict[str, Any]
@@ -188,7 +188,7 @@ def _chunk(delta: dict[str, Any] | None, finish: str | None = None,
                   "choices": choices, "usage": usage}
 
 
-_REHEARSAL_STREAM = sse(
+_REHEARSAL_STREAM = sse_body(
     _chunk({"role": "assistant", "content": "ok"}),
     _chunk({"tool_calls": [{"index": 0, "id": "c", "type": "function",
                             "function": {"name": "run_python", "arguments": "{}"}}]},

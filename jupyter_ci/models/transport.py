@@ -42,7 +42,7 @@ def rehearsal_client(client_class: type[httpx2.Client], stream: bytes) -> httpx2
     return client_class(transport=package.MockTransport(answer))
 
 
-def sse(*events: tuple[str | None, object]) -> bytes:
+def sse_body(*events: tuple[str | None, object]) -> bytes:
     """Encode (event name or None, data) pairs as server-sent events; data not str is JSON."""
     return "".join((f"event: {name}\n" if name else "")
                    + f"data: {data if isinstance(data, str) else json.dumps(data)}\n\n"

@@ -66,7 +66,7 @@ IMAGE_TOKENS = 2000
 #: Tokens of framing a message may add (roles, separators), at most.
 FRAMING_TOKENS = 16
 #: Sends one event of a turn to its caller (a line to a kernel; nothing for a REST ask).
-Emit = Callable[[dict[str, Any]], None]
+EmitLine = Callable[[dict[str, Any]], None]
 
 
 @dataclass
@@ -141,7 +141,7 @@ class ModelService:
                     self.warn(f"could not prepare {model_id}: {type(err).__name__}: {err}")
         freeze_heap()
 
-    async def turn(self, holder: str, turn: Turn, emit: Emit) -> ModelReply:
+    async def turn(self, holder: str, turn: Turn, emit: EmitLine) -> ModelReply:
         """Stream one turn for `holder` (a kernel id, or a session's ask holder)."""
         model_id = canonical_model_id(turn.model)  # priced, budgeted and called as one
         model, rates = await self.model(model_id), self._rates(model_id)
@@ -307,7 +307,7 @@ def _reply_size(reply: ModelReply) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
 
 
-def _streaming(request: ModelRequest, emit: Emit) -> ModelRequest:
+def _streaming(request: ModelRequest, emit: EmitLine) -> ModelRequest:
     """Return `request` with its tool input streamed to `emit` as changes of the arguments."""
     sent, also = [""], request.on_tool_input
 

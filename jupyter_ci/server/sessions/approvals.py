@@ -25,7 +25,7 @@ from jupyter_ci.server.sessions.errors import SessionError
 from jupyter_ci.server.sessions.fields import Refused
 
 #: Sends one server-sent event: (event name, data).
-Emit = Callable[[str, dict[str, Any]], None]
+EmitSSE = Callable[[str, dict[str, Any]], None]
 DECISIONS = ("run", "edit", "skip", "stop")
 #: The fields an answer's body may hold.
 ANSWER_FIELDS = ("approval_id", "decision", "code", "plan")
@@ -145,7 +145,7 @@ def checked_answer(event: dict[str, Any], body: dict[str, Any]) -> dict[str, Any
 class Asker:
     """An ask's `decide`: each question waits, told to the client, until it is answered."""
 
-    def __init__(self, approvals: Approvals, ask_id: str, user: str, emit: Emit,
+    def __init__(self, approvals: Approvals, ask_id: str, user: str, emit: EmitSSE,
                  timeout: float) -> None:
         self.approvals, self.ask_id, self.user = approvals, ask_id, user
         self.emit, self.timeout = emit, timeout

@@ -14,7 +14,6 @@ import os
 import time
 import traceback
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -53,15 +52,12 @@ from jupyter_ci.models.resolve import (
 )
 from jupyter_ci.models.turn_wire import Turn
 from jupyter_ci.providers import model_sees_images
-from jupyter_ci.server.sessions.approvals import Asker, approval_mode, parse_mode
+from jupyter_ci.server.sessions.approvals import Asker, EmitSSE, approval_mode, parse_mode
 from jupyter_ci.server.sessions.errors import SessionError
 from jupyter_ci.server.sessions.manager import SessionManager
 from jupyter_ci.server.sessions.ports import ModelPort, as_text_sink, ask_token_id
 from jupyter_ci.server.sessions.results import markdown_cell
 from jupyter_ci.server.sessions.session import Session
-
-#: Sends one server-sent event: (event name, data).
-Emit = Callable[[str, dict[str, Any]], None]
 
 
 @dataclass(frozen=True)
@@ -85,7 +81,7 @@ class AskRequest:
 FIELDS = tuple(f.name for f in fields(AskRequest))
 
 
-class ServiceTurns:
+class ServiceModel:
     """The driver's model: each turn streams through the model service, in this process."""
 
     def __init__(self, service: ModelPort, holder: str, model_id: str, record_dir: str
@@ -112,7 +108,7 @@ class ServiceTurns:
         return reply
 
 
-class InProcessTurns:
+class InProcessModel:
     """A model that lives in the server process (a replay, the scripted double)."""
 
     def __init__(self, model: ChatModel) -> None:
@@ -130,10 +126,10 @@ class InProcessTurns:
         return await asyncio.to_thread(self.model.complete, request, from_thread)
 
 
-Turns = ServiceTurns | InProcessTurns
+AskModel = ServiceModel | InProcessModel
 
 
-def sse(emit: Emit) -> Encoder:
+def rest_encoder(emit: EmitSSE) -> Encoder:
     """The REST encoding of an ask: each event a server-sent event named by its type."""
 
     def encode(event: Event) -> None:
@@ -178,7 +174,7 @@ def parse(body: dict[str, Any]) -> AskRequest:
 
 
 async def resolve(manager: SessionManager, session: Session, model: str | None
-                  ) -> tuple[Turns, Redactor]:
+                  ) -> tuple[AskModel, Redactor]:
     """Pick the ask's model in the model service, and what to redact from the kernel's words."""
     service: ModelPort | None = manager.service
     if service is None:
@@ -189,15 +185,15 @@ async def resolve(manager: SessionManager, session: Session, model: str | None
     # No fallback_model here, on purpose: it lets a demo notebook run before a key is set
     # (a replay beside it); a REST client with no model configured is told what to set.
     settings = replace(manager.ci.model_settings(), fallback="")
-    turns: Turns
+    turns: AskModel
     try:
         # One id for the ask's meter, its turns' prices and budget, and the call.
         model_id = canonical_model_id(model or default_model_id(settings, os.environ))
         if parse_model_id(model_id)[0].in_process:
-            turns = InProcessTurns(resolve_model(model_id, settings, os.environ))
+            turns = InProcessModel(resolve_model(model_id, settings, os.environ))
         else:
             await service.model(model_id)  # unknown model, no key: said now, before the ask
-            turns = ServiceTurns(service, holder, model_id, manager.ci.record_dir)
+            turns = ServiceModel(service, holder, model_id, manager.ci.record_dir)
     except AskError as error:
         raise SessionError(str(error)) from None
     turns.meter = price_table(manager.ci.prices).meter(turns.id)
@@ -240,7 +236,8 @@ def _kernel_token(manager: SessionManager, session: Session) -> list[str]:
 
 
 async def ask(manager: SessionManager, session: Session, request: AskRequest,
-              chat: Turns, redactor: Redactor, emit: Emit, user: str = "") -> dict[str, Any]:
+              chat: AskModel, redactor: Redactor, emit: EmitSSE, user: str = ""
+              ) -> dict[str, Any]:
     """Run one ask in the session (its lock held by the caller); return its result.
 
     Whatever goes wrong, the result is one (failed, then) for the stream's `result` event.
@@ -255,11 +252,11 @@ async def ask(manager: SessionManager, session: Session, request: AskRequest,
 
 
 async def _ask(manager: SessionManager, session: Session, request: AskRequest,
-               chat: Turns, redactor: Redactor, emit: Emit, user: str) -> dict[str, Any]:
+               chat: AskModel, redactor: Redactor, emit: EmitSSE, user: str) -> dict[str, Any]:
     """Run one ask in the session; return its result."""
     ci = manager.ci  # its questions wait for `user`'s answer (approvals.py)
     asker = Asker(session.approvals, uuid.uuid4().hex[:12], user, emit, ci.approval_timeout)
-    journal = Journal([sse(emit), asker.saw])
+    journal = Journal([rest_encoder(emit), asker.saw])
     if session.memory is None:
         session.memory = Memory(manager.ci.memory_tokens)
     memory: Memory = session.memory

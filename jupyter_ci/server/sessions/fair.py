@@ -1,4 +1,4 @@
-"""Take turns: how many sessions' runs start into their kernels at once (`Turns`).
+"""Take turns: how many sessions' runs start into their kernels at once (`RunSlots`).
 
 Twenty kernels woken at once on a two-core machine do not share the cores fairly: some runs
 finish at once while others wait for hundreds of ms behind them (measured with jupyter_client
@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator
 TURN_S = 0.05
 
 
-class Turns:
+class RunSlots:
     """At most `slots` runs at once, in order of arrival, each for `quantum_s` at most."""
 
     def __init__(self, slots: int, quantum_s: float) -> None:

@@ -34,7 +34,7 @@ from jupyter_ci.server.sessions.errors import (
     UnknownSession,
 )
 from jupyter_ci.server.sessions.executor import STUCK
-from jupyter_ci.server.sessions.fair import TURN_S, Turns
+from jupyter_ci.server.sessions.fair import TURN_S, RunSlots
 from jupyter_ci.server.sessions.gateway_health import GatewayWatch, translate
 from jupyter_ci.server.sessions.kernels import SessionKernels, Started
 from jupyter_ci.server.sessions.ports import ModelPort, ask_token_id
@@ -71,7 +71,7 @@ class SessionManager:
         self.watch = GatewayWatch(self.kernels, is_gateway(kernel_manager), log)
         self._starting = 0  # sessions being created, counted against max_sessions
         #: Runs let into their kernels at once, in turn (c.JupyterCI.session_run_slots).
-        self.turns = Turns(ci.session_run_slots, TURN_S)
+        self.run_slots = RunSlots(ci.session_run_slots, TURN_S)
         #: Boxed sessions' caps on their folder's bytes and files (disk.py).
         self.disk = DiskCaps(Caps(ci.sandbox_disk_bytes, ci.sandbox_disk_files))
 
@@ -231,7 +231,7 @@ class SessionManager:
         session.busy, session.last_activity = True, time.time()
         here = session.kernel_id not in self.kernels.elsewhere
         before = await files.look(session.directory, session.scanned) if here else None
-        async with (self.turns.turn(),  # sessions take turns into their kernels (fair.py)
+        async with (self.run_slots.turn(),  # sessions take turns into their kernels (fair.py)
                     self.disk.watching(session.id, session.directory, session.sandboxed)
                     as watch):
             result = await self._run(session, code, timeout, on_output, env, watch)
