@@ -15,6 +15,7 @@ from jupyter_ci.wire import events as wire
 from jupyter_ci.wire.codec import WireError, decode, encode
 
 WIRE = Path(__file__).parent.parent / "jupyter_ci" / "wire"
+USAGE = {"input_tokens": 0, "output_tokens": 0, "cached_tokens": 0, "cost_usd": None}
 
 SAMPLES: list[wire.Event] = [
     wire.AskStart("a1", "go", "openai:m"), wire.Thinking(), wire.Text("he"),
@@ -64,11 +65,11 @@ def test_the_json_form_keeps_field_order_omits_empty_names_and_rounds_money() ->
     ({"type": "text"}, "delta: missing"),
     ({"type": "bogus"}, "type: expected one of"),
     ({"type": "ask_end", "status": "done", "answer": "", "error": None, "unresolved": None,
-      "steps": 0, "tokens": 0, "usage": {"input_tokens": 0}, "edits": [
+      "steps": 0, "tokens": 0, "usage": USAGE, "edits": [
           {"call_id": "c", "cell_id": "i", "old": "", "new": "", "decision": "maybe"}]},
      "edits[0].decision: expected one of 'accepted', 'rejected', 'proposed', got 'maybe'"),
     ({"type": "ask_end", "status": "done", "answer": "", "error": None, "unresolved": None,
-      "steps": 0, "tokens": 0, "usage": {}, "edits": [], "pin": "abc"},
+      "steps": 0, "tokens": 0, "usage": USAGE, "edits": [], "pin": "abc"},
      "pin: unknown field of Outcome"),
 ])
 def test_a_bad_event_is_refused_with_the_path_of_its_bad_field(value: object,

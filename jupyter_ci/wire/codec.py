@@ -9,7 +9,7 @@ Each class's plan is built once; the encoder is compiled to one function per cla
 the kernel's comm encodes every output event.
 
 Field metadata (`dataclasses.field(metadata=...)`) changes one field's JSON form:
-`OMIT_DEFAULT` leaves it out when it equals its default, `ROUND` rounds a float to that many
+`OMIT_IF` leaves it out when it equals that value, `ROUND` rounds a float to that many
 decimals, `FLATTEN` puts a nested dataclass's fields beside the outer ones.
 """
 
@@ -22,8 +22,8 @@ from collections.abc import Callable
 from typing import Any, Literal, TypeVar, Union, overload
 
 T = TypeVar("T")
-#: A field left out of the JSON when it equals its default.
-OMIT_DEFAULT = "wire.omit_default"
+#: A field left out of the JSON when it equals this value (and read as it when absent).
+OMIT_IF = "wire.omit_if"
 #: A float field rounded to this many decimals (float sums carry noise far below a cent).
 ROUND = "wire.round"
 #: A nested dataclass whose fields are written beside the outer class's own.
@@ -102,8 +102,8 @@ def _compile(cls: type) -> Encode:
             get = f"e_{item.name}(o.{item.name})"
         if item.metadata.get(FLATTEN):
             steps.append(f"    d.update({get})")
-        elif item.metadata.get(OMIT_DEFAULT):
-            names[f"d_{item.name}"] = item.default
+        elif OMIT_IF in item.metadata:
+            names[f"d_{item.name}"] = item.metadata[OMIT_IF]
             steps.append(f"    if o.{item.name} != d_{item.name}: d[{item.name!r}] = {get}")
         else:
             steps.append(f"    d[{item.name!r}] = {get}")
@@ -295,6 +295,8 @@ def _field(item: dataclasses.Field[Any], reader: Decode, value: dict[str, Any], 
     if item.metadata.get(FLATTEN):
         return {item.name: reader({k: v for k, v in value.items() if k not in own}, path)}
     if item.name not in value:
+        if OMIT_IF in item.metadata:
+            return {item.name: item.metadata[OMIT_IF]}
         has_default = (item.default is not dataclasses.MISSING
                        or item.default_factory is not dataclasses.MISSING)
         if not has_default:

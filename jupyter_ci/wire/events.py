@@ -12,7 +12,7 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from jupyter_ci.wire.codec import FLATTEN, OMIT_DEFAULT, ROUND
+from jupyter_ci.wire.codec import FLATTEN, OMIT_IF, ROUND
 
 #: An open JSON object: an nbformat v4 output, a file as the API lists it.
 JSONObject = dict[str, Any]
@@ -248,19 +248,19 @@ class UnresolvedStep:
     step: int
     error: str
     #: Names the step reads that only a failed attempt or the live kernel defined.
-    names: tuple[str, ...] = field(default=(), metadata={OMIT_DEFAULT: True})
+    names: tuple[str, ...] = field(metadata={OMIT_IF: ()})
     #: The sentence every door shows ("done with an unresolved error in step 2: …").
-    message: str = ""
+    message: str
 
 
 @dataclass(frozen=True)
 class UsageTotals:
     """An ask's tokens over all its model calls, and their price (null: unpriced)."""
 
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached_tokens: int = 0
-    cost_usd: float | None = field(default=None, metadata={ROUND: 8})
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+    cost_usd: float | None = field(metadata={ROUND: 8})
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,36 @@
 /**
  * Types of the kernel ↔ JupyterLab protocol (docs/protocol.md, version 2).
  *
- * The kernel's comm messages are the JSON form of its typed ask events
- * (`jupyter_ci/agent/events.py`), each with the envelope `ask_id` and `protocol`. What a
- * notebook's cells record (the ask record, a generated cell's record) is cells.ts's.
+ * The kernel's comm messages are the JSON form of its typed ask events, each with the
+ * envelope `ask_id` and `protocol`. Their fields come from protocol.generated.ts, which
+ * scripts/gen_wire.py writes from the wire classes (`jupyter_ci/wire/events.py`): a field is
+ * added there, not here. What a notebook's cells record (the ask record, a generated cell's
+ * record) is cells.ts's.
  */
-import type * as nbformat from '@jupyterlab/nbformat';
+import type {
+  IWireAskEnd,
+  IWireAskFailure,
+  IWireAskStart,
+  IWireClearOutput,
+  IWireCodePreview,
+  IWireEditOutcome,
+  IWireNotice,
+  IWireOutput,
+  IWirePart,
+  IWireProposedEdit,
+  IWireRequestSent,
+  IWireSetOutputs,
+  IWireStepEnd,
+  IWireStepError,
+  IWireStepSentBack,
+  IWireStepStart,
+  IWireText,
+  IWireThinking,
+  IWireUnresolvedStep,
+  IWireUsage,
+  IWireUsageTotals,
+  IWireWaitingForUser
+} from './protocol.generated';
 
 /** Protocol version announced in every execute_request. */
 export const PROTOCOL_VERSION = 2;
@@ -19,10 +44,10 @@ export const FRONTEND_KEY = 'jupyter_ci_frontend';
 /** Cell metadata key of ask records and generated-cell records. */
 export const METADATA_KEY = 'jupyter_ci';
 
-export type StepStatus = 'ok' | 'error' | 'timeout' | 'interrupted' | 'died';
-export type AskStatus = 'done' | 'failed' | 'interrupted';
+export type StepStatus = IWireStepEnd['status'];
+export type AskStatus = IWireAskEnd['status'];
 /** What a step runs: the model's code, an install of a missing package, or a retry after it. */
-export type StepKind = 'code' | 'install' | 'retry';
+export type StepKind = IWireStepStart['kind'];
 
 /** The envelope every message carries. */
 interface IEnvelope {
@@ -31,209 +56,90 @@ interface IEnvelope {
   protocol?: number;
 }
 
-export interface IAskStart extends IEnvelope {
-  type: 'ask_start';
+export interface IAskStart extends IEnvelope, IWireAskStart {
   cell_id: string;
-  prompt: string;
-  model: string;
   replace_ask_id: string | null;
   /** The `%%ask` cell's own execution count (its reply reports the last step's). */
   execution_count: number | null;
 }
 
-export interface IStepStart extends IEnvelope {
-  type: 'step_start';
-  step: number;
-  attempt: number;
-  code: string;
-  kind: StepKind;
-  /** The package an install (or the retry after it) is about; '' otherwise. */
-  package: string;
-}
+export interface IStepStart extends IEnvelope, IWireStepStart {}
 
 /** The code of a step the model is still writing (throttled; step_start has it whole). */
-export interface ICodePreview extends IEnvelope {
-  type: 'code_preview';
-  /** The step it will be: the step that failed last (a fix), else the next one. */
-  step: number;
-  attempt: number;
-  code: string;
-}
+export interface ICodePreview extends IEnvelope, IWireCodePreview {}
 
-export interface IOutputMessage extends IEnvelope {
-  type: 'output';
-  step: number;
-  output: nbformat.IOutput;
-}
+export interface IOutputMessage extends IEnvelope, IWireOutput {}
 
-export interface IClearOutput extends IEnvelope {
-  type: 'clear_output';
-  step: number;
-  wait: boolean;
-}
+export interface IClearOutput extends IEnvelope, IWireClearOutput {}
 
-export interface ISetOutputs extends IEnvelope {
-  type: 'set_outputs';
-  step: number;
-  outputs: nbformat.IOutput[];
-}
+export interface ISetOutputs extends IEnvelope, IWireSetOutputs {}
 
-export interface IStepError {
-  ename: string;
-  evalue: string;
-}
+export type IStepError = IWireStepError;
 
-export interface IStepEnd extends IEnvelope {
-  type: 'step_end';
-  step: number;
-  attempt: number;
-  /** As its step_start (not used here). */
+/** A step's end; `kind` and `code` are optional for kernels before they were sent. */
+export interface IStepEnd
+  extends IEnvelope,
+    Omit<IWireStepEnd, 'kind' | 'code'> {
   kind?: StepKind;
-  status: StepStatus;
-  execution_count: number | null;
-  /** How long the attempt ran, in milliseconds. */
-  duration_ms: number;
-  error: IStepError | null;
+  code?: string;
 }
 
 /** The model's streamed text (batched a few times a second). */
-export interface IText extends IEnvelope {
-  type: 'text';
-  delta: string;
-}
+export interface IText extends IEnvelope, IWireText {}
 
 /** One part of what a model call sent. */
-export interface ISentPart {
-  name: string;
-  /** Estimated: characters / 4. */
-  tokens: number;
-  /** The exact text sent, after redaction. */
-  text: string;
-}
+export type ISentPart = IWirePart;
 
 /** At every model call: what it sent, in parts (the panel keeps the last one). */
-export interface IRequestSent extends IEnvelope {
-  type: 'request_sent';
-  parts: ISentPart[];
-}
+export interface IRequestSent extends IEnvelope, IWireRequestSent {}
 
 /** The model was called and nothing has come back yet. */
-export interface IThinking extends IEnvelope {
-  type: 'thinking';
-}
+export interface IThinking extends IEnvelope, IWireThinking {}
 
 /** What the kernel asks the user: an install, a step to run, a plan, edits of their cells. */
-export type WaitingKind = 'install' | 'step' | 'plan' | 'edits';
+export type WaitingKind = NonNullable<IWireWaitingForUser['kind']>;
 
 /** A new source for one of the user's own cells that the model proposes (`edit_cell`). */
-export interface IProposedEdit {
-  call_id: string;
-  /** The cell's id in the notebook. */
-  cell_id: string;
-  /** The source the kernel was sent for that cell. */
-  old: string;
-  new: string;
-}
+export type IProposedEdit = IWireProposedEdit;
 
 /**
  * The kernel asks the user a question on stdin; its prompt is exactly `question`. The page
  * answers edits itself (editreview.ts), with the JSON of docs/protocol.md.
  */
-export interface IWaitingForUser extends IEnvelope {
-  type: 'waiting_for_user';
-  question: string;
-  /** Absent from kernels before protocol's "edits": an install question. */
-  kind?: WaitingKind;
-  step?: number | null;
-  attempt?: number | null;
-  code?: string | null;
-  plan?: string | null;
-  /** With kind "edits": the edits to review together. */
-  edits?: IProposedEdit[] | null;
-}
+export interface IWaitingForUser extends IEnvelope, IWireWaitingForUser {}
 
 /** After each model turn: its tokens, the ask's so far, and their price where known. */
-export interface IUsage extends IEnvelope {
-  type: 'usage';
-  /** Of the turn just ended. */
-  input_tokens: number;
-  output_tokens: number;
-  /** The ask's tokens so far. */
-  ask_tokens: number;
-  /** Of the turn's input, read from the provider's cache (0 when it reports none). */
-  cached_tokens?: number;
-  /** The turn's price in US dollars; null for a model without a price. */
-  cost_usd?: number | null;
-  /** The ask's price so far; null for a model without a price. */
-  ask_cost_usd?: number | null;
-  /** The model's context window in tokens, when known. */
-  context_window?: number | null;
-}
+export interface IUsage extends IEnvelope, IWireUsage {}
 
 /** An ask's tokens and price, in its end. */
-export interface IAskUsage {
-  input_tokens: number;
-  output_tokens: number;
-  cached_tokens: number;
-  cost_usd: number | null;
-}
+export type IAskUsage = IWireUsageTotals;
 
 /** What became of an edit an ask proposed. */
-export interface IEditOutcome {
-  call_id?: string;
-  cell_id: string;
-  old: string;
-  new: string;
-  decision: 'accepted' | 'rejected' | 'proposed';
-}
+export type IEditOutcome = IWireEditOutcome;
 
 /** Something the user should know (a retiring model, a restart notice). */
-export interface IWarning extends IEnvelope {
-  type: 'warning';
-  message: string;
-}
+export interface IWarning extends IEnvelope, IWireNotice {}
 
 /** The model is sent back to make step `step` self-contained. */
-export interface IStepSentBack extends IEnvelope {
-  type: 'step_sent_back';
-  step: number;
-  message: string;
-}
+export interface IStepSentBack extends IEnvelope, IWireStepSentBack {}
 
 /** Why an ask ended without an answer. */
-export interface IAskError {
-  message: string;
-  /** What to do about it ('' when nothing). */
-  hint: string;
-  /** The kind of failure (the kernel's error class name). */
-  type: string;
-}
+export type IAskError = IWireAskFailure;
 
 /** A step whose last attempt still failed when the model answered. */
-export interface IUnresolved {
-  step: number;
-  error: string;
-  /** Names the step reads that only a failed attempt or the live kernel defined. */
-  names: string[];
-  /** The kernel's sentence, e.g. "done with an unresolved error in step 2: NameError: …". */
-  message: string;
-}
+export type IUnresolved = IWireUnresolvedStep;
 
-export interface IAskEnd extends IEnvelope {
-  type: 'ask_end';
-  status: AskStatus;
-  answer: string;
-  error: IAskError | null;
+/**
+ * The ask's end: its outcome, and what the comm adds (the record to keep, the pin).
+ * `usage` and `edits` are optional for kernels before issue 23 and protocol's "edits".
+ */
+export interface IAskEnd
+  extends IEnvelope,
+    Omit<IWireAskEnd, 'usage' | 'edits'> {
   record: Record<string, unknown> | null;
-  /** With status "done": the answer came while a step still failed. */
-  unresolved: IUnresolved | null;
-  steps: number;
-  tokens: number;
   /** With status "done": what to write as `--pin` into the `%%ask` line. */
   pin?: string | null;
-  /** The ask's tokens and price (kernels before issue 23 send none). */
   usage?: IAskUsage | null;
-  /** The edits of the user's cells it proposed, and what was decided. */
   edits?: IEditOutcome[] | null;
 }
 
