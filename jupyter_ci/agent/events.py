@@ -12,6 +12,7 @@ wire form. A new event is a wire class, emitted where it happens.
 from __future__ import annotations
 
 import threading
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,7 +33,7 @@ from jupyter_ci.agent.restart import RestartProblem
 from jupyter_ci.agent.types import CodeResult, Output
 from jupyter_ci.wire import events as wire
 from jupyter_ci.wire.codec import encode
-from jupyter_ci.wire.events import AskStart
+from jupyter_ci.wire.events import AskStart, JSONObject
 from jupyter_ci.wire.events import AskStatus as AskStatus
 from jupyter_ci.wire.events import CodePreview as CodePreview
 from jupyter_ci.wire.events import Notice as Notice
@@ -288,8 +289,7 @@ class Journal:
 
 
 
-def event_json(event: Event) -> dict[str, Any]:
+def event_json(event: Event) -> JSONObject:
     """Return an event's JSON form (docs/protocol.md): its wire form, encoded."""
     to_wire = _TO_WIRE.get(type(event))
-    found: dict[str, Any] = encode(event if to_wire is None else to_wire(event))
-    return found
+    return typing.cast(JSONObject, encode(event if to_wire is None else to_wire(event)))

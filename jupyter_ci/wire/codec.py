@@ -66,7 +66,7 @@ def tag_of(cls: type) -> str | None:
     return tag if isinstance(tag, str) else None
 
 
-def hints(cls: type) -> dict[str, Any]:
+def hints(cls: type) -> dict[str, object]:
     """Return the resolved type of each field of `cls`."""
     found = _HINTS.get(cls)
     if found is None:
@@ -74,7 +74,7 @@ def hints(cls: type) -> dict[str, Any]:
     return found
 
 
-_HINTS: dict[type, dict[str, Any]] = {}
+_HINTS: dict[type, dict[str, object]] = {}
 _ENCODERS: dict[type, Encode] = {}
 _DECODERS: dict[Any, Decode] = {}
 
@@ -88,7 +88,7 @@ def _encoder_of(cls: type) -> Encode:
 
 def _compile(cls: type) -> Encode:
     """Write the class's encoder as one function: a dict display when nothing is optional."""
-    names: dict[str, Any] = {}
+    names: dict[str, object] = {}
     steps: list[str] = []
     pairs: list[str] = []
     if (tag := tag_of(cls)) is not None:  # first, as every door has always written it
@@ -113,8 +113,7 @@ def _compile(cls: type) -> Encode:
     else:
         source = "def encode(o):\n    d = {}\n" + "\n".join(steps) + "\n    return d\n"
     exec(source, names)  # compiled once per class: the comm encodes every output event
-    compiled: Encode = names["encode"]
-    return compiled
+    return typing.cast(Encode, names["encode"])
 
 
 def _value_encoder(tp: Any, digits: int | None = None) -> Encode | None:
@@ -281,15 +280,15 @@ def _object_decoder(cls: type) -> Decode:
         if not flat and (extra := sorted(set(value) - own)):
             raise WireError(f"{path + '.' if path else ''}{extra[0]}: unknown field of "
                             f"{cls.__name__}")
-        given: dict[str, Any] = {}
+        given: dict[str, object] = {}
         for item, reader in fields:
             given.update(_field(item, reader, value, path, own))
         return cls(**given)
     return read
 
 
-def _field(item: dataclasses.Field[Any], reader: Decode, value: dict[str, Any], path: str,
-           own: set[str]) -> dict[str, Any]:
+def _field(item: dataclasses.Field[Any], reader: Decode, value: dict[str, object], path: str,
+           own: set[str]) -> dict[str, object]:
     """Read one field of an object (nothing when it is absent and has a default)."""
     where = f"{path}.{item.name}" if path else item.name
     if item.metadata.get(FLATTEN):
