@@ -135,17 +135,19 @@ export class QuestionCells implements IDisposable {
     const parts: IPart[] = [];
     const pending = questions.forCell(id);
     if (pending !== null) {
-      parts.push({ name: 'approval', key: pending, fill: h => fillApproval(h, pending, questions) });
+      const fill = (h: HTMLElement) => fillApproval(h, pending, questions);
+      parts.push({ name: 'approval', key: pending, fill });
     }
     const edits = questions.edits.shownIn(id, cell.model.sharedModel.getSource());
     if (edits.length > 0) {
-      const fill = (h: HTMLElement) => renderEdits(reviewHost(h, 'edit-review'), edits, questions.edits);
+      const fill = (h: HTMLElement) =>
+        renderEdits(reviewHost(h, 'edit-review'), edits, questions.edits);
       parts.push({ name: 'edit-review', key: undefined, fill });
     }
     const open = questions.edits.openIn(id);
     if (open !== null) {
-      const host = (h: HTMLElement) => reviewHost(h, 'review-area');
-      const fill = (h: HTMLElement) => renderReviewBar(host(h), open.askId, open.review, questions.edits);
+      const fill = (h: HTMLElement) =>
+        renderReviewBar(reviewHost(h, 'review-area'), open.askId, open.review, questions.edits);
       parts.push({ name: 'review-area', key: undefined, fill });
     }
     return parts;

@@ -161,7 +161,8 @@ export class NotebookQuestions implements IDisposable {
   private _wait(question: IApprovalQuestion, cells: AskCells): void {
     const cellId =
       question.kind === 'step' ? cells.showPending(question.step, question.code) : cells.askCellId;
-    this._pending.set(question.askId, { ...question, cellId, editing: false, draft: question.plan });
+    const pending = { ...question, cellId, editing: false, draft: question.plan };
+    this._pending.set(question.askId, pending);
     this._cells.set(question.askId, cells);
     this._replies.hide(question.question);
     this._changed.emit();

@@ -36,6 +36,10 @@ const CODE_STYLE: React.CSSProperties = {
   fontFamily: 'var(--jp-code-font-family)'
 };
 
+/** The classes of a review's buttons. */
+const ACCEPT = 'jp-ci-review-button jp-mod-accept';
+const REJECT = 'jp-ci-review-button';
+
 const BUTTONS_STYLE: React.CSSProperties = { flexWrap: 'wrap', justifyContent: 'flex-start' };
 
 /** Re-render whenever `signal` fires (while mounted). */
@@ -53,41 +57,44 @@ function useSignal(signal: ISignal<unknown, unknown> | null): void {
   }, [signal]);
 }
 
+/** A button of a question: its test name, class, what it does, its label. */
+function Choice(props: {
+  name: string;
+  className: string;
+  onClick: () => void;
+  children: React.ReactNode;
+}): JSX.Element {
+  return (
+    <button className={props.className} data-jupyter-ci={props.name} onClick={props.onClick}>
+      {props.children}
+    </button>
+  );
+}
+
 /** The buttons of one waiting question. */
 function Buttons(props: { pending: IPendingApproval; questions: NotebookQuestions }): JSX.Element {
   const { pending, questions } = props;
   const answer = (action: 'run' | 'skip' | 'stop') => () => questions.answer(pending.askId, action);
+  const edit = () => questions.edit(pending.askId);
   const plan = pending.kind === 'plan';
   return (
     <div className="jp-ci-buttons jp-ci-approval-buttons" style={BUTTONS_STYLE}>
-      <button
-        className="jp-mod-styled jp-mod-accept"
-        data-jupyter-ci="approval-run"
-        onClick={answer('run')}
-      >
+      <Choice name="approval-run" className="jp-mod-styled jp-mod-accept" onClick={answer('run')}>
         {plan ? 'Approve' : 'Run'}
-      </button>
+      </Choice>
       {plan ? null : (
-        <button
-          className="jp-mod-styled"
-          data-jupyter-ci="approval-edit"
-          onClick={() => questions.edit(pending.askId)}
-        >
+        <Choice name="approval-edit" className="jp-mod-styled" onClick={edit}>
           Edit
-        </button>
+        </Choice>
       )}
       {plan ? null : (
-        <button className="jp-mod-styled" data-jupyter-ci="approval-skip" onClick={answer('skip')}>
+        <Choice name="approval-skip" className="jp-mod-styled" onClick={answer('skip')}>
           Skip
-        </button>
+        </Choice>
       )}
-      <button
-        className="jp-mod-styled jp-mod-warn"
-        data-jupyter-ci="approval-stop"
-        onClick={answer('stop')}
-      >
+      <Choice name="approval-stop" className="jp-mod-styled jp-mod-warn" onClick={answer('stop')}>
         Stop
-      </button>
+      </Choice>
     </div>
   );
 }
@@ -158,6 +165,8 @@ function EditRow(props: {
   const { askId, edit, open, actions } = props;
   const counts = diffCounts(lineDiff(edit.old, edit.new));
   const waiting = open && edit.decision === null && actions !== null;
+  const accept = () => actions?.accept(askId, edit.callId);
+  const reject = () => actions?.reject(askId, edit.callId);
   return (
     <li
       className="jp-ci-review-edit"
@@ -169,20 +178,12 @@ function EditRow(props: {
       </span>
       {waiting ? (
         <>
-          <button
-            className="jp-ci-review-button jp-mod-accept"
-            data-jupyter-ci="panel-edit-accept"
-            onClick={() => actions.accept(askId, edit.callId)}
-          >
+          <Choice name="panel-edit-accept" className={ACCEPT} onClick={accept}>
             Accept
-          </button>
-          <button
-            className="jp-ci-review-button"
-            data-jupyter-ci="panel-edit-reject"
-            onClick={() => actions.reject(askId, edit.callId)}
-          >
+          </Choice>
+          <Choice name="panel-edit-reject" className={REJECT} onClick={reject}>
             Reject
-          </button>
+          </Choice>
         </>
       ) : null}
     </li>
@@ -199,6 +200,8 @@ function Review(props: {
   const { askId, review, actions } = props;
   const open = props.running && review.state === 'open';
   const several = review.edits.filter(edit => edit.decision === null).length > 1;
+  const acceptAll = () => actions?.accept(askId, null);
+  const rejectAll = () => actions?.reject(askId, null);
   return (
     <div className="jp-ci-review-panel" data-jupyter-ci="panel-review">
       <div className="jp-ci-review-summary">{reviewSummary(review)}</div>
@@ -209,20 +212,12 @@ function Review(props: {
       </ul>
       {open && several && actions !== null ? (
         <div className="jp-ci-review-all">
-          <button
-            className="jp-ci-review-button jp-mod-accept"
-            data-jupyter-ci="panel-accept-all"
-            onClick={() => actions.accept(askId, null)}
-          >
+          <Choice name="panel-accept-all" className={ACCEPT} onClick={acceptAll}>
             Accept all
-          </button>
-          <button
-            className="jp-ci-review-button"
-            data-jupyter-ci="panel-reject-all"
-            onClick={() => actions.reject(askId, null)}
-          >
+          </Choice>
+          <Choice name="panel-reject-all" className={REJECT} onClick={rejectAll}>
             Reject all
-          </button>
+          </Choice>
         </div>
       ) : null}
     </div>
