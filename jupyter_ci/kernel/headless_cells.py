@@ -8,6 +8,7 @@ from typing import Any
 
 from jupyter_ci.agent.approval import NotebookCell
 from jupyter_ci.kernel.record import MAX_NOTEBOOK_BYTES, notebook_candidates
+from jupyter_ci.wire.names import METADATA_KEY
 
 #: Cells the edit tool may name, at most.
 MAX_CELLS = 100
@@ -45,7 +46,7 @@ def _source(cell: dict[str, Any]) -> str:
 
 def _is_users(cell: dict[str, Any]) -> bool:
     """A code cell with an id the user wrote: not an ask, not a step an ask generated."""
-    record = (cell.get("metadata") or {}).get("jupyter_ci")
+    record = (cell.get("metadata") or {}).get(METADATA_KEY)
     generated = isinstance(record, dict) and "step" in record
     ask = _source(cell).lstrip().startswith(("%%ask", "%ask"))
     return (cell.get("cell_type") == "code" and isinstance(cell.get("id"), str)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_ci.kernel.signing import mac, mac_ok
+from jupyter_ci.wire.names import DATA_FOLDER
 
 VERSION = 2
 #: Answers kept per cell source, newest last (one per notebook and outputs).
@@ -71,7 +72,7 @@ def store_dir() -> Path:
     """Return where the entries live (beside the record secret)."""
     from jupyter_core.paths import jupyter_data_dir
 
-    return Path(jupyter_data_dir()) / "jupyter_ci" / "headless"
+    return Path(jupyter_data_dir()) / DATA_FOLDER / "headless"
 
 
 def key_of(source: str) -> str:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from jupyter_ci import providers
 from jupyter_ci.server.jsonbody import BadJSON, parse_json
+from jupyter_ci.wire.names import DATA_FOLDER
 
 #: The keyring service name; the user name is the variable (OPENAI_API_KEY).
 KEYRING_SERVICE = "jupyter-ci"
@@ -67,7 +68,7 @@ def default_key_file() -> Path:
     """Where keys pasted in the panel are remembered when no key file is configured."""
     from jupyter_core.paths import jupyter_data_dir
 
-    return Path(jupyter_data_dir()) / "jupyter_ci" / "keys.json"
+    return Path(jupyter_data_dir()) / DATA_FOLDER / "keys.json"
 
 
 def legacy_key_file() -> Path:

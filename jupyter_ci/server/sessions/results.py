@@ -11,6 +11,7 @@ from nbformat import v4
 
 from jupyter_ci.agent.outputs import binary_size, cap_output, cut_note, output_size
 from jupyter_ci.agent.types import CodeResult, Output
+from jupyter_ci.wire.names import METADATA_KEY
 
 # nbformat is unannotated: these say what its constructors return.
 _NEW_CELL: dict[str, Callable[..., dict[str, Any]]] = {
@@ -124,7 +125,7 @@ def notebook(history: History, kernel_name: str, session_id: str, language: str 
         cells.append(cell)
     kernelspec = {"name": kernel_name, "display_name": kernel_name, "language": language}
     return _new_notebook(cells=cells, metadata={"kernelspec": kernelspec,
-                                                 "jupyter_ci": {"session": session_id}})
+                                                 METADATA_KEY: {"session": session_id}})
 
 
 #: Bytes of an exported notebook written to the connection at a time.
