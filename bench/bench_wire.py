@@ -68,7 +68,8 @@ def before_json(event: Event) -> dict[str, Any]:
     found = outcome.unresolved
     return {"type": "ask_end", "status": outcome.status, "answer": outcome.answer,
             "error": None, "unresolved": None if found is None else {
-                **found.to_json(), "message": found.describe()},
+                "step": found.step, "error": found.error, "names": list(found.names),
+                "message": found.describe()},
             "steps": outcome.steps, "tokens": outcome.tokens, "usage": {
                 "input_tokens": outcome.usage.input_tokens,
                 "output_tokens": outcome.usage.output_tokens,

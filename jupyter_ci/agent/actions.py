@@ -120,10 +120,3 @@ class Unresolved:
     def describe(self) -> str:
         """Say so in the words the cell, the panel and the REST result use."""
         return f"done with an unresolved error in step {self.step}: {self.error}"
-
-    def to_json(self) -> dict[str, int | str | list[str]]:
-        """Return the step and error (and missing names) for records and events."""
-        found: dict[str, int | str | list[str]] = {"step": self.step, "error": self.error}
-        if self.names:
-            found["names"] = list(self.names)
-        return found

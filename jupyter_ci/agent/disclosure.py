@@ -34,10 +34,6 @@ class Part:
         """Estimate the part's tokens."""
         return estimate_tokens(self.text)
 
-    def to_json(self) -> dict[str, str | int]:
-        """Return the part as the comm's `context` message lists it."""
-        return {"name": self.name, "tokens": self.tokens, "text": self.text}
-
 
 def request_parts(request: ModelRequest) -> list[Part]:
     """Return the parts of `request`, in the order they are sent."""
