@@ -17,16 +17,11 @@ from jupyter_ci.agent.approval import Decision, EditDecision, parse_answer, pars
 from jupyter_ci.agent.disclosure import request_parts
 from jupyter_ci.agent.errors import AskStopped
 from jupyter_ci.agent.events import (
-    CodePreview,
     Event,
     RequestSent,
     StepEnded,
     StepSentBack,
     StepStarted,
-    Text,
-    Thinking,
-    Usage,
-    WaitingForUser,
     waiting_for,
 )
 from jupyter_ci.agent.install import checked_install
@@ -34,6 +29,7 @@ from jupyter_ci.agent.loop import Action, AskLoop, CallModel, ConfirmInstall, Fa
 from jupyter_ci.agent.partial import partial_code
 from jupyter_ci.agent.prompts import TOOL_NAME
 from jupyter_ci.agent.types import CodeResult, ModelReply, ModelRequest, OnText
+from jupyter_ci.wire.events import CodePreview, Text, Thinking, Usage, WaitingForUser
 
 #: Receives each event of the ask (a Journal's `emit`).
 Emit = Callable[[Event], None]

@@ -14,7 +14,6 @@ from typing import Any
 
 from jupyter_ci.agent.events import (
     AskEnded,
-    AskStarted,
     Event,
     Journal,
     Outcome,
@@ -22,7 +21,6 @@ from jupyter_ci.agent.events import (
     StepEnded,
     StepSentBack,
     StepStarted,
-    Text,
     event_json,
 )
 from jupyter_ci.kernel.protocol import (
@@ -34,6 +32,7 @@ from jupyter_ci.kernel.protocol import (
 )
 from jupyter_ci.kernel.record import AskRecord
 from jupyter_ci.kernel.views import Narration
+from jupyter_ci.wire.events import AskStart, Text
 from jupyter_ci.wire.names import COMM_TARGET
 
 #: Send the model's streamed text at most this often.
@@ -66,7 +65,7 @@ class CommEncoder:
 
     def __call__(self, event: Event) -> None:
         """Send one event (text batched)."""
-        if isinstance(event, AskStarted):
+        if isinstance(event, AskStart):
             self._open(event)
             return
         if isinstance(event, Text):
@@ -87,7 +86,7 @@ class CommEncoder:
         if isinstance(event, StepStarted | StepEnded):
             self._broadcast_state()
 
-    def _open(self, event: AskStarted) -> None:
+    def _open(self, event: AskStart) -> None:
         """Open the comm with ask_start; the browser finds the %%ask cell by id."""
         from comm import create_comm
 

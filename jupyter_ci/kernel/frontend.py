@@ -13,19 +13,13 @@ from dataclasses import dataclass, field
 
 from jupyter_ci.agent.events import (
     AskEnded,
-    AskStarted,
-    CodePreview,
     Event,
-    Notice,
     Outcome,
     OutputsChanged,
     RequestSent,
     StepEnded,
     StepSentBack,
     StepStarted,
-    Text,
-    Thinking,
-    WaitingForUser,
 )
 from jupyter_ci.agent.loop import RunCode
 from jupyter_ci.agent.restart import RestartProblem
@@ -39,6 +33,7 @@ from jupyter_ci.kernel.views import (
     keep_busy,
     step_title,
 )
+from jupyter_ci.wire.events import AskStart, CodePreview, Notice, Text, Thinking, WaitingForUser
 
 
 @dataclass
@@ -132,7 +127,7 @@ class LogView:
         if not isinstance(event, Text | CodePreview | OutputsChanged) and self._answer is not None:
             self._answer.flush()
         match event:
-            case AskStarted():
+            case AskStart():
                 self.log.add(f"Asking {self.info.model}…")
             case Thinking():
                 self.log.think()

@@ -20,7 +20,7 @@ from jupyter_ci.agent.cost import Meter, price_table
 from jupyter_ci.agent.disclosure import request_parts
 from jupyter_ci.agent.drive import Model, drive
 from jupyter_ci.agent.errors import AskError, AskInterrupted
-from jupyter_ci.agent.events import AskEnded, AskStarted, AskStatus, Journal, Notice, Outcome
+from jupyter_ci.agent.events import AskEnded, Journal, Outcome
 from jupyter_ci.agent.loop import AskLoop, CallModel, Limits
 from jupyter_ci.agent.memory import Memory
 from jupyter_ci.agent.prompts import system_prompt
@@ -51,6 +51,7 @@ from jupyter_ci.models import retiring
 from jupyter_ci.models.base import ChatModel, SeesImages
 from jupyter_ci.models.broker import own_credentials, refreshed_environ
 from jupyter_ci.models.resolve import resolve_model
+from jupyter_ci.wire.events import AskStart, AskStatus, Notice
 
 #: Kernel-only names listed for the model at most.
 MAX_KERNEL_ONLY = 40
@@ -107,7 +108,7 @@ class AskMagics(Magics):
             self.replaced_asks.add(ask.replace_ask_id)
         folder = working_folder()  # before a step changes directory
         journal = self._journal(ask, phash, info.has_frontend, opts.show_context)
-        journal.emit(AskStarted(ask.ask_id, ask.prompt, model.id))
+        journal.emit(AskStart(ask.ask_id, ask.prompt, model.id))
         warning = retiring.note(model.id)
         if warning:
             journal.emit(Notice(warning))  # a retiring model still answers: said, not refused

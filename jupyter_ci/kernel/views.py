@@ -14,18 +14,13 @@ from IPython.display import DisplayHandle, display
 from jupyter_ci.agent.disclosure import Part, total_tokens
 from jupyter_ci.agent.events import (
     AskEnded,
-    AskStarted,
-    CodePreview,
     Event,
-    Notice,
     Outcome,
     OutputsChanged,
     RequestSent,
     StepEnded,
     StepSentBack,
     StepStarted,
-    Text,
-    WaitingForUser,
 )
 from jupyter_ci.agent.feedback import strip_ansi
 from jupyter_ci.agent.loop import RunCode
@@ -36,6 +31,7 @@ from jupyter_ci.kernel.capture import OWN_DISPLAYS, show_own_display, update_own
 from jupyter_ci.kernel.protocol import AskInfo
 from jupyter_ci.kernel.safe_markdown import bundle, collapsed
 from jupyter_ci.kernel.safe_outputs import inert_bundle
+from jupyter_ci.wire.events import AskStart, CodePreview, Notice, Text, WaitingForUser
 
 # Re-rendering Markdown on every token floods the frontend; a few frames a second reads live.
 REFRESH_S = 0.1
@@ -262,7 +258,7 @@ class InlineView:
         if not isinstance(event, Text | CodePreview | OutputsChanged):
             self._turn_end()  # the model's turn ended: what comes next is not its text
         match event:
-            case AskStarted():
+            case AskStart():
                 self._status.set(f"*Asking {self.info.model}…*")
             case Text(delta):
                 self._turn = self._turn or LiveMarkdown()

@@ -20,9 +20,10 @@ from typing import Any
 
 from jupyter_ci.agent.approval import MODES, ApprovalMode, stricter
 from jupyter_ci.agent.errors import AskStopped
-from jupyter_ci.agent.events import Event, WaitingForUser, event_json
+from jupyter_ci.agent.events import Event, event_json
 from jupyter_ci.server.sessions.errors import SessionError
 from jupyter_ci.server.sessions.fields import Refused
+from jupyter_ci.wire.events import WaitingForUser
 
 #: Sends one server-sent event: (event name, data).
 EmitSSE = Callable[[str, dict[str, Any]], None]

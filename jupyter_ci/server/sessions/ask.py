@@ -23,12 +23,10 @@ from jupyter_ci.agent.drive import drive_async
 from jupyter_ci.agent.errors import AskError, AskInterrupted
 from jupyter_ci.agent.events import (
     AskEnded,
-    AskStarted,
     Encoder,
     Event,
     FilesWritten,
     Journal,
-    Notice,
     Outcome,
     StepEnded,
     event_json,
@@ -58,6 +56,7 @@ from jupyter_ci.server.sessions.manager import SessionManager
 from jupyter_ci.server.sessions.ports import ModelPort, as_text_sink, ask_token_id
 from jupyter_ci.server.sessions.results import markdown_cell
 from jupyter_ci.server.sessions.session import Session
+from jupyter_ci.wire.events import AskStart, Notice
 
 
 @dataclass(frozen=True)
@@ -269,7 +268,7 @@ async def _ask(manager: SessionManager, session: Session, request: AskRequest,
                    approval=approval_mode(request.approve, ci.approval, ci.approval_minimum),
                    system=system_prompt(redactor(ci.instructions)))
     session.history.append(markdown_cell(f"**Ask:** {request.prompt}"))
-    journal.emit(AskStarted(asker.ask_id, request.prompt, chat.id))
+    journal.emit(AskStart(asker.ask_id, request.prompt, chat.id))
     warning = retiring.note(chat.id)
     if warning:  # a retiring model still answers: said, not refused
         manager.log.warning("jupyter-ci: session %s: %s", session.id, warning)
