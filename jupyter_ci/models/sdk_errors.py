@@ -49,8 +49,9 @@ def _unreachable_hint(provider: ProviderSpec, setting: UrlSetting) -> str:
     if not setting.origin:
         return f"Check the network, or that the server behind {provider.url_var} is running."
     fix = f" or change it {setting.how}" if setting.how else ""
-    return (f"Start the server that URL names (Ollama: `ollama serve`), or check the URL: it "
-            f"was {setting.origin};{fix}.")
+    local = " (Ollama: `ollama serve`)" if provider.keyless_with_url else ""
+    return (f"Start the server that URL names{local}, or check the URL: it was "
+            f"{setting.origin};{fix}.")
 
 
 def _with_url_hint(error: AskError, status: int, provider: ProviderSpec, model: str,

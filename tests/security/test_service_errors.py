@@ -121,7 +121,9 @@ async def test_provider_failures_are_told_without_the_key(
     kind, message = refusal(lines)
     assert (status, kind) == (502, "ModelUnavailable")
     assert message.startswith("Could not connect to Anthropic at http://127.0.0.1:9 ")
-    assert "is running" in lines[0]["error"]["hint"]
+    hint = lines[0]["error"]["hint"]
+    # The hint names where the URL was set (the server's environment) and no local server.
+    assert "it was set by ANTHROPIC_BASE_URL" in hint and "ollama" not in hint.lower()
     for text in ("Traceback", "Authorization", "x-api-key", "Request URL"):
         assert text not in message
 
