@@ -64,14 +64,20 @@ def run_cells(sources: Iterable[str], env: dict[str, str], cwd: Path,
 def text_of(cell: Any) -> str:
     """Join everything a cell shows as text (streams, text/plain, Markdown, errors)."""
     parts: list[str] = []
+    previous = None
     for out in cell.outputs:
-        if out.output_type == "stream":
+        if out.output_type == "stream" and previous == out.name:
+            # One print can arrive as two stream outputs when the kernel flushes between its
+            # writes (a loaded machine); frontends show them as one text, and so does this.
+            parts[-1] += out.text
+        elif out.output_type == "stream":
             parts.append(out.text)
         elif out.output_type == "error":
             parts.append(f"{out.ename}: {out.evalue}")
         else:
             data = out.get("data", {})
             parts.append(data.get("text/markdown") or data.get("text/plain") or "")
+        previous = out.name if out.output_type == "stream" else None
     return "\n".join(parts)
 
 
