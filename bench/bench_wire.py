@@ -130,6 +130,23 @@ def load_ext_ratio(rounds: int, ref: str) -> None:
         b, a = (statistics.median(times[n]) for n in ("before", "after"))
         print(f"%load_ext jupyter_ci  before ({ref}) {b * 1e3:6.1f} ms  after {a * 1e3:6.1f} ms"
               f"  ratio {a / b:5.2f}x  (medians of {rounds} fresh kernels each)")
+        cpu = {name: min(_import_cpu(tree) for _ in range(3 * rounds))
+               for name, tree in trees.items()}
+        print(f"import of what it loads, CPU  before {cpu['before'] * 1e3:6.1f} ms  after "
+              f"{cpu['after'] * 1e3:6.1f} ms  ratio {cpu['after'] / cpu['before']:5.2f}x  "
+              f"(least of {3 * rounds} processes each: what a loaded machine adds is left out)")
+
+
+#: Times the CPU of importing what `%load_ext jupyter_ci` loads, in a fresh interpreter that
+#: has what a kernel has loaded already.
+IMPORT_CPU = ("import time, IPython, ipykernel.ipkernel, comm; t = time.process_time(); "
+              "import jupyter_ci.kernel.magics; print(time.process_time() - t)")
+
+
+def _import_cpu(tree: str) -> float:
+    run = subprocess.run([sys.executable, "-c", IMPORT_CPU], capture_output=True, text=True,
+                         check=True, env={**os.environ, "PYTHONPATH": tree})
+    return float(run.stdout)
 
 
 def _load_ext(tree: str) -> float:

@@ -8,7 +8,6 @@ there. The agent's events (agent/events.py) carry live objects; each gives its w
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -206,6 +205,8 @@ class ProposedEdit:
 
     def diff(self) -> str:
         """Return a unified diff of the change, as the headless answer lists it."""
+        import difflib  # here: `%load_ext jupyter_ci` should not pay for it
+
         lines = difflib.unified_diff(self.old.splitlines(), self.new.splitlines(),
                                      f"cell {self.cell_id}", f"cell {self.cell_id} (proposed)",
                                      lineterm="")
