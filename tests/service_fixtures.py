@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from traitlets.config import Config
 from jupyter_ci.models.broker import ENV_URL, MANAGED
 from jupyter_ci.models.turn_wire import TURN_PATH
 from jupyter_ci.server.broker.broker import Broker
+from jupyter_ci.server.broker.kernels import Told
 from tests.fakellm_wire import (
     Turn,
     anthropic_events,
@@ -254,6 +254,15 @@ def broker_of(server: Any) -> Broker:
     return broker
 
 
+def told() -> Told:
+    """Return what the running test server tells the kernels it starts (their start env)."""
+    from jupyter_server.serverapp import ServerApp
+
+    server: Any = ServerApp.instance()
+    kernels: Told = server.web_app.settings["jupyter_ci_told"]
+    return kernels
+
+
 def bearer(token: str) -> dict[str, str]:
     """Headers a kernel sends with its credential."""
     return {"Authorization": f"Bearer {token}"}
@@ -272,7 +281,7 @@ async def service_fetch(
     method: str = "POST", **kwargs: Any,
 ) -> HTTPResponse:
     """Call the URL kernels are given, plus `path`; return the response, even an error."""
-    url = f"{os.environ[ENV_URL]}/{path}"
+    url = f"{told().kernels[ENV_URL]}/{path}"
     try:
         response = await AsyncHTTPClient().fetch(
             url, method=method, headers=headers, body=body, request_timeout=30,
@@ -315,7 +324,7 @@ def refusal(lines: list[dict[str, Any]]) -> tuple[str, str]:
 
 async def hang_up_after_first_event(body: dict[str, Any], token: str) -> bytes:
     """Start a turn, read until its first event line arrives, then close the connection."""
-    url = urlsplit(os.environ[ENV_URL])
+    url = urlsplit(told().kernels[ENV_URL])
     reader, writer = await asyncio.open_connection(url.hostname, url.port)
     data = json.dumps(body).encode()
     writer.write(f"POST {url.path}/{TURN_PATH} HTTP/1.1\r\nHost: {url.netloc}\r\n"

@@ -102,7 +102,9 @@ async def test_kernels_the_server_starts_price_asks_with_the_servers_table(
 
     from jupyter_ci.config import JupyterCI
 
-    published = os.environ["JUPYTER_CI_PRICES"]  # what kernels started now inherit
+    told = live_server.web_app.settings["jupyter_ci_told"].kernels
+    published = told["JUPYTER_CI_PRICES"]  # what kernels started now are told
+    assert "JUPYTER_CI_PRICES" not in os.environ  # not every child of the server
     assert json.loads(published) == PRICES
     monkeypatch.setenv("JUPYTER_CI_PRICES", published)
     assert JupyterCI().prices == PRICES  # a kernel's own default

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
 import socket
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ from typing import Any
 import pytest
 
 from jupyter_ci.models.broker import ENV_URL
+from tests.service_fixtures import told
 from tests.test_server import (
     NOTHING,
     OPENAI_KEY,
@@ -81,7 +81,7 @@ async def test_an_unreachable_url_is_named_as_typed_and_kept(
     message = reply["check"]["message"]
     assert f"could not reach {url}: the connection failed" in message
     # The user's URL, never the broker's (where kernels send their requests).
-    assert os.environ[ENV_URL] not in message and "broker" not in message
+    assert told().kernels[ENV_URL] not in message and "broker" not in message
     # Kept: a local server may start later.
     assert held(jp_serverapp, "openai") == (PASTED, url)
     assert reply["problem"] is None

@@ -29,6 +29,7 @@ from tests.service_fixtures import (
     post_key,
     server_env,
     token,
+    told,
     turn_body,
     turn_fetch,
     upstream,
@@ -91,7 +92,7 @@ async def test_a_key_pasted_in_the_panel_serves_a_kernel_started_before_it(
     finally:
         await km.shutdown_kernel(kernel_id, now=True)
     # New kernels learn the provider from their environment; the key is not in it.
-    assert os.environ[ENV_PROVIDERS] == "openai"
+    assert told().kernels[ENV_PROVIDERS] == "openai"
     assert PASTED not in repr(dict(os.environ))
     assert PASTED not in capture.text
 

@@ -37,6 +37,7 @@ from tests.service_fixtures import (
     post_key,
     server_env,
     token,
+    told,
     turn_body,
     upstream,
 )
@@ -65,14 +66,14 @@ async def test_config_without_providers_names_the_variables(jp_fetch: Any) -> No
     reply = json.loads((await jp_fetch("jupyter-ci", "config")).body)
     assert reply["models"] == [] and reply["default_model"] is None
     assert "OPENAI_API_KEY" in reply["problem"] and "ANTHROPIC_API_KEY" in reply["problem"]
-    assert os.environ[ENV_PROVIDERS] == ""
+    assert told().kernels[ENV_PROVIDERS] == ""
 
 
 @pytest.mark.parametrize("server_env", [{"ANTHROPIC_BASE_URL": ""}], indirect=True)
 async def test_config_keyless_local_server_asks_for_a_model(jp_fetch: Any) -> None:
     reply = json.loads((await jp_fetch("jupyter-ci", "config")).body)
     assert reply["models"] == [] and "JUPYTER_CI_MODEL" in reply["problem"]
-    assert os.environ[ENV_PROVIDERS] == "openai"
+    assert told().kernels[ENV_PROVIDERS] == "openai"
 
 
 @pytest.mark.parametrize("ci_config", [{"model": "anthropic:claude-opus-4-1",
@@ -82,17 +83,18 @@ async def test_config_follows_server_settings(jp_fetch: Any, ci_config: Any) -> 
     assert reply["models"] == ["anthropic:claude-opus-4-1", "openai:gpt-4.1-mini"]
     assert reply["default_model"] == "anthropic:claude-opus-4-1"
     # Kernels share the server's default model.
-    assert os.environ[ENV_MODEL] == "anthropic:claude-opus-4-1"
+    assert told().kernels[ENV_MODEL] == "anthropic:claude-opus-4-1"
 
 
 async def test_keys_leave_the_environment(jp_serverapp: Any, jp_base_url: str) -> None:
     for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL"):
         assert var not in os.environ
     port = jp_serverapp.port
-    assert os.environ[ENV_URL] == f"http://127.0.0.1:{port}{jp_base_url}jupyter-ci/broker"
-    # Each kernel gets its own credential when it starts (security/test_service_tokens.py).
-    assert ENV_TOKEN not in os.environ
-    assert os.environ[ENV_PROVIDERS] == "openai,anthropic"
+    assert told().kernels[ENV_URL] == f"http://127.0.0.1:{port}{jp_base_url}jupyter-ci/broker"
+    # Each kernel gets its own credential when it starts (security/test_service_tokens.py),
+    # and what the server tells kernels goes in their start, not in its own environment.
+    assert ENV_TOKEN not in os.environ and ENV_URL not in os.environ
+    assert told().kernels[ENV_PROVIDERS] == "openai,anthropic"
     assert OPENAI_KEY not in repr(broker_of(jp_serverapp))
 
 

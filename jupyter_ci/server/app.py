@@ -15,9 +15,9 @@ from tornado.ioloop import PeriodicCallback
 from jupyter_ci.agent.cost import price_table
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.mcp.http import MCPDoor
-from jupyter_ci.models.broker import ENV_APPROVAL, ENV_PRICES, ENV_SOCKET, ENV_TOKEN, ENV_URL
+from jupyter_ci.models.broker import ENV_APPROVAL, ENV_PRICES
 from jupyter_ci.server.broker.broker import BROKER_ROUTE, Broker, broker_url
-from jupyter_ci.server.broker.kernels import hook_kernel_manager
+from jupyter_ci.server.broker.kernels import Told, hook_kernel_manager
 from jupyter_ci.server.broker.keys import key_file_to_read, stored_keys
 from jupyter_ci.server.broker.model_service import ModelService
 from jupyter_ci.server.broker.service_handlers import service_routes
@@ -48,6 +48,8 @@ class JupyterCIApp(ExtensionApp):
         key_file = key_file_to_read(self.ci.key_file)
         stored = stored_keys(key_file, os.environ, self.log)
         self.broker = Broker.take_from_environ(os.environ, stored, key_file)
+        # What kernels are told travels in each one's start env (broker/kernels.py).
+        self.told = Told()
         self._budgets()
         self._hook_kernels()
         # Kernel websockets without Nagle's 40 ms per execute (server/nodelay.py).
@@ -72,7 +74,8 @@ class JupyterCIApp(ExtensionApp):
         self._server().io_loop.add_callback(self._start_warming)
         self.settings.update({"jupyter_ci": self.ci, "jupyter_ci_broker": self.broker,
                               "jupyter_ci_service": self.service,
-                              "jupyter_ci_sessions": self.sessions})
+                              "jupyter_ci_sessions": self.sessions,
+                              "jupyter_ci_told": self.told})
         names = ", ".join(p.name for p in self.broker.configured()) or "none"
         self.log.info("jupyter-ci: provider keys held by the server's model service (%s)",
                       names)
@@ -83,7 +86,7 @@ class JupyterCIApp(ExtensionApp):
         """Hook the server's kernel manager, whichever door starts a kernel."""
         kernels = self._server().kernel_manager
         # Each kernel gets its own token in the env of its start (see server/broker/kernels.py).
-        hook_kernel_manager(kernels, self.broker, self.log)
+        hook_kernel_manager(kernels, self.broker, self.told, self.log)
         # No 500 from /api/kernels for a kernel being started (server/kernel_models.py).
         fill_starting_kernels(kernels)
 
@@ -111,7 +114,7 @@ class JupyterCIApp(ExtensionApp):
         self._warming = asyncio.ensure_future(self.service.warm())
 
     def _publish_sandbox(self) -> None:
-        """Offer the sandboxed kernelspec; tell its provisioner what to bind and hide."""
+        """Offer the sandboxed kernelspec; tell its provisioners what to bind and hide."""
         # Installed as data too, but a prefix or user site may not hold it: the package does.
         specs = getattr(self._server().kernel_spec_manager, "kernel_dirs", None)
         if isinstance(specs, list) and str(KERNELS) not in specs:
@@ -121,13 +124,13 @@ class JupyterCIApp(ExtensionApp):
         self.broker_socket = BrokerSockets(service_routes(self.ci, self.service, self.log),
                                            self.ci.sandbox_broker_connections, self.log,
                                            self._server().io_loop)
-        os.environ[ENV_BROKER_SOCKET] = str(self.broker_socket.start())
+        self.told.boxes[ENV_BROKER_SOCKET] = str(self.broker_socket.start())
         # What no box may show even when a mount above it would: the server's files, the
         # other sessions, the key file.
         hidden = [self._server().root_dir, str(self.sessions.root)]
         if self.ci.key_file:
             hidden.append(str(Path(self.ci.key_file).expanduser()))
-        os.environ[ENV_HIDE] = os.pathsep.join(hidden)
+        self.told.boxes[ENV_HIDE] = os.pathsep.join(hidden)
 
     async def stop_extension(self) -> None:
         """Shut the sessions down and close the upstream connection pool."""
@@ -139,8 +142,6 @@ class JupyterCIApp(ExtensionApp):
         for stopping in (part("_culler"), part("broker_socket")):
             if stopping is not None:
                 stopping.stop()
-        for name in (ENV_BROKER_SOCKET, ENV_HIDE):
-            os.environ.pop(name, None)  # a server started later in this process publishes anew
         warming = part("_warming")
         if warming is not None:
             warming.cancel()
@@ -157,12 +158,8 @@ class JupyterCIApp(ExtensionApp):
         self._publish_environ()
 
     def _publish_environ(self) -> None:
-        """Put the broker URL and providers into os.environ for new kernels."""
+        """Tell kernels started from now on the broker's URL, providers, model and prices."""
         server = self._server()
-        # Drop values inherited from a parent server: they would point at another broker.
-        # No token here: one that every process of the server inherits is no kernel's own.
-        for var in (ENV_URL, ENV_SOCKET, ENV_TOKEN):
-            os.environ.pop(var, None)
         url = None
         if self.ci.broker_url:
             url = self.ci.broker_url.rstrip("/")
@@ -174,15 +171,14 @@ class JupyterCIApp(ExtensionApp):
             url = broker_url(scheme, server.ip, server.port, server.base_url)
         # The model set in the server's config becomes the kernels' default too.
         socket = "" if self.ci.broker_url else server.sock
-        os.environ.update(self.broker.kernel_environ(url, socket, self.ci.model))
+        told = self.broker.kernel_environ(url, socket, self.ci.model)
         # An admin's least approval reaches every kernel started from now on.
-        os.environ.pop(ENV_APPROVAL, None)
         if self.ci.approval_minimum != "never":
-            os.environ[ENV_APPROVAL] = self.ci.approval_minimum
+            told[ENV_APPROVAL] = self.ci.approval_minimum
         # Its price table too, so a notebook's cost line matches the server's budgets.
-        os.environ.pop(ENV_PRICES, None)
         if self.ci.prices:
-            os.environ[ENV_PRICES] = json.dumps(self.ci.prices)
+            told[ENV_PRICES] = json.dumps(self.ci.prices)
+        self.told.kernels = told
 
     def _server(self) -> ServerApp:
         """Return the server this extension was loaded into."""

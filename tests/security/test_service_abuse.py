@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import time
 from typing import Any
 from urllib.parse import urlsplit
@@ -26,6 +25,7 @@ from tests.service_fixtures import (
     broker_of,
     hang_up_after_first_event,
     service_fetch,
+    told,
     turn_body,
     turn_fetch,
 )
@@ -53,7 +53,7 @@ def body_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 async def raw_request(path: str, headers: dict[str, str], body: list[bytes],
                       timeout: float = 30) -> tuple[int, dict[str, str], bytes, float]:
     """Send a request as given, reading the answer meanwhile; return it and seconds taken."""
-    url = urlsplit(os.environ[ENV_URL])
+    url = urlsplit(told().kernels[ENV_URL])
     reader, writer = await asyncio.open_connection(url.hostname, url.port)
     started = time.monotonic()
     sent = {"Host": url.netloc, "Connection": "close", **headers}

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from typing import Any
 
 import pytest
@@ -30,6 +29,7 @@ from tests.service_fixtures import (
     broker_of,
     hang_up_after_first_event,
     refusal,
+    told,
     turn_body,
     turn_fetch,
 )
@@ -80,7 +80,7 @@ async def at_once(upstream: Upstream, token: str, body: dict[str, Any], count: i
     """POST `count` turns at once; the provider streams until each is refused or reached it."""
     upstream.gate = asyncio.Event()  # every admitted turn streams until all are in
     client = AsyncHTTPClient(force_instance=True, max_clients=count + 8)
-    url = f"{os.environ[ENV_URL]}/{TURN_PATH}"
+    url = f"{told().kernels[ENV_URL]}/{TURN_PATH}"
 
     async def one() -> tuple[int, bytes]:
         try:

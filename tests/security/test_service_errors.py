@@ -8,7 +8,6 @@ traceback; OPTIONS, HEAD and undecodable paths answered HTML.
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 import pytest
@@ -22,6 +21,7 @@ from tests.service_fixtures import (
     bearer,
     refusal,
     service_fetch,
+    told,
     turn_body,
     turn_fetch,
 )
@@ -44,7 +44,7 @@ async def test_unusable_keys_are_refused_at_start_by_name_only(
     for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
         assert f"{var} is not a usable API key" in started
     # Neither provider is configured, although both have a base URL.
-    assert os.environ[ENV_PROVIDERS] == ""
+    assert told().kernels[ENV_PROVIDERS] == ""
     assert json.loads((await jp_fetch("jupyter-ci", "config")).body)["models"] == []
     for model in ("openai:gpt-test", "anthropic:claude-test"):
         status, lines = await turn_fetch(turn_body(model), token)

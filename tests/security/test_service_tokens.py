@@ -7,6 +7,7 @@ would read them (from the kernel's own environment), then presented with a turn.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 from typing import Any
@@ -15,9 +16,10 @@ import httpx
 import pytest
 from tornado.httpclient import HTTPClientError
 
-from jupyter_ci.models.broker import ENV_TOKEN
+from jupyter_ci.models.broker import ENV_TOKEN, ENV_URL
 from jupyter_ci.models.turn_wire import TURN_PATH
-from jupyter_ci.server.sandbox.environ import ENV_BROKER_SOCKET
+from jupyter_ci.server.broker.kernels import SERVER_SET
+from jupyter_ci.server.sandbox.environ import ENV_BROKER_SOCKET, ENV_HIDE
 from tests.service_fixtures import (
     Upstream,
     bearer,
@@ -58,6 +60,28 @@ async def test_each_kernel_has_its_own_token_and_the_server_none(
         await asyncio.gather(km.shutdown_kernel(first, now=True),
                              km.shutdown_kernel(second, now=True))
     assert [await status_with(t) for t in tokens] == [403, 403]
+
+
+READ_TOLD = f"""import json, os
+print(json.dumps({{k: v for k, v in os.environ.items() if k in {sorted(SERVER_SET)!r}}}))"""
+
+
+async def test_what_the_server_tells_kernels_goes_in_their_start_not_its_environ(
+    live_server: Any, upstream: Upstream, capture: Any
+) -> None:
+    """A terminal or any other child of the server learns nothing of the model service."""
+    told = live_server.web_app.settings["jupyter_ci_told"]
+    assert told.kernels[ENV_URL] and told.boxes[ENV_HIDE]
+    assert not SERVER_SET.intersection(os.environ), "published process-wide"
+    km = live_server.kernel_manager
+    kernel = await km.start_kernel()
+    try:
+        seen = json.loads(await kernel_output(km, kernel, READ_TOLD))
+    finally:
+        await km.shutdown_kernel(kernel, now=True)
+    # An unboxed kernel gets the server's variables, and not what only a box's provisioner
+    # reads (where the broker's socket is, what the box hides).
+    assert seen.pop(ENV_TOKEN) and seen == told.kernels
 
 
 async def test_a_notebook_session_kernel_gets_a_token_with_its_session_env(
@@ -165,7 +189,7 @@ async def test_the_private_socket_serves_turns_to_a_credential_and_nothing_else(
     live_server: Any, upstream: Upstream, token: str, capture: Any
 ) -> None:
     """Sandboxed kernels reach the service on a Unix socket of its own: same rules."""
-    path = os.environ[ENV_BROKER_SOCKET]
+    path = live_server.web_app.settings["jupyter_ci_told"].boxes[ENV_BROKER_SOCKET]
     assert os.stat(path).st_mode & 0o777 == 0o600
     turn = f"/jupyter-ci/broker/{TURN_PATH}"
     transport = httpx.AsyncHTTPTransport(uds=path)

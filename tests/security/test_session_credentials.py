@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import time
 from typing import Any
 
@@ -114,7 +113,8 @@ async def test_code_in_a_session_cannot_call_the_model_service(
     session = await _session(jp_fetch, jp_serverapp, case)
     assert session["sandboxed"] is case.startswith("boxed")
     fake.push(*[Turn("spent")] * 20)
-    code = ATTACK % {"url": os.environ[ENV_URL], "socket": os.environ[ENV_BROKER_SOCKET],
+    told = jp_serverapp.web_app.settings["jupyter_ci_told"]
+    code = ATTACK % {"url": told.kernels[ENV_URL], "socket": told.boxes[ENV_BROKER_SOCKET],
                      "socket_dir": SOCKET_DIR}
     result = await run(jp_fetch, session["id"], code)
     assert result["status"] == "ok", result

@@ -6,8 +6,12 @@ a notebook session, code calling the kernel manager). Wrapping this one instance
 configuration and leaves `kernel_manager_class` and provisioners to the user:
 
 - `start_kernel`: the token is issued for a kernel id picked here, and passed in the
-  `env` of the start; the launch uses that env instead of `os.environ`, and the kernel's
-  own manager keeps it for restarts. A REST session's kernel (its start's env says so:
+  `env` of the start with what the server tells its kernels (`Told`: the model service's
+  URL, providers, model, least approval, prices; for a sandboxed kernelspec, the broker's
+  socket and the paths its box hides, which its provisioner reads and keeps out of the box).
+  Nothing of it is in the server's `os.environ`, which terminals and every other child
+  inherit; the launch uses that env instead, and the kernel's own manager keeps it for
+  restarts. A REST session's kernel (its start's env says so:
   `ENV_SESSION`, set by the sessions after the client's own variables) gets no token and
   none of the model service's variables: its asks run in the server, and code sent through
   `execute` must not make model calls on the operator's key. The mark can only take a
@@ -18,10 +22,11 @@ configuration and leaves `kernel_manager_class` and provisioners to the user:
   died for good): the token is revoked.
 
 A gateway (`--gateway-url`) starts kernels elsewhere and picks their ids itself: the token
-is issued under a provisional id, travels in the start request (the gateway client sends
-only `KERNEL_*` variables and `GatewayClient.allowed_envs`, so our variables are added to
-that list) and is moved to the kernel's id once the gateway answers. The gateway restarts
-its kernels with the env they started with, so a restarted gateway kernel keeps its token.
+is issued under a provisional id, travels in the start request with what the server tells
+its kernels (the gateway client sends only `KERNEL_*` variables and
+`GatewayClient.allowed_envs`, so our variables are added to that list) and is moved to the
+kernel's id once the gateway answers. The gateway restarts its kernels with the env they
+started with, so a restarted gateway kernel keeps its token.
 The gateway itself must let them through (Kernel Gateway: `env_whitelist`; Enterprise
 Gateway: `client_envs`; see the README's scale-out section).
 """
@@ -31,6 +36,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from logging import Logger
 from typing import Any
 
@@ -50,6 +56,7 @@ from jupyter_ci.server.sandbox.environ import (
     ENV_HIDE,
     ENV_PASS,
     ENV_SESSION,
+    PROVISIONER,
     PUBLISHED,
 )
 
@@ -60,6 +67,41 @@ GATEWAY_ENVS = (ENV_URL, ENV_TOKEN, ENV_PROVIDERS, ENV_MODEL, ENV_APPROVAL, ENV_
                 ENV_BROKER_SOCKET, ENV_HIDE, ENV_SESSION, ENV_PASS)
 #: What a REST session's kernel goes without: every way to the model service.
 SESSION_WITHOUT = frozenset({*MANAGED, ENV_BROKER_SOCKET})
+#: What only the server sets in a kernel's start: a value inherited from a parent server
+#: (its own os.environ) would point at another broker.
+SERVER_SET = frozenset({*MANAGED, *PUBLISHED})
+
+
+@dataclass
+class Told:
+    """What the server tells the kernels it starts, read at each start (never os.environ)."""
+
+    #: Every kernel's: the model service's URL and socket, providers, model, approval, prices.
+    kernels: dict[str, str] = field(default_factory=dict)
+    #: A sandboxed kernel's provisioner's: the broker's socket, the paths its box hides.
+    boxes: dict[str, str] = field(default_factory=dict)
+
+    def local(self, env: Mapping[str, str], session: bool, boxed: bool) -> dict[str, str]:
+        """Return the env of a kernel started here: `env` with what the server tells it."""
+        start = {k: v for k, v in env.items() if k not in SERVER_SET}
+        if not session:
+            start.update(self.kernels)
+        if boxed:
+            # Its provisioner reads them and keeps them out of the box (environ.INTERNAL).
+            start.update({k: v for k, v in self.boxes.items()
+                          if not (session and k in SESSION_WITHOUT)})
+        return start
+
+    def gateway(self, env: Mapping[str, str], session: bool) -> dict[str, str]:
+        """Return the env of a gateway kernel's start request (its client adds os.environ)."""
+        # Blank what the client would add from a parent server's os.environ.
+        start = {**dict.fromkeys((k for k in SERVER_SET if k in os.environ), ""), **env}
+        start.update(self.boxes)
+        if session:
+            start.update(dict.fromkeys(SESSION_WITHOUT, ""))
+        else:
+            start.update(self.kernels)
+        return start
 
 
 def is_session(env: Mapping[str, str] | None) -> bool:
@@ -67,8 +109,8 @@ def is_session(env: Mapping[str, str] | None) -> bool:
     return env is not None and env.get(ENV_SESSION) == "1"
 
 
-def hook_kernel_manager(manager: Any, broker: Broker, log: Logger) -> bool:
-    """Issue and revoke broker tokens around `manager`'s kernels; False if it cannot."""
+def hook_kernel_manager(manager: Any, broker: Broker, told: Told, log: Logger) -> bool:
+    """Issue and revoke tokens around `manager`'s kernels, tell them `told`; False if not."""
     if getattr(manager, _HOOKED, False):
         return True
     needed: tuple[str, ...] = ("start_kernel", "shutdown_kernel", "remove_kernel")
@@ -81,15 +123,26 @@ def hook_kernel_manager(manager: Any, broker: Broker, log: Logger) -> bool:
         return False
     if gateway:
         _allow_gateway_envs(log)
-        _wrap_gateway_start(manager, broker)
+        _wrap_gateway_start(manager, broker, told)
     else:
-        _wrap_start(manager, broker)
+        _wrap_start(manager, broker, told)
     _wrap_end(manager, broker)
     setattr(manager, _HOOKED, True)
     return True
 
 
-def _wrap_start(manager: Any, broker: Broker) -> None:
+def boxed(manager: Any, kernel_name: str | None) -> bool:
+    """Tell a kernelspec whose kernels the sandbox provisioner starts."""
+    try:
+        spec = manager.kernel_spec_manager.get_kernel_spec(
+            kernel_name or manager.default_kernel_name)
+        provisioner = spec.metadata.get("kernel_provisioner") or {}
+    except Exception:  # no such kernel: its start fails and says so
+        return False
+    return isinstance(provisioner, dict) and provisioner.get("provisioner_name") == PROVISIONER
+
+
+def _wrap_start(manager: Any, broker: Broker, told: Told) -> None:
     """Start each new kernel with its own token in its environment."""
     start = manager.start_kernel
 
@@ -99,11 +152,9 @@ def _wrap_start(manager: Any, broker: Broker) -> None:
         kernel_id = kernel_id or str(manager.new_kernel_id())
         env = kwargs.get("env")
         session = is_session(env)
-        # No env means os.environ to the launcher; ours must keep everything else in it,
-        # but what the server published for its sandbox provisioner (which reads it here).
-        inherited = os.environ if env is None else env
-        dropped = SESSION_WITHOUT.union(PUBLISHED) if session else PUBLISHED
-        kwargs["env"] = {k: v for k, v in inherited.items() if k not in dropped}
+        # No env means os.environ to the launcher; ours keeps everything else in it.
+        kwargs["env"] = told.local(os.environ if env is None else env, session,
+                                   boxed(manager, kwargs.get("kernel_name")))
         if session:
             # Everything it runs is a client's or a model's: its outputs never run script.
             broker.model_code.mark(kernel_id)
@@ -137,7 +188,7 @@ def _allow_gateway_envs(log: Logger) -> None:
                  "through too)", ",".join(missing))
 
 
-def _wrap_gateway_start(manager: Any, broker: Broker) -> None:
+def _wrap_gateway_start(manager: Any, broker: Broker, told: Told) -> None:
     """Send a token with each kernel start to the gateway; bind it to the id it returns."""
     start = manager.start_kernel
 
@@ -146,14 +197,12 @@ def _wrap_gateway_start(manager: Any, broker: Broker) -> None:
             return str(await start(kernel_id=kernel_id, **kwargs))
         env = kwargs.get("env") or {}
         if is_session(env):
-            # The gateway client sends our variables from os.environ unless env overrides.
-            kwargs["env"] = {**env, **dict.fromkeys(SESSION_WITHOUT, "")}
+            kwargs["env"] = told.gateway(env, session=True)
             started = str(await start(**kwargs))
             broker.model_code.mark(started)  # its outputs never run script (model_code.py)
             return started
         provisional = f"starting:{uuid.uuid4().hex}"
-        # The gateway client adds os.environ itself, filtered: only the token goes here.
-        kwargs["env"] = {**env, ENV_TOKEN: broker.issue(provisional)}
+        kwargs["env"] = {**told.gateway(env, session=False), ENV_TOKEN: broker.issue(provisional)}
         try:
             started = str(await start(**kwargs))
         except BaseException:

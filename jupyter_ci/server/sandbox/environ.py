@@ -22,9 +22,11 @@ ENV_PASS = "JUPYTER_CI_SANDBOX_PASS"
 #: "1" for a REST session's kernel: it signs no ask records, so it gets no record secret.
 ENV_SESSION = "JUPYTER_CI_SANDBOX_SESSION"
 INTERNAL = frozenset({ENV_BROKER_SOCKET, ENV_HIDE, ENV_PASS, ENV_SESSION})
-#: Published by the server in its own environment: a gateway's client sends them with a
-#: kernel start; a local kernel's start leaves them out, as its provisioner runs here.
+#: Told by the server to a sandboxed kernel's provisioner in the kernel's start env (and sent
+#: with a gateway kernel's start); never in the server's own os.environ.
 PUBLISHED = (ENV_BROKER_SOCKET, ENV_HIDE)
+#: The provisioner's entry point name, which a sandboxed kernelspec's metadata names.
+PROVISIONER = "jupyter-ci-sandbox"
 
 #: What glibc ignores for setuid programs (its unsecvars.h): variables that make the loader
 #: or libc load or read files. bubblewrap and prlimit start OUTSIDE the box with the

@@ -34,6 +34,7 @@ from jupyter_ci.server.sandbox.egress import INSIDE, egress
 from jupyter_ci.server.sandbox.environ import (
     ENV_BROKER_SOCKET,
     ENV_SESSION,
+    PROVISIONER,
     box_environ,
     hidden_paths,
     published,
@@ -42,7 +43,7 @@ from jupyter_ci.server.sandbox.environ import (
 from jupyter_ci.server.sandbox.guards import guards
 
 #: The entry point name a kernelspec's metadata uses.
-NAME = "jupyter-ci-sandbox"
+NAME = PROVISIONER
 
 
 class SandboxUnavailable(RuntimeError):
