@@ -30,10 +30,11 @@ from jupyter_ci.kernel.protocol import (
     ask_state,
     message,
 )
-from jupyter_ci.kernel.record import AskRecord
+from jupyter_ci.kernel.record import pin_of, record_of, signed
 from jupyter_ci.kernel.views import Narration
 from jupyter_ci.wire.events import AskStart, Text
 from jupyter_ci.wire.names import COMM_TARGET
+from jupyter_ci.wire.record import AskRecord
 
 #: Send the model's streamed text at most this often.
 TEXT_S = 0.1
@@ -44,7 +45,7 @@ def announce_reuse(cell_id: str | None, prompt: str, record: AskRecord) -> None:
     from comm import create_comm
 
     reused = Reused(record.ask_id, cell_id, prompt, record.model, record.answer,
-                    record.steps, record.pin)
+                    record.steps, pin_of(record.prompt_hash))
     create_comm(target_name=COMM_TARGET, data=reused.to_json()).close()
 
 
@@ -119,13 +120,13 @@ class CommEncoder:
 
     def _end(self, outcome: Outcome, event: dict[str, Any]) -> None:
         """Send the end with the record for the %%ask cell's metadata; close the comm."""
-        record = AskRecord.of(self.info, self.phash, outcome)
+        record = record_of(self.info, self.phash, outcome)
         # The panel shows what the model said between steps above its answer, as the cell.
         answer = self.narration.above(outcome.answer) if outcome.status == "done" else ""
         end = {**event, "answer": answer,
-               "record": record.signed(self.info.prompt)}
+               "record": signed(record, self.info.prompt)}
         if outcome.status == "done":
-            end["pin"] = record.pin
+            end["pin"] = pin_of(record.prompt_hash)
         # Pages that follow the ask ignore this state (they know the ask); a page that
         # missed all of it gets the whole ask, its end included.
         self._broadcast_state(end)

@@ -11,7 +11,7 @@ import datetime
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +20,8 @@ from jupyter_ci.agent.events import Outcome
 from jupyter_ci.kernel.protocol import AskInfo, RequestInfo
 from jupyter_ci.wire.codec import encode
 from jupyter_ci.wire.names import METADATA_KEY
+from jupyter_ci.wire.record import RECORD_VERSION, AskRecord, read_record
 
-RECORD_VERSION = 1
 # Scanning is for headless runs of a notebook folder, not for crawling a whole disk.
 MAX_NOTEBOOKS = 50
 MAX_NOTEBOOK_BYTES = 20_000_000
@@ -32,103 +32,35 @@ MAX_SCAN_BYTES = 100_000_000  # read per ask, over all candidates
 PIN_CHARS = 10
 
 
-@dataclass(frozen=True)
-class AskRecord:
-    """The record the browser keeps in the %%ask cell's metadata (docs/protocol.md §4)."""
-
-    ask_id: str
-    prompt_hash: str
-    model: str
-    #: "done", "failed" or "interrupted".
-    status: str
-    #: The answer; for an ask that ended without one, what ended it.
-    answer: str
-    steps: int
-    tokens: int
-    created: str
-    #: The step left failing when the model answered anyway (step, error, names, message).
-    unresolved: dict[str, Any] | None = None
-    signature: str | None = None
-    version: int = RECORD_VERSION
-    #: Edits of the user's cells the model proposed, each with what the user decided.
-    edits: list[dict[str, Any]] | None = None
-    #: The ask's tokens and cost (`Outcome.usage`), so a notebook's total survives a reload.
-    usage: dict[str, Any] | None = None
-    #: The metadata it was read from: a signature covers that, as it was written.
-    read_from: dict[str, Any] | None = field(default=None, compare=False, repr=False)
-
-    @classmethod
-    def of(cls, ask: AskInfo, phash: str, outcome: Outcome) -> AskRecord:
-        """Read an ask's outcome as its record (unsigned)."""
-        answer = outcome.answer if outcome.error is None else str(outcome.error)
-        return cls(ask.ask_id, phash, ask.model, outcome.status, answer, outcome.steps,
-                   outcome.tokens, datetime.datetime.now(datetime.timezone.utc).isoformat(),
-                   outcome.unresolved_json(), edits=encode(outcome.to_wire())["edits"] or None,
-                   usage=outcome.usage.to_json())
-
-    @classmethod
-    def from_json(cls, data: object) -> AskRecord | None:
-        """Read a record from a cell's metadata; None when it is not one."""
-        if not isinstance(data, dict):
-            return None
-        text = {name: data.get(name, "") for name in ("ask_id", "prompt_hash", "model",
-                                                      "status", "answer", "created")}
-        numbers = {name: data.get(name, 0) for name in ("steps", "tokens", "version")}
-        strings = {k: v for k, v in text.items() if isinstance(v, str)}
-        ints = {k: v for k, v in numbers.items() if isinstance(v, int) and not isinstance(
-            v, bool)}
-        if len(strings) < len(text) or len(ints) < len(numbers):
-            return None
-        unresolved, signature = data.get("unresolved"), data.get("signature")
-        edits, usage = data.get("edits"), data.get("usage")
-        return cls(strings["ask_id"], strings["prompt_hash"], strings["model"],
-                   strings["status"], strings["answer"], ints["steps"], ints["tokens"],
-                   strings["created"], unresolved if isinstance(unresolved, dict) else None,
-                   signature if isinstance(signature, str) else None, ints["version"],
-                   edits if isinstance(edits, list) else None,
-                   usage if isinstance(usage, dict) else None, data)
-
-    def to_json(self) -> dict[str, Any]:
-        """Return the record as the cell's metadata holds it."""
-        record: dict[str, Any] = {
-            "version": self.version, "ask_id": self.ask_id, "prompt_hash": self.prompt_hash,
-            "model": self.model, "status": self.status, "answer": self.answer,
-            "steps": self.steps, "tokens": self.tokens, "created": self.created}
-        if self.unresolved is not None:
-            # Still "done" (its cells and answer stand and are reused), but not a clean one.
-            record["unresolved"] = self.unresolved
-        if self.edits:
-            record["edits"] = self.edits
-        if self.usage is not None:
-            record["usage"] = self.usage
-        if self.signature is not None:
-            record["signature"] = self.signature
-        return record
-
-    def signed(self, prompt: str) -> dict[str, Any]:
-        """Return the record signed by this user's kernel for `prompt` (the one place)."""
-        from jupyter_ci.kernel.signing import sign
-
-        return sign(replace(self, signature=None).to_json(), prompt)
-
-    def verified(self, prompt: str) -> bool:
-        """Tell whether this user's kernel signed this record for this exact prompt."""
-        from jupyter_ci.kernel.signing import verify
-
-        return verify(self.read_from or self.to_json(), prompt)
-
-    def done_for(self, phash: str) -> bool:
-        """Tell whether it is a finished answer of the ask with this prompt hash."""
-        return self.status == "done" and self.prompt_hash == phash
-
-    @property
-    def pin(self) -> str:
-        """Return the `--pin` for its `%%ask` line."""
-        return pin_of(self.prompt_hash)
+def record_of(ask: AskInfo, phash: str, outcome: Outcome) -> AskRecord:
+    """Read an ask's outcome as its record (unsigned)."""
+    answer = outcome.answer if outcome.error is None else str(outcome.error)
+    ended = outcome.to_wire()
+    return AskRecord(
+        version=RECORD_VERSION, ask_id=ask.ask_id, prompt_hash=phash, model=ask.model,
+        status=outcome.status, answer=answer, steps=outcome.steps, tokens=outcome.tokens,
+        created=datetime.datetime.now(datetime.timezone.utc).isoformat(),
+        unresolved=ended.unresolved, edits=ended.edits or None, usage=ended.usage)
 
 
-def _record_of(cell: dict[str, Any]) -> dict[str, Any] | None:
-    record = (cell.get("metadata") or {}).get(METADATA_KEY)
+def signed(record: AskRecord, prompt: str) -> dict[str, Any]:
+    """Return the record signed by this user's kernel for `prompt` (the one place)."""
+    from jupyter_ci.kernel.signing import sign
+
+    return sign(encode(replace(record, signature=None)), prompt)
+
+
+def verified(raw: dict[str, Any], prompt: str) -> bool:
+    """Tell whether this user's kernel signed this metadata, as it was written, for `prompt`."""
+    from jupyter_ci.kernel.signing import verify
+
+    return verify(raw, prompt)
+
+
+def _record_of(cell: object) -> dict[str, Any] | None:
+    """Return a cell's jupyter-ci metadata when it has an ask id (any other shape: None)."""
+    metadata = cell.get("metadata") if isinstance(cell, dict) else None
+    record = metadata.get(METADATA_KEY) if isinstance(metadata, dict) else None
     return record if isinstance(record, dict) and record.get("ask_id") else None
 
 
@@ -137,7 +69,7 @@ def _step_of(record: dict[str, Any] | None) -> int | None:
     return step if isinstance(step, int) and not isinstance(step, bool) else None
 
 
-def generated_after(cells: list[dict[str, Any]], index: int) -> list[int]:
+def generated_after(cells: list[Any], index: int) -> list[int]:
     """Return the indices of the generated cells of the ask cell at `index` (the one rule).
 
     They are the later cells whose record has the ask's id and a step, in notebook order;
@@ -185,24 +117,23 @@ def would_fail(record: AskRecord, namespace: Mapping[str, Any]) -> RecordWouldFa
     """Say why a record's cells would fail now: they read names only a lost run defined."""
     # Set when the ask ended "unresolved" because a step was never made self-contained.
     unresolved = record.unresolved
-    names = unresolved.get("names") if isinstance(unresolved, dict) else None
-    missing = [n for n in names or [] if isinstance(n, str) and n not in namespace]
-    if not missing or not isinstance(unresolved, dict):
+    missing = [n for n in unresolved.names if n not in namespace] if unresolved else []
+    if not missing or unresolved is None:
         return None
     shown = ", ".join(f"`{n}`" for n in missing)
     return RecordWouldFail(
-        f"The earlier answer of this ask is not reused: its step {unresolved.get('step')} "
+        f"The earlier answer of this ask is not reused: its step {unresolved.step} "
         f"reads {shown}, which no cell above defines, so its cells would fail here "
-        f"({unresolved.get('error')}).",
+        f"({unresolved.error}).",
         "Run this cell with --refresh to ask again, or define it in a cell above.")
 
 
 def reusable_from_request(info: RequestInfo, phash: str, prompt: str) -> Reuse:
     """Find the record when this user signed it and the browser shows all its cells."""
-    record = AskRecord.from_json(info.record)
+    record = read_record(info.record)
     if not info.has_frontend or record is None or not record.done_for(phash):
         return Reuse()
-    if not record.verified(prompt):
+    if not verified(info.record or {}, prompt):
         return Reuse(unverified=True)  # not written by this user's kernel: ask the model
     generated = (info.frontend or {}).get("generated") or []
     return Reuse(record if len(generated) == record.steps else None)
@@ -225,19 +156,23 @@ def notebook_candidates(cwd: Path) -> list[Path]:
 
 def _source(cell: dict[str, Any]) -> str:
     source = cell.get("source", "")
-    return "".join(source) if isinstance(source, list) else str(source)
+    if isinstance(source, list):
+        return "".join(line for line in source if isinstance(line, str))
+    return str(source)
 
 
 def _matching_records(cells: list[Any], phash: str, code: str, cell_id: str | None
-                      ) -> list[AskRecord]:
-    """Return the done records of this very cell (same source and id) with all its cells."""
+                      ) -> list[tuple[AskRecord, dict[str, Any]]]:
+    """Return the done records of this very cell (same source and id) with all its cells,
+    each with the metadata it was read from (a signature covers that, as it was written)."""
     found = []
     for index, cell in enumerate(cells):
-        record = AskRecord.from_json(_record_of(cell)) if isinstance(cell, dict) else None
-        if (record is not None and record.done_for(phash) and _source(cell) == code
-                and (cell_id is None or cell.get("id") == cell_id)
+        raw = _record_of(cell) if isinstance(cell, dict) else None
+        record = read_record(raw)
+        if (raw is not None and record is not None and record.done_for(phash)
+                and _source(cell) == code and (cell_id is None or cell.get("id") == cell_id)
                 and len(generated_after(cells, index)) == record.steps):
-            found.append(record)
+            found.append((record, raw))
     return found
 
 
@@ -269,10 +204,10 @@ def reusable_on_disk(phash: str, prompt: str, code: str, cwd: Path,
             continue  # an unreadable notebook simply isn't a match
         records = _matching_records(cells, phash, code, cell_id) if isinstance(
             cells, list) else []
-        signed = [record for record in records if record.verified(prompt)]
-        if signed:
-            return Reuse(signed[0])
+        mine = [record for record, written in records if verified(written, prompt)]
+        if mine:
+            return Reuse(mine[0])
         if records and notebook_trusted(raw):
-            return Reuse(records[0])
+            return Reuse(records[0][0])
         unverified = unverified or bool(records)
     return Reuse(unverified=unverified)

@@ -5,6 +5,10 @@ lists, nested dataclasses as objects. `decode(cls, value)` reads one back and ch
 whole: unknown fields refused, `Literal`, optional, tuple, list, dict, nested dataclasses and
 tagged unions (a `type: ClassVar[Literal["…"]]`, written first) checked, and an error
 names the path of the bad field (`steps[2].status: expected one of 'ok', 'error', got 'fine'`).
+`decode(cls, value, lenient=True)` reads what a notebook holds, which anyone may have
+written or edited: unknown fields ignored, a missing field its default (else "", 0, false,
+null or empty), an optional part of the wrong type null; a required field of the wrong type
+still refuses the whole value.
 Each class's plan is built once; the encoder is compiled to one function per class because
 the kernel's comm encodes every output event.
 
@@ -52,12 +56,12 @@ def encode(obj: Any) -> Any:
 
 
 @overload
-def decode(cls: type[T], value: Any) -> T: ...
+def decode(cls: type[T], value: Any, *, lenient: bool = False) -> T: ...
 @overload
-def decode(cls: object, value: Any) -> Any: ...
-def decode(cls: object, value: Any) -> Any:
+def decode(cls: object, value: Any, *, lenient: bool = False) -> Any: ...
+def decode(cls: object, value: Any, *, lenient: bool = False) -> Any:
     """Read `value` as a `cls` (a class or a union), or raise WireError naming the bad field."""
-    return _decoder(cls)(value, "")
+    return _decoder(cls, lenient)(value, "")
 
 
 def tag_of(cls: type) -> str | None:
@@ -149,10 +153,10 @@ def _optional(fn: Encode | None) -> Encode | None:
     return lambda v: None if v is None else some(v)
 
 
-def _decoder(tp: Any) -> Decode:
-    found = _DECODERS.get(tp)
+def _decoder(tp: Any, lenient: bool = False) -> Decode:
+    found = _DECODERS.get((tp, lenient))
     if found is None:
-        found = _DECODERS[tp] = _build_decoder(tp)
+        found = _DECODERS[(tp, lenient)] = _build_decoder(tp, lenient)
     return found
 
 
@@ -161,20 +165,20 @@ def _fail(path: str, expected: str, value: Any) -> WireError:
     return WireError(f"{where}expected {expected}, got {value!r}")
 
 
-def _build_decoder(tp: Any) -> Decode:
+def _build_decoder(tp: Any, lenient: bool) -> Decode:
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if tp is Any or tp is object:
         return lambda v, path: v
     if dataclasses.is_dataclass(tp):
-        return _object_decoder(typing.cast(type, tp))
+        return _object_decoder(typing.cast(type, tp), lenient)
     if origin is Literal:
         return _literal_decoder(args)
     if origin in (Union, types.UnionType):
-        return _union_decoder(args)
+        return _union_decoder(args, lenient)
     if origin in (tuple, list):
-        return _sequence_decoder(origin, args)
+        return _sequence_decoder(origin, args, lenient)
     if origin is dict:
-        return _dict_decoder(args[1] if args else Any)
+        return _dict_decoder(args[1] if args else Any, lenient)
     return _scalar_decoder(tp)
 
 
@@ -202,13 +206,13 @@ def _literal_decoder(allowed: tuple[Any, ...]) -> Decode:
     return read
 
 
-def _union_decoder(args: tuple[Any, ...]) -> Decode:
+def _union_decoder(args: tuple[Any, ...], lenient: bool) -> Decode:
     optional = type(None) in args
     inner = [a for a in args if a is not type(None)]
     tags = {tag_of(typing.cast(type, a)): a for a in inner if dataclasses.is_dataclass(a)}
     if len(tags) == len(inner) > 1 and None not in tags:
-        return _tagged_decoder(tags, optional)
-    readers = [_decoder(a) for a in inner]
+        return _tagged_decoder(tags, optional, lenient)
+    readers = [_decoder(a, lenient) for a in inner]
 
     def read(value: Any, path: str) -> Any:
         if value is None and optional:
@@ -219,6 +223,8 @@ def _union_decoder(args: tuple[Any, ...]) -> Decode:
                 return reader(value, path)
             except WireError as err:
                 errors.append(err)
+        if lenient and optional:
+            return None  # a notebook's optional part of the wrong type reads as absent
         raise errors[0] if len(errors) == 1 else _fail(path, _said(args), value)
     return read
 
@@ -228,7 +234,7 @@ def _said(args: tuple[Any, ...]) -> str:
                        for a in args)
 
 
-def _tagged_decoder(tags: dict[str | None, Any], optional: bool) -> Decode:
+def _tagged_decoder(tags: dict[str | None, Any], optional: bool, lenient: bool) -> Decode:
     said = ", ".join(repr(t) for t in tags)
 
     def read(value: Any, path: str) -> Any:
@@ -237,13 +243,14 @@ def _tagged_decoder(tags: dict[str | None, Any], optional: bool) -> Decode:
         kind = value.get("type") if isinstance(value, dict) else None
         if kind not in tags:
             raise _fail(f"{path}.type" if path else "type", f"one of {said}", kind)
-        return _decoder(tags[kind])(value, path)
+        return _decoder(tags[kind], lenient)(value, path)
     return read
 
 
-def _sequence_decoder(origin: Any, args: tuple[Any, ...]) -> Decode:
+def _sequence_decoder(origin: Any, args: tuple[Any, ...], lenient: bool) -> Decode:
     fixed = origin is tuple and args and args[-1] is not Ellipsis
-    readers = [_decoder(a) for a in args] if fixed else [_decoder(args[0] if args else Any)]
+    readers = ([_decoder(a, lenient) for a in args] if fixed
+               else [_decoder(args[0] if args else Any, lenient)])
 
     def read(value: Any, path: str) -> Any:
         if not isinstance(value, list) or (fixed and len(value) != len(readers)):
@@ -254,8 +261,8 @@ def _sequence_decoder(origin: Any, args: tuple[Any, ...]) -> Decode:
     return read
 
 
-def _dict_decoder(item_type: Any) -> Decode:
-    item = _decoder(item_type)
+def _dict_decoder(item_type: Any, lenient: bool) -> Decode:
+    item = _decoder(item_type, lenient)
 
     def read(value: Any, path: str) -> Any:
         if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
@@ -264,20 +271,24 @@ def _dict_decoder(item_type: Any) -> Decode:
     return read
 
 
-def _object_decoder(cls: type) -> Decode:
-    fields = [(f, _decoder(hints(cls)[f.name])) for f in dataclasses.fields(cls)]
+def _object_decoder(cls: type, lenient: bool) -> Decode:
+    fields = [(f, _decoder(hints(cls)[f.name], lenient)) for f in dataclasses.fields(cls)]
     own = {f.name for f, _ in fields if not f.metadata.get(FLATTEN)}
     tag = tag_of(cls)
     if tag is not None:
         own.add("type")
+    # A lenient read takes a missing required field as its type's zero (its reader checks it).
+    zeros = {f.name: _zero(hints(cls)[f.name]) for f, _ in fields if lenient and _required(f)}
 
     def read(value: Any, path: str) -> Any:
         if not isinstance(value, dict):
             raise _fail(path, f"an object ({cls.__name__})", value)
+        if zeros:
+            value = {**zeros, **value}
         if tag is not None and value.get("type") != tag:
             raise _fail(f"{path}.type" if path else "type", repr(tag), value.get("type"))
         flat = any(f.metadata.get(FLATTEN) for f, _ in fields)
-        if not flat and (extra := sorted(set(value) - own)):
+        if not flat and not lenient and (extra := sorted(set(value) - own)):
             raise WireError(f"{path + '.' if path else ''}{extra[0]}: unknown field of "
                             f"{cls.__name__}")
         given: dict[str, object] = {}
@@ -302,3 +313,19 @@ def _field(item: dataclasses.Field[Any], reader: Decode, value: dict[str, object
             raise WireError(f"{where}: missing")
         return {}
     return {item.name: reader(value[item.name], where)}
+
+
+def _required(item: dataclasses.Field[Any]) -> bool:
+    """Tell whether a field must be given (no default, not left out when empty, not flat)."""
+    return (item.default is dataclasses.MISSING and item.default_factory is dataclasses.MISSING
+            and OMIT_IF not in item.metadata and not item.metadata.get(FLATTEN))
+
+
+def _zero(tp: Any) -> Any:
+    """Return what a lenient read takes for a missing field of type `tp`."""
+    origin = typing.get_origin(tp)
+    if origin in (Union, types.UnionType):
+        return None
+    zeros: dict[Any, object] = {str: "", int: 0, float: 0.0, bool: False, tuple: [], list: [],
+                                dict: {}}
+    return zeros.get(origin or tp)

@@ -191,3 +191,30 @@ def test_the_secret_is_private_and_one_others_can_read_is_refused(
     secret_path().write_bytes(key)
     secret_path().chmod(0o644)
     assert not verify(record, PROMPT) and "signature" not in sign(forged(), PROMPT)
+
+
+def test_a_signed_record_with_malformed_parts_beside_its_signature_is_reused_safely(
+    fake: FakeLLM, kernel: Kernel
+) -> None:
+    # The signature covers the record's text and numbers; the parts beside them are anyone's
+    # to edit, and used to stop the re-run with a TypeError (`names` not a list).
+    record = {**sign(forged(answer="Signed."), PROMPT), "interrupted": True, "edits": "x",
+              "unresolved": {"step": 1, "error": "e", "names": 7}, "usage": [1]}
+    run = kernel.execute(CELL, frontend_meta(record))
+    assert run.reply["content"]["status"] == "ok", run.reply["content"]
+    assert fake.calls() == 0 and "Signed." in shown(run)
+
+
+def test_headless_malformed_cells_in_a_notebook_never_stop_the_ask(
+    fake: FakeLLM, tmp_path: Path
+) -> None:
+    # A notebook from someone else is read leniently: cells that are not objects, metadata
+    # that is not one, a source of numbers, each used to raise in the kernel.
+    record = sign(forged(answer="Signed."), PROMPT)
+    nb = json.loads(nbformat.writes(notebook(record)))
+    nb["cells"][1:1] = [5, {"cell_type": "code", "metadata": [1]},
+                        {"cell_type": "code", "source": [1], "metadata": {"jupyter_ci": record}}]
+    (tmp_path / "odd.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+    out = headless(fake, tmp_path)
+    assert "Error" not in out, out
+    assert fake.calls() == 0 and "Signed." in out
