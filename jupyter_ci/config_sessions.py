@@ -167,7 +167,7 @@ class SessionSettings(Configurable):
     ).tag(config=True)
     approval_timeout = Float(
         600.0, min=1.0,
-        help="Seconds a REST (or MCP) ask waits for the answer to an approval_needed event "
-        "(a step or plan that waits for approval, see approval) before it stops, saying no "
-        "answer came; nothing more runs (default 600).",
+        help="Seconds a REST (or MCP) ask waits for the answer to a waiting_for_user event "
+        "(a step or plan that waits for approval, see approval; answered by its approval_id) "
+        "before it stops, saying no answer came; nothing more runs (default 600).",
     ).tag(config=True)

@@ -1,4 +1,4 @@
-"""Write the wire's twins from jupyter_ci/wire/events.py (issue 33.3).
+"""Write the wire's twins from jupyter_ci/wire/events.py and results.py (issue 33.3).
 
     python scripts/gen_wire.py           # rewrite the generated files
     python scripts/gen_wire.py --check   # exit 1 naming each generated file that differs
@@ -6,8 +6,8 @@
 It writes labextension/src/protocol.generated.ts (the events' interfaces, which protocol.ts
 re-exports and extends with the comm's envelope), the field table of docs/protocol.md between
 its `wire:events` markers, and the schemas of the events in openapi.json's
-`components.schemas.AskEvents`. A field's `#:` comment in the wire class is its note in all
-three; a class's docstring's first line is its description.
+`components.schemas.AskEvents` (and AskResult, a REST ask's end). A field's `#:` comment in
+the wire class is its note in all three; a class's docstring's first line is its description.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
+import inspect
 import json
 import sys
 import types
@@ -24,9 +25,9 @@ from typing import Any, Literal, Union
 
 from jupyter_ci.wire import events as wire
 from jupyter_ci.wire.codec import FLATTEN, OMIT_IF, hints, tag_of
+from jupyter_ci.wire.results import AskResult
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCE = ROOT / "jupyter_ci" / "wire" / "events.py"
 TS = ROOT / "labextension" / "src" / "protocol.generated.ts"
 DOCS = ROOT / "docs" / "protocol.md"
 OPENAPI = ROOT / "jupyter_ci" / "server" / "openapi.json"
@@ -38,8 +39,9 @@ OUTPUT_FIELDS = {("Output", "output"), ("SetOutputs", "outputs")}
 
 def notes(cls: type) -> dict[str, str]:
     """Return each field's `#:` comment in the wire source (joined lines)."""
-    lines = SOURCE.read_text().splitlines()
-    tree = ast.parse(SOURCE.read_text())
+    source = Path(inspect.getfile(cls)).read_text()
+    lines = source.splitlines()
+    tree = ast.parse(source)
     node = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls.__name__)
     found: dict[str, str] = {}
     for item in node.body:
@@ -196,11 +198,21 @@ def object_schema(cls: type, description: bool = False) -> dict[str, Any]:
 
 
 def openapi(current: str) -> str:
-    """Return openapi.json with the events' schemas in AskEvents rewritten."""
+    """Return openapi.json with the events' schemas in AskEvents, and AskResult, rewritten.
+
+    A REST ask ends with its result (AskResult) where the comm ends with its outcome; the
+    `result` event after it carries the same data, a deprecated alias.
+    """
     document = json.loads(current)
-    events = document["components"]["schemas"]["AskEvents"]["properties"]
+    schemas = document["components"]["schemas"]
+    events = schemas["AskEvents"]["properties"]
     for cls in wire.EVENTS:
-        events[tag_of(cls)] = object_schema(cls, description=True)
+        events[tag_of(cls)] = object_schema(AskResult if cls is wire.AskEnd else cls,
+                                            description=True)
+    schemas["AskResult"] = object_schema(AskResult, description=True)
+    events["result"] = {"$ref": "#/components/schemas/AskResult", "deprecated": True,
+                        "description": "The ask_end event's data again, sent after it: an alias "
+                        "kept for one release so that older clients keep working; read ask_end."}
     return json.dumps(document, indent=1, ensure_ascii=False) + "\n"
 
 

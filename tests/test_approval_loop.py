@@ -207,16 +207,20 @@ def test_the_driver_emits_the_question_then_feeds_the_answer() -> None:
     model = Scripted(reply(run("x = 1")), ModelReply(text="done"))
     events: list[Event] = []
     runner = Runner()
-    asked: list[str] = []
+    asked: list[WaitingForUser] = []
 
-    def decide(question: object) -> str:
-        asked.append(type(question).__name__)
+    def decide(question: WaitingForUser) -> str:
+        asked.append(question)
         return json.dumps({"decision": "edit", "code": "x = 7"})
 
-    answer = drive(AskLoop("go", approval="each"), model, runner, events.append, decide=decide)
-    assert answer == "done" and runner.ran == ["x = 7"] and asked == ["ApproveStep"]
+    answer = drive(AskLoop("go", approval="each"), model, runner, events.append, decide=decide,
+                   ask_id="a1")
+    assert answer == "done" and runner.ran == ["x = 7"]
     waiting = [e for e in events if isinstance(e, WaitingForUser)]
-    assert event_json(waiting[0])["kind"] == "step" and waiting[0].code == "x = 1"
+    # One event: the question told is the one answered, with the id to answer it by.
+    assert asked == waiting and waiting[0].code == "x = 1"
+    told = event_json(waiting[0])
+    assert told["kind"] == "step" and told["ask_id"] == "a1" and len(told["approval_id"]) == 32
 
 
 def test_without_anyone_to_answer_an_approval_ask_stops_and_runs_nothing() -> None:

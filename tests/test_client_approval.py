@@ -87,10 +87,10 @@ async def test_without_a_callback_the_caller_answers_with_approve_or_gets_a_clea
         with Client(url, token) as client, client.session() as py:
             status = ""
             for event, data in py.ask("x", approve="each"):
-                if event == "approval_needed":
+                if event == "waiting_for_user":
                     assert py.approvals()[0]["approval_id"] == data["approval_id"]
                     py.approve(data["approval_id"], "run")
-                if event == "result":
+                if event == "ask_end":
                     status = data["status"]
             with pytest.raises(ApprovalRequired) as raised:
                 for _ in py.ask("y", approve="each"):

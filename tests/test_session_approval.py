@@ -1,4 +1,4 @@
-"""Approval of a REST ask's steps: approval_needed events answered through POST .../approvals.
+"""Approval of a REST ask's steps: waiting_for_user events answered through POST .../approvals.
 
 A real Jupyter server (pytest-jupyter), real kernels, the real OpenAI SDK against the fake
 model server; the ask's stream is read as it comes (httpx), and each question answered with
@@ -87,17 +87,20 @@ OnQuestion = Callable[[dict[str, Any]], Awaitable[None]]
 
 async def ask(api: httpx.AsyncClient, sid: str, on_question: OnQuestion, **body: Any
               ) -> list[Event]:
-    """Stream an ask, calling `on_question` at each approval_needed; return its events."""
+    """Stream an ask, calling `on_question` at each question; return its events."""
     events: list[Event] = []
     async with api.stream("POST", f"jupyter-ci/sessions/{sid}/ask", json=body,
                           headers={"Accept": "text/event-stream"}) as response:
         assert response.status_code == 200
         async for name, data in aevents(response.aiter_lines()):
             events.append((name, data))
-            if name == "approval_needed":
-                openapi_check.check_schema("ApprovalNeeded", data)
+            if name == "waiting_for_user":
+                openapi_check.check_event(name, data, route="ask")
                 await on_question(data)
-    assert events[-1][0] == "result", events[-1]
+    # The end is one event, its result; `result` repeats it (a deprecated alias).
+    assert [name for name, _ in events[-2:]] == ["ask_end", "result"], events[-2:]
+    assert events[-1][1] == events[-2][1]
+    openapi_check.check_event("ask_end", events[-2][1], route="ask")
     openapi_check.check_schema("AskResult", events[-1][1])
     return events
 
@@ -128,9 +131,10 @@ async def test_an_each_ask_waits_until_approved_through_the_api_then_runs(
 
     events = await ask(api, sid, approve, prompt="compute x", approve="each")
     kinds = [kind for kind, _ in events]
-    assert kinds.index("waiting_for_user") < kinds.index("approval_needed") < \
-        kinds.index("step_start")
-    question = named(events, "approval_needed")[0]
+    # A question is one event, with the id to answer it by.
+    assert kinds.count("waiting_for_user") == 1
+    assert kinds.index("waiting_for_user") < kinds.index("step_start")
+    question = named(events, "waiting_for_user")[0]
     assert question["kind"] == "step" and question["step"] == 1 and question["code"] == STEP
     assert question["question"].startswith("jupyter-ci: ")
     assert question["ask_id"] == named(events, "ask_start")[0]["ask_id"]
@@ -293,7 +297,7 @@ async def test_the_servers_minimum_is_not_lowered_by_the_body(
                              decision="run"))[0] == 200
 
     events = await ask(api, sid, approve, prompt="two steps", approve="never")
-    assert [q["step"] for q in named(events, "approval_needed")] == [1, 2]
+    assert [q["step"] for q in named(events, "waiting_for_user")] == [1, 2]
     assert events[-1][1]["status"] == "done"
 
 
@@ -314,9 +318,9 @@ async def test_code_in_the_sessions_kernel_cannot_lower_the_servers_minimum(
                              decision="run"))[0] == 200
 
     first = await ask(api, sid, approve, prompt="two steps", approve="never")
-    assert [q["step"] for q in named(first, "approval_needed")] == [1, 2]
+    assert [q["step"] for q in named(first, "waiting_for_user")] == [1, 2]
     second = await ask(api, sid, approve, prompt="one more", approve="never")
-    assert [q["step"] for q in named(second, "approval_needed")] == [1]
+    assert [q["step"] for q in named(second, "waiting_for_user")] == [1]
     assert second[-1][1]["status"] == "done"
 
 
@@ -357,7 +361,7 @@ async def test_deleting_the_session_or_hanging_up_ends_a_waiting_ask_cleanly(
                           json={"prompt": "compute x", "approve": "each"},
                           headers={"Accept": "text/event-stream"}) as response:
         async for name, data in aevents(response.aiter_lines()):
-            if name == "approval_needed":
+            if name == "waiting_for_user":
                 question = data
                 break
         assert len(session.approvals.pending) == 1
@@ -382,7 +386,7 @@ async def test_deleting_the_session_or_hanging_up_ends_a_waiting_ask_cleanly(
 async def test_only_the_user_who_asked_answers_and_twice_is_a_409() -> None:
     approvals = Approvals()
     future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-    event = {"type": "approval_needed", "kind": "step", "approval_id": "a1", "ask_id": "k"}
+    event = {"type": "waiting_for_user", "kind": "step", "approval_id": "a1", "ask_id": "k"}
     approvals.pending["a1"] = Pending("a1", "k", "alice", event, future)
     with pytest.raises(NotYourApproval):
         approvals.answer("mallory", {"approval_id": "a1", "decision": "run"})
@@ -415,7 +419,7 @@ async def test_a_plan_waits_is_edited_through_the_api_then_runs_unasked(
     events = await ask(api, sid, edit_plan, prompt="compute x", approve="plan")
     assert [status for status, _ in replies] == [400, 400, 200], replies
     assert "not skipped" in replies[0][1]["message"]
-    [question] = named(events, "approval_needed")  # the plan only: then it runs on
+    [question] = named(events, "waiting_for_user")  # the plan only: then it runs on
     assert question["kind"] == "plan" and question["plan"].startswith("1. Compute x")
     result = events[-1][1]
     assert result["status"] == "done" and result["approvals"][0]["plan"] == edited

@@ -39,7 +39,9 @@ async def ask(jp_fetch: Fetch, sid: str, **body: Any) -> list[tuple[str, Any]]:
         if block.strip():
             fields = dict(line.split(": ", 1) for line in block.splitlines())
             events.append((fields["event"], json.loads(fields["data"])))
-    assert events[-1][0] == "result"
+    # The end is one event, the result; `result` repeats it (a deprecated alias).
+    assert [name for name, _ in events[-2:]] == ["ask_end", "result"]
+    assert events[-1][1] == events[-2][1]
     for name, data in events:  # each as documented (components.schemas.AskEvents)
         openapi_check.check_event(name, data, "ask")
     openapi_check.check_schema("AskResult", events[-1][1])

@@ -8,6 +8,7 @@ policy, vision) go in `_Steps`, once; what happens is told as events (agent/even
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Protocol
@@ -37,10 +38,11 @@ Emit = Callable[[Event], None]
 Confirm = Callable[[str], bool]
 #: What one reply cost in USD, None when the model is unpriced (agent/cost.py's Meter).
 Price = Callable[[ModelReply], float | None]
-#: Puts an approval or a review to the user; returns their answer as text (JSON or a word).
-Decide = Callable[[Question], str]
+#: Puts an approval or a review to the user, as told (the waiting_for_user event with its
+#: approval_id); returns their answer as text (JSON or a word).
+Decide = Callable[[WaitingForUser], str]
 #: The same, from an event loop (a REST client answers with a call).
-AsyncDecide = Callable[[Question], Awaitable[str]]
+AsyncDecide = Callable[[WaitingForUser], Awaitable[str]]
 #: What the user can be asked, beside an install.
 QUESTIONS = (ApproveStep, ApprovePlan, ReviewEdits)
 
@@ -89,8 +91,9 @@ class _Steps:
     """
 
     def __init__(self, loop: AskLoop, emit: Emit, confirm: Confirm | None = None,
-                 can_decide: bool = False, price: Price | None = None) -> None:
-        self.loop, self.emit, self.confirm = loop, emit, confirm
+                 can_decide: bool = False, price: Price | None = None,
+                 ask_id: str | None = None) -> None:
+        self.loop, self.emit, self.confirm, self.ask_id = loop, emit, confirm, ask_id
         #: Prices each reply (a door's cost.Meter, which also sums the ask); the ask's cost.
         self.price = price
         self.cost: float | None = None
@@ -154,11 +157,13 @@ class _Steps:
         self.emit(WaitingForUser(action.question))
         return self.loop.on_install_answer(self.confirm(action.question))
 
-    def asking(self, asked: Question) -> bool:
-        """Say the ask waits for the user, when someone can answer."""
-        if self.can_decide:
-            self.emit(waiting_for(asked))
-        return self.can_decide
+    def asking(self, asked: Question) -> WaitingForUser | None:
+        """Tell the user the question (with the id to answer it by), when someone can answer."""
+        if not self.can_decide:
+            return None
+        told = replace(waiting_for(asked), approval_id=uuid.uuid4().hex, ask_id=self.ask_id)
+        self.emit(told)
+        return told
 
     def answered(self, asked: Question, answer: str | None) -> Action:
         """Feed the user's answer (None: no one can answer) to the loop."""
@@ -178,16 +183,16 @@ class _Steps:
 
 def drive(loop: AskLoop, model: Model, executor: Executor, emit: Emit,
           confirm: Confirm | None = None, decide: Decide | None = None,
-          price: Price | None = None) -> str:
+          price: Price | None = None, ask_id: str | None = None) -> str:
     """Run the ask to its end and return the answer; raise the AskError that ended it."""
-    steps = _Steps(loop, emit, confirm, decide is not None, price)
+    steps = _Steps(loop, emit, confirm, decide is not None, price, ask_id)
     action = loop.start()
     while True:
         if isinstance(action, CallModel):
             action = steps.replied(model.complete(steps.request(action), steps.text))
         elif isinstance(action, QUESTIONS):
-            asked = decide is not None and steps.asking(action)
-            action = steps.answered(action, decide(action) if asked and decide else None)
+            told = steps.asking(action)
+            action = steps.answered(action, decide(told) if told and decide else None)
         elif isinstance(action, ConfirmInstall):
             action = steps.confirmed(action)
         elif isinstance(action, RunCode):
@@ -199,17 +204,17 @@ def drive(loop: AskLoop, model: Model, executor: Executor, emit: Emit,
 
 async def drive_async(loop: AskLoop, model: AsyncModel, executor: AsyncExecutor,
                       emit: Emit, decide: AsyncDecide | None = None,
-                      price: Price | None = None) -> str:
+                      price: Price | None = None, ask_id: str | None = None) -> str:
     """Run the ask to its end from an event loop; the same decisions as `drive`."""
     # No one answers an install question here (a REST client has no stdin).
-    steps = _Steps(loop, emit, can_decide=decide is not None, price=price)
+    steps = _Steps(loop, emit, can_decide=decide is not None, price=price, ask_id=ask_id)
     action = loop.start()
     while True:
         if isinstance(action, CallModel):
             action = steps.replied(await model.complete(steps.request(action), steps.text))
         elif isinstance(action, QUESTIONS):
-            asked = decide is not None and steps.asking(action)
-            action = steps.answered(action, await decide(action) if asked and decide else None)
+            told = steps.asking(action)
+            action = steps.answered(action, await decide(told) if told and decide else None)
         elif isinstance(action, ConfirmInstall):
             action = steps.confirmed(action)
         elif isinstance(action, RunCode):

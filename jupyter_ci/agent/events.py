@@ -41,6 +41,7 @@ from jupyter_ci.wire.events import Text as Text
 from jupyter_ci.wire.events import Thinking as Thinking
 from jupyter_ci.wire.events import Usage as Usage
 from jupyter_ci.wire.events import WaitingForUser as WaitingForUser
+from jupyter_ci.wire.results import ApprovalNote, AskResult, ResultUsage
 
 #: The ask's start as the doors have named it (the wire class is `AskStart`).
 AskStarted = AskStart
@@ -177,25 +178,35 @@ class Outcome:
             return None
         return wire.UnresolvedStep(found.step, found.error, found.names, found.describe())
 
-    def error_json(self) -> dict[str, str] | None:
-        """Return the error's JSON form (None when the ask did not fail)."""
-        failure = self.error_wire()
-        return None if failure is None else encode(failure)
+    @property
+    def result_status(self) -> wire.ResultStatus:
+        """Return the status as REST and MCP read it, decided here once."""
+        if self.status == "interrupted":  # the user said stop, or no answer came in time
+            return "stopped"
+        if self.unresolved is not None:  # a client that checks for "done" must not pass it
+            return "unresolved"
+        return "failed" if self.status == "failed" else "done"
 
-    def unresolved_json(self) -> dict[str, object] | None:
-        """Return the unresolved step's JSON form (None when there is none)."""
-        found = self.unresolved_wire()
-        return None if found is None else encode(found)
+    def usage_wire(self) -> wire.UsageTotals:
+        """Return the ask's tokens and cost in their wire form."""
+        usage = self.usage
+        return wire.UsageTotals(usage.input_tokens, usage.output_tokens, usage.cached_tokens,
+                                usage.cost_usd)
 
     def to_wire(self) -> wire.Outcome:
         """Return the outcome's wire form."""
-        usage = self.usage
         return wire.Outcome(
             self.status, self.answer, self.error_wire(), self.unresolved_wire(), self.steps,
-            self.tokens, wire.UsageTotals(usage.input_tokens, usage.output_tokens,
-                                          usage.cached_tokens, usage.cost_usd),
+            self.tokens, self.usage_wire(),
             tuple(wire.EditOutcome(e.call_id, e.cell_id, e.old, e.new, said)
                   for e, said in self.edits))
+
+    def to_result(self, steps: tuple[JSONObject, ...],
+                  approvals: tuple[ApprovalNote, ...] = ()) -> AskResult:
+        """Return the outcome as a REST ask's end reads it, with its steps and approvals."""
+        return AskResult(self.result_status, self.answer, steps,
+                         ResultUsage(self.tokens, self.usage_wire()), approvals,
+                         self.error_wire(), self.unresolved_wire())
 
 
 @dataclass(frozen=True)

@@ -113,9 +113,10 @@ class AsyncSession(Tools):
     async def ask(self, prompt: str, *, approve: str | None = None,
                   on_approval: OnApproval | None = None, **options: Any
                   ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
-        """Ask the model; yield its events as they come, the last one ("result", {...}).
+        """Ask the model; yield its events as they come, ending with ("ask_end", result).
 
-        Approval as in Session.ask; `on_approval` may be `async def` (it is awaited).
+        ("result", result), the same data, follows (a deprecated alias). Approval as in
+        Session.ask; `on_approval` may be `async def` (it is awaited).
         """
         gate = Approving(on_approval)
         async with self.http.stream("POST", f"{self._base}/ask",
@@ -133,7 +134,7 @@ class AsyncSession(Tools):
 
     async def approve(self, approval_id: str, decision: Any = "run", *,
                       code: str | None = None, plan: str | None = None) -> dict[str, Any]:
-        """Answer an approval_needed event: run, edit (with `code`, or `plan`), skip or stop."""
+        """Answer a question by its approval_id: run, edit (`code` or `plan`), skip or stop."""
         body = answer_body(approval_id, decision)
         body.update({k: v for k, v in (("code", code), ("plan", plan)) if v is not None})
         response = await self.http.post(f"{self._base}/approvals", json=body)
@@ -142,7 +143,7 @@ class AsyncSession(Tools):
         return dict(response.json())
 
     async def approvals(self) -> list[dict[str, Any]]:
-        """List the approval_needed events that wait in this session (to answer them)."""
+        """List the questions (waiting_for_user events) that wait in this session."""
         response = await self.http.get(f"{self._base}/approvals")
         raise_for(response)
         return list(response.json())

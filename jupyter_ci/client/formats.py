@@ -156,11 +156,11 @@ class Stream:
         return called
 
 
-#: The answers to an approval_needed event (edit: run the `code` given instead).
+#: The answers to a question (edit: run the `code` given instead).
 DECISIONS = ("run", "edit", "skip", "stop")
-#: What `on_approval` gets (the approval_needed event) and returns: a decision ("run",
-#: "skip", "stop"), a body ({"decision": "edit", "code": ...}), or None to leave the
-#: question to be answered elsewhere (`approve()` from another connection or process).
+#: What `on_approval` gets (the waiting_for_user event, with its approval_id) and returns:
+#: a decision ("run", "skip", "stop"), a body ({"decision": "edit", "code": ...}), or None
+#: to leave the question to be answered elsewhere (`approve()` from another connection).
 OnApproval = Callable[[dict[str, Any]], Any]
 
 
@@ -183,7 +183,10 @@ def answer_body(approval_id: str, decision: Any) -> dict[str, Any]:
 
 
 class Approving:
-    """What an ask's stream does with its approval_needed events (both clients share it).
+    """What an ask's stream does with its questions (both clients share it).
+
+    A question is a waiting_for_user event with an approval_id (an install question, which a
+    REST ask never asks, has none).
 
     With `on_approval`, each question is put to it and its answer sent. Without, the caller
     answers with `session.approve(...)` while it reads the events; reading on past a question
@@ -198,7 +201,7 @@ class Approving:
 
     def take(self, event: str, data: dict[str, Any]) -> Any:
         """Note a question; return the callback's answer (maybe awaitable), or None."""
-        if event != "approval_needed":
+        if event != "waiting_for_user" or "approval_id" not in data:
             return None
         self.asked = str(data.get("approval_id"))
         return None if self.on_approval is None else self.on_approval(data)
@@ -209,7 +212,7 @@ class Approving:
         if asked is not None and self.on_approval is None and asked not in self.answered:
             raise ApprovalRequired(0, "approval_required", (
                 "The ask waits for an approval: pass on_approval=... to ask() (a callback "
-                "given the approval_needed event, returning 'run', 'skip', 'stop' or "
+                "given the waiting_for_user event, returning 'run', 'skip', 'stop' or "
                 "{'decision': 'edit', 'code': ...}), or answer it with session.approve("
                 "event['approval_id'], ...) before reading on. The ask was stopped."))
 

@@ -108,14 +108,16 @@ class Session(Tools):
     def ask(self, prompt: str, *, approve: str | None = None,
             on_approval: OnApproval | None = None, **options: Any
             ) -> Iterator[tuple[str, dict[str, Any]]]:
-        """Ask the model (the %%ask loop); yield its events, the last one ("result", {...}).
+        """Ask the model (the %%ask loop); yield its events, ending with ("ask_end", result).
 
+        ("result", result), the same data, follows: a deprecated alias kept for one release.
         `approve` ("never", "first", "plan", "each"; omitted: the server's) makes steps wait
         for approval (the server's c.JupyterCI.approval_minimum may make it stricter). Each
-        question comes as an ("approval_needed", event): `on_approval(event)` answers it
-        (returning "run", "skip", "stop", {"decision": "edit", "code": ...}, or None to
-        leave it to `approve()` from elsewhere); without it, answer it with `approve()`
-        before reading on, else ApprovalRequired is raised and the ask stopped.
+        question comes as a ("waiting_for_user", event) with an `approval_id`:
+        `on_approval(event)` answers it (returning "run", "skip", "stop", {"decision":
+        "edit", "code": ...}, or None to leave it to `approve()` from elsewhere); without
+        it, answer it with `approve()` before reading on, else ApprovalRequired is raised
+        and the ask stopped.
         """
         gate = Approving(on_approval)
         with self.http.stream("POST", f"{self._base}/ask",
@@ -132,7 +134,7 @@ class Session(Tools):
 
     def approve(self, approval_id: str, decision: Any = "run", *, code: str | None = None,
                 plan: str | None = None) -> dict[str, Any]:
-        """Answer an approval_needed event: run, edit (with `code`, or `plan`), skip or stop."""
+        """Answer a question by its approval_id: run, edit (`code` or `plan`), skip or stop."""
         body = answer_body(approval_id, decision)
         body.update({k: v for k, v in (("code", code), ("plan", plan)) if v is not None})
         response = self.http.post(f"{self._base}/approvals", json=body)
@@ -141,7 +143,7 @@ class Session(Tools):
         return dict(response.json())
 
     def approvals(self) -> list[dict[str, Any]]:
-        """List the approval_needed events that wait in this session (to answer them)."""
+        """List the questions (waiting_for_user events) that wait in this session."""
         response = self.http.get(f"{self._base}/approvals")
         raise_for(response)
         return list(response.json())

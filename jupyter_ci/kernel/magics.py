@@ -115,7 +115,7 @@ class AskMagics(Magics):
         results: dict[str, Any] = {}
         meter = price_table(self.settings.prices).meter(model.id)  # tokens and cost
         try:
-            answer = self._drive(loop, model, journal, folder, results, meter)
+            answer = self._drive(loop, model, journal, folder, results, meter, ask.ask_id)
         except (KeyboardInterrupt, AskError) as exc:
             self._ran(info, ask, loop)
             error = exc if isinstance(exc, AskError) else AskInterrupted(
@@ -253,7 +253,8 @@ class AskMagics(Magics):
                 "notebook still runs top to bottom after a restart.")
 
     def _drive(self, loop: AskLoop, model: Model, journal: Journal, folder: Path | None,
-               results: dict[str, Any], meter: Meter | None = None) -> str:
+               results: dict[str, Any], meter: Meter | None = None, ask_id: str | None = None
+               ) -> str:
         from jupyter_ci.kernel.executor import ShellExecutor
 
         executor = rerun.KeepResults(ShellExecutor(
@@ -261,7 +262,7 @@ class AskMagics(Magics):
         stdin = StdinQuestions(self.ipython)
         decide = stdin.decide if self._can_ask(current_request(self.ipython)) else None
         return drive(loop, model, executor, journal.emit, confirm=stdin.confirm,
-                     decide=decide, price=meter)
+                     decide=decide, price=meter, ask_id=ask_id)
 
     def _can_ask(self, info: RequestInfo) -> bool:
         """Tell whether someone can answer a question on stdin during this request."""

@@ -9,11 +9,11 @@ from typing import Any
 
 from IPython.core.error import StdinNotImplementedError
 
-from jupyter_ci.agent.actions import ApprovePlan, Question, ReviewEdits
 from jupyter_ci.agent.approval import ApprovalMode, stricter
 from jupyter_ci.agent.errors import NoOneToApprove
 from jupyter_ci.agent.install import yes
 from jupyter_ci.models.broker import ENV_APPROVAL
+from jupyter_ci.wire.events import WaitingForUser
 
 #: Asked for each line of edited code (or plan) typed on stdin.
 EDIT_LINE = "jupyter-ci: the new text, line by line (an empty line ends it): "
@@ -54,16 +54,16 @@ class StdinQuestions:
         except (EOFError, StdinNotImplementedError):
             return False
 
-    def decide(self, asked: Question) -> str:
+    def decide(self, asked: WaitingForUser) -> str:
         """Put an approval or a review to the user; return the answer (JSON or a word)."""
         # The labextension answers with JSON itself; a person types a word, and after
         # "e" the new code line by line.
-        refusal = "r" if isinstance(asked, ReviewEdits) else "q"
+        refusal = "r" if asked.kind == "edits" else "q"
         try:
             answer = str(self.read(asked.question))
-            if not isinstance(asked, ReviewEdits) and answer.strip().lower() in ("e", "edit"):
+            if asked.kind != "edits" and answer.strip().lower() in ("e", "edit"):
                 lines = iter(lambda: str(self.read(EDIT_LINE)), "")
-                key = "plan" if isinstance(asked, ApprovePlan) else "code"
+                key = "plan" if asked.kind == "plan" else "code"
                 answer = json.dumps({"decision": "edit", key: "\n".join(lines)})
         except (EOFError, StdinNotImplementedError):
             return refusal

@@ -99,7 +99,7 @@ class Approver:
         self.refused: list[dict[str, Any]] = []
 
     async def __call__(self, event: dict[str, Any]) -> dict[str, Any]:
-        """Return the answer to one approval_needed event."""
+        """Return the answer to one question (a waiting_for_user event with its approval_id)."""
         if self.elicits:
             return await elicit(self.ctx, event)
         self.refused.append(event)

@@ -202,15 +202,15 @@ async def _asked(ctx: Context[Any, Connection, Any],
     """Report an ask's events as progress; return its result (or why it has none)."""
     narrator, sent = results.Narrator(), 0
     async for event, data in stream:
-        if event == "result":
-            return results.text(NEEDS_ELICITATION.format(
-                mode="the server's approval setting"), error=True) if approver.refused \
-                else results.ask_result(data)
         if event == "error":
             return results.text(str(data.get("message")), error=True)
         for message in narrator.messages(event, data):
             sent += 1
             await ctx.report_progress(sent, None, message)
+        if event == "ask_end":  # the ask's result (`result` follows: its deprecated alias)
+            return results.text(NEEDS_ELICITATION.format(
+                mode="the server's approval setting"), error=True) if approver.refused \
+                else results.ask_result(data)
     return results.text("The ask's stream ended without a result.", error=True)
 
 

@@ -16,6 +16,8 @@ from jupyter_ci.wire.codec import FLATTEN, OMIT_IF, ROUND
 #: An open JSON object: an nbformat v4 output, a file as the API lists it.
 JSONObject = dict[str, Any]
 AskStatus = Literal["done", "failed", "interrupted"]
+#: How an ask ended as REST and MCP read it (Outcome.result_status decides it).
+ResultStatus = Literal["done", "unresolved", "failed", "stopped"]
 #: What a step runs: the model's code, an install of a missing package, or a retry after it.
 StepKind = Literal["code", "install", "retry"]
 StepStatus = Literal["ok", "error", "timeout", "died", "interrupted"]
@@ -229,6 +231,10 @@ class WaitingForUser:
     plan: str | None = None
     #: With kind "edits": the edits to review together.
     edits: tuple[ProposedEdit, ...] | None = None
+    #: A step, plan or edits: the id to answer it by (over REST: POST .../approvals).
+    approval_id: str | None = field(default=None, metadata={OMIT_IF: None})
+    #: A step, plan or edits: the ask_start event's ask_id.
+    ask_id: str | None = field(default=None, metadata={OMIT_IF: None})
 
 
 @dataclass(frozen=True)

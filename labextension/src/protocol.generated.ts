@@ -195,6 +195,10 @@ export interface IWireWaitingForUser {
   plan?: string | null;
   /** With kind "edits": the edits to review together. */
   edits?: IWireProposedEdit[] | null;
+  /** A step, plan or edits: the id to answer it by (over REST: POST .../approvals). */
+  approval_id?: string | null;
+  /** A step, plan or edits: the ask_start event's ask_id. */
+  ask_id?: string | null;
 }
 
 /** The tokens and cost of the model's turn just ended, and of the whole ask so far. */

@@ -17,7 +17,7 @@ class ApprovalsHandler(SessionAPIHandler):
     @web.authenticated
     @authorized
     def get(self, sid: str) -> None:
-        """List the approval_needed events that wait (to answer them from elsewhere)."""
+        """List the waiting_for_user events that wait (to answer them from elsewhere)."""
         self.finish(json.dumps(self.manager.get(sid).approvals.listing()))
 
     @web.authenticated

@@ -1,18 +1,17 @@
 """Approval of a REST ask's steps: each question waits as a future until a call answers it.
 
-The driver asks through `Asker` (the ask's `decide`): the stream gets an `approval_needed`
-event (the `waiting_for_user` event's JSON plus its `approval_id`), and the ask waits until
-`POST .../approvals` answers it, from this connection or another one, by the same user. A
-question that no answer reaches within c.JupyterCI.approval_timeout stops the ask. Deleting
-the session or hanging up cancels the ask's task, and the wait with it: the `finally` in
-`Asker.__call__` forgets the question, so nothing is left behind.
+The driver tells each question as one `waiting_for_user` event carrying its `approval_id`,
+then asks through `Asker` (the ask's `decide`), which waits until `POST .../approvals`
+answers it, from this connection or another one, by the same user. A question that no answer
+reaches within c.JupyterCI.approval_timeout stops the ask. Deleting the session or hanging up
+cancels the ask's task, and the wait with it: the `finally` in `Asker.__call__` forgets the
+question, so nothing is left behind.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import uuid
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,10 +19,11 @@ from typing import Any
 
 from jupyter_ci.agent.approval import MODES, ApprovalMode, stricter
 from jupyter_ci.agent.errors import AskStopped
-from jupyter_ci.agent.events import Event, event_json
+from jupyter_ci.agent.events import event_json
 from jupyter_ci.server.sessions.errors import SessionError
 from jupyter_ci.server.sessions.fields import Refused
 from jupyter_ci.wire.events import WaitingForUser
+from jupyter_ci.wire.results import ApprovalNote
 
 #: Sends one server-sent event: (event name, data).
 EmitSSE = Callable[[str, dict[str, Any]], None]
@@ -90,14 +90,14 @@ class Approvals:
     answered: OrderedDict[str, str] = field(default_factory=OrderedDict)
 
     def listing(self) -> list[dict[str, Any]]:
-        """Return the approval_needed events that wait now, oldest first."""
+        """Return the waiting_for_user events that wait now, oldest first."""
         return [p.event for p in self.pending.values()]
 
     def answer(self, user: str, body: dict[str, Any]) -> dict[str, Any]:
         """Answer a waiting question with a checked body; return what was decided."""
         approval_id = body.get("approval_id")
         if not isinstance(approval_id, str) or not approval_id:
-            raise Refused(400, "bad_field", "'approval_id' (the approval_needed event's) is "
+            raise Refused(400, "bad_field", "'approval_id' (the waiting_for_user event's) is "
                           "required.")
         pending = self.pending.get(approval_id)
         if pending is None or pending.future.done():
@@ -144,51 +144,41 @@ def checked_answer(event: dict[str, Any], body: dict[str, Any]) -> dict[str, Any
 
 
 class Asker:
-    """An ask's `decide`: each question waits, told to the client, until it is answered."""
+    """An ask's `decide`: each question told waits until it is answered."""
 
-    def __init__(self, approvals: Approvals, ask_id: str, user: str, emit: EmitSSE,
-                 timeout: float) -> None:
+    def __init__(self, approvals: Approvals, ask_id: str, user: str, timeout: float) -> None:
         self.approvals, self.ask_id, self.user = approvals, ask_id, user
-        self.emit, self.timeout = emit, timeout
-        self.waiting: dict[str, Any] = {}
+        self.timeout = timeout
         #: What each question was and what became of it (the ask's result lists them).
-        self.noted: list[dict[str, Any]] = []
+        self.noted: list[ApprovalNote] = []
 
-    def saw(self, event: Event) -> None:
-        """Keep the question the driver announces (an encoder of the ask's journal)."""
-        if isinstance(event, WaitingForUser):
-            self.waiting = event_json(event)
-
-    async def __call__(self, question: object) -> str:
-        """Tell the client the question, wait for its answer, and return the answer's text."""
-        approval_id = uuid.uuid4().hex
-        event = {**self.waiting, "type": "approval_needed", "approval_id": approval_id,
-                 "ask_id": self.ask_id}
+    async def __call__(self, told: WaitingForUser) -> str:
+        """Wait for the answer to the question told; return the answer's text."""
+        approval_id = told.approval_id or ""
+        event = event_json(told)
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self.approvals.pending[approval_id] = Pending(approval_id, self.ask_id, self.user,
                                                       event, future)
-        note = {"approval_id": approval_id, "kind": event.get("kind"),
-                "step": event.get("step"), "decision": None}
-        self.noted.append(note)
         try:
-            self.emit("approval_needed", event)
             answer = await asyncio.wait_for(future, self.timeout)
         except TimeoutError:
-            note["decision"] = "timeout"
+            self.noted.append(ApprovalNote(approval_id, told.kind, told.step, "timeout"))
             self.approvals.remember(approval_id, "no answer came in time, and the ask stopped")
             raise ApprovalTimedOut(
-                f"No answer came to the approval of {_what(event)} within {self.timeout:g} s "
+                f"No answer came to the approval of {_what(told)} within {self.timeout:g} s "
                 "(c.JupyterCI.approval_timeout): the ask stopped, and nothing more ran.",
-                "Answer approval_needed events with POST .../approvals.") from None
+                "Answer waiting_for_user events by their approval_id with POST "
+                ".../approvals.") from None
         finally:
             self.approvals.pending.pop(approval_id, None)
-        note.update(json.loads(answer))
+        said = json.loads(answer)
+        self.noted.append(ApprovalNote(approval_id, told.kind, told.step, said["decision"],
+                                       said.get("code"), said.get("plan")))
         return answer
 
 
-def _what(event: dict[str, Any]) -> str:
+def _what(told: WaitingForUser) -> str:
     """Name what a question is about, as the timeout's message says it."""
-    if event.get("kind") == "plan":
+    if told.kind == "plan":
         return "the plan"
-    step = event.get("step")
-    return f"step {step}" if step is not None else "a step"
+    return f"step {told.step}" if told.step is not None else "a step"

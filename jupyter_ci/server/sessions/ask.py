@@ -23,12 +23,10 @@ from jupyter_ci.agent.drive import drive_async
 from jupyter_ci.agent.errors import AskError, AskInterrupted
 from jupyter_ci.agent.events import (
     AskEnded,
-    Encoder,
     Event,
     FilesWritten,
     Journal,
     Outcome,
-    StepEnded,
     event_json,
 )
 from jupyter_ci.agent.loop import AskLoop, Limits
@@ -56,7 +54,8 @@ from jupyter_ci.server.sessions.manager import SessionManager
 from jupyter_ci.server.sessions.ports import ModelPort, as_text_sink, ask_token_id
 from jupyter_ci.server.sessions.results import markdown_cell
 from jupyter_ci.server.sessions.session import Session
-from jupyter_ci.wire.events import AskStart, Notice
+from jupyter_ci.wire.codec import encode
+from jupyter_ci.wire.events import AskStart, JSONObject, Notice
 
 
 @dataclass(frozen=True)
@@ -128,14 +127,27 @@ class InProcessModel:
 AskModel = ServiceModel | InProcessModel
 
 
-def rest_encoder(emit: EmitSSE) -> Encoder:
-    """The REST encoding of an ask: each event a server-sent event named by its type."""
+class RestEncoder:
+    """The REST encoding of an ask: each event a server-sent event named by its type.
 
-    def encode(event: Event) -> None:
-        data = event_json(event)
-        emit(data["type"], data)
+    The end is the ask's result (`ask_end`, wire.results.AskResult): the outcome with each
+    step's last attempt and the approvals it waited for; it is kept for the `result` alias.
+    """
 
-    return encode
+    def __init__(self, emit: EmitSSE, journal: Journal, asker: Asker) -> None:
+        self.emit, self.journal, self.asker = emit, journal, asker
+        self.result: JSONObject | None = None
+
+    def __call__(self, event: Event) -> None:
+        """Send one event; the end, as the ask's result."""
+        if isinstance(event, AskEnded):
+            steps = tuple({**{k: v for k, v in event_json(end).items() if k != "type"},
+                           "outputs": list(end.result.outputs)} for end in self.journal.ended())
+            data = self.result = encode(event.outcome.to_result(steps,
+                                                                tuple(self.asker.noted)))
+        else:
+            data = event_json(event)
+        self.emit(data["type"], data)
 
 
 class SessionSteps:
@@ -236,26 +248,33 @@ def _kernel_token(manager: SessionManager, session: Session) -> list[str]:
 
 async def ask(manager: SessionManager, session: Session, request: AskRequest,
               chat: AskModel, redactor: Redactor, emit: EmitSSE, user: str = ""
-              ) -> dict[str, Any]:
+              ) -> JSONObject:
     """Run one ask in the session (its lock held by the caller); return its result.
 
-    Whatever goes wrong, the result is one (failed, then) for the stream's `result` event.
+    Whatever goes wrong, the ask ends with one result (failed, then): its `ask_end` event,
+    returned for the stream's `result` alias.
     """
+    # Its questions wait for `user`'s answer (approvals.py).
+    asker = Asker(session.approvals, uuid.uuid4().hex[:12], user, manager.ci.approval_timeout)
+    journal = Journal()
+    encoder = RestEncoder(emit, journal, asker)
+    journal.encoders.append(encoder)
     try:
-        return await _ask(manager, session, request, chat, redactor, emit, user)
+        await _ask(manager, session, request, chat, redactor, journal, asker)
     except Exception as exc:  # the ask's own failures are outcomes already: this is a backstop
-        return result(Outcome("failed", error=failure(exc, manager, redactor)), [])
+        if encoder.result is None:
+            journal.emit(AskEnded(Outcome("failed", error=failure(exc, manager, redactor))))
     finally:
         # An ask is activity, steps or not: the culler counts idle time from its end.
         session.last_activity = time.time()
+    assert encoder.result is not None, "every ask ends with its ask_end"
+    return encoder.result
 
 
 async def _ask(manager: SessionManager, session: Session, request: AskRequest,
-               chat: AskModel, redactor: Redactor, emit: EmitSSE, user: str) -> dict[str, Any]:
-    """Run one ask in the session; return its result."""
-    ci = manager.ci  # its questions wait for `user`'s answer (approvals.py)
-    asker = Asker(session.approvals, uuid.uuid4().hex[:12], user, emit, ci.approval_timeout)
-    journal = Journal([rest_encoder(emit), asker.saw])
+               chat: AskModel, redactor: Redactor, journal: Journal, asker: Asker) -> None:
+    """Run one ask in the session, to its ask_end."""
+    ci = manager.ci
     if session.memory is None:
         session.memory = Memory(manager.ci.memory_tokens)
     memory: Memory = session.memory
@@ -275,7 +294,8 @@ async def _ask(manager: SessionManager, session: Session, request: AskRequest,
         journal.emit(Notice(warning))
     try:
         answer = await drive_async(loop, chat, SessionSteps(manager, session, journal),
-                                   journal.emit, decide=asker, price=chat.meter)
+                                   journal.emit, decide=asker, price=chat.meter,
+                                   ask_id=asker.ask_id)
     except Exception as exc:  # AskInterrupted: stopped when asked, or no answer came
         error = failure(exc, manager, redactor)  # anything else: still one failed result
         memory.remember(request.prompt, loop.transcript(), f"(The ask failed: {error})")
@@ -288,7 +308,6 @@ async def _ask(manager: SessionManager, session: Session, request: AskRequest,
                           tokens=loop.tokens_used)
     outcome = replace(outcome, usage=chat.meter.usage())  # tokens in, out, cached; cost
     journal.emit(AskEnded(outcome))
-    return result(outcome, journal.ended(), asker.noted)
 
 
 def failure(exc: Exception, manager: SessionManager, redactor: Redactor) -> AskError:
@@ -306,21 +325,3 @@ def failure(exc: Exception, manager: SessionManager, redactor: Redactor) -> AskE
         "".join(traceback.format_exception(exc))))
     return AskError(f"The ask failed unexpectedly ({told[:300]}).",
                     "The server log says more.")
-
-
-def result(outcome: Outcome, ended: list[StepEnded],
-           approvals: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """Read the ask's outcome as the API's result, with each step's last attempt."""
-    steps = [{**{k: v for k, v in event_json(end).items() if k != "type"},
-              "outputs": list(end.result.outputs)} for end in ended]
-    # "interrupted" is a stop here: the user said stop, or no answer came in time.
-    status = "stopped" if outcome.status == "interrupted" else outcome.status
-    found: dict[str, Any] = {"status": status, "answer": outcome.answer, "steps": steps,
-                             "usage": {"tokens": outcome.tokens, **outcome.usage.to_json()},
-                             "approvals": list(approvals or [])}
-    if outcome.error is not None:
-        found["error"] = outcome.error_json()
-    if outcome.unresolved is not None:
-        # Answered, but a step still fails: a client that checks for "done" must not pass it.
-        found.update(status="unresolved", unresolved=outcome.unresolved_json())
-    return found
