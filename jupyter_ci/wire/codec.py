@@ -38,7 +38,11 @@ Decode = Callable[[Any, str], Any]
 
 
 class WireError(ValueError):
-    """A JSON value that does not read as the wire class asked for."""
+    """A JSON value that does not read as the wire class asked for; `path` names the field."""
+
+    def __init__(self, message: str, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path
 
 
 def encode(obj: Any) -> Any:
@@ -162,7 +166,7 @@ def _decoder(tp: Any, lenient: bool = False) -> Decode:
 
 def _fail(path: str, expected: str, value: Any) -> WireError:
     where = f"{path}: " if path else ""
-    return WireError(f"{where}expected {expected}, got {value!r}")
+    return WireError(f"{where}expected {expected}, got {value!r}", path)
 
 
 def _build_decoder(tp: Any, lenient: bool) -> Decode:
@@ -289,8 +293,8 @@ def _object_decoder(cls: type, lenient: bool) -> Decode:
             raise _fail(f"{path}.type" if path else "type", repr(tag), value.get("type"))
         flat = any(f.metadata.get(FLATTEN) for f, _ in fields)
         if not flat and not lenient and (extra := sorted(set(value) - own)):
-            raise WireError(f"{path + '.' if path else ''}{extra[0]}: unknown field of "
-                            f"{cls.__name__}")
+            where = f"{path}.{extra[0]}" if path else extra[0]
+            raise WireError(f"{where}: unknown field of {cls.__name__}", where)
         given: dict[str, object] = {}
         for item, reader in fields:
             given.update(_field(item, reader, value, path, own))
@@ -310,7 +314,7 @@ def _field(item: dataclasses.Field[Any], reader: Decode, value: dict[str, object
         has_default = (item.default is not dataclasses.MISSING
                        or item.default_factory is not dataclasses.MISSING)
         if not has_default:
-            raise WireError(f"{where}: missing")
+            raise WireError(f"{where}: missing", where)
         return {}
     return {item.name: reader(value[item.name], where)}
 

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from jupyter_ci.models.broker import MANAGED
 from jupyter_ci.server.sandbox.environ import unsafe
 from jupyter_ci.server.sessions.errors import SessionError
+from jupyter_ci.wire.codec import WireError, decode
+from jupyter_ci.wire.requests import NewSession
+
+T = TypeVar("T")
 
 _MAX_TIMEOUT_S = 24 * 3600.0
 
@@ -19,6 +25,39 @@ class Refused(SessionError):
     def __init__(self, status: int, reason: str, message: str) -> None:
         super().__init__(message)
         self.status, self.reason = status, reason
+
+
+def names_of(cls: type) -> tuple[str, ...]:
+    """Return the fields a body of wire class `cls` may hold."""
+    return tuple(item.name for item in dataclasses.fields(cls))
+
+
+def read_body(cls: type[T], body: dict[str, Any],
+              checks: Mapping[str, Callable[[dict[str, Any]], object]]) -> T:
+    """Read a body as its wire class; a field of the wrong type is refused by its own check
+    (its message, which clients already read), else with the codec's path and reason."""
+    try:
+        return decode(cls, body)
+    except WireError as err:
+        check = checks.get(re.split(r"[.\[]", err.path, maxsplit=1)[0])
+        if check is not None:
+            check(body)
+        raise Refused(400, "bad_field", f"{err}.") from None
+
+
+_SESSION_CHECKS: dict[str, Callable[[dict[str, Any]], object]] = {
+    "kernel_name": lambda body: optional_str(body, "kernel_name"),
+    "language": lambda body: optional_str(body, "language"),
+    "cwd_name": lambda body: validate_cwd_name(body.get("cwd_name")),
+    "env": lambda body: validate_env(body.get("env"))}
+
+
+def new_session(body: dict[str, Any]) -> NewSession:
+    """Read a new session's body: its shape from the wire, its directory name and variables
+    checked."""
+    request = read_body(NewSession, body, _SESSION_CHECKS)
+    return dataclasses.replace(request, env=validate_env(request.env),
+                               cwd_name=validate_cwd_name(request.cwd_name))
 
 
 def optional_str(body: dict[str, Any], name: str) -> str | None:
