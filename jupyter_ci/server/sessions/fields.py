@@ -12,9 +12,12 @@ from jupyter_ci.models.broker import MANAGED
 from jupyter_ci.server.sandbox.environ import unsafe
 from jupyter_ci.server.sessions.errors import SessionError
 from jupyter_ci.wire.codec import WireError, decode
+from jupyter_ci.wire.events import JSONObject
 from jupyter_ci.wire.requests import NewSession
 
 T = TypeVar("T")
+#: A field's own check of a body: raises its 400 (the words clients read) when it is bad.
+Check = Callable[[JSONObject], object]
 
 _MAX_TIMEOUT_S = 24 * 3600.0
 
@@ -32,8 +35,7 @@ def names_of(cls: type) -> tuple[str, ...]:
     return tuple(item.name for item in dataclasses.fields(cls))
 
 
-def read_body(cls: type[T], body: dict[str, Any],
-              checks: Mapping[str, Callable[[dict[str, Any]], object]]) -> T:
+def read_body(cls: type[T], body: JSONObject, checks: Mapping[str, Check]) -> T:
     """Read a body as its wire class; a field of the wrong type is refused by its own check
     (its message, which clients already read), else with the codec's path and reason."""
     try:
@@ -45,14 +47,14 @@ def read_body(cls: type[T], body: dict[str, Any],
         raise Refused(400, "bad_field", f"{err}.") from None
 
 
-_SESSION_CHECKS: dict[str, Callable[[dict[str, Any]], object]] = {
+_SESSION_CHECKS: dict[str, Check] = {
     "kernel_name": lambda body: optional_str(body, "kernel_name"),
     "language": lambda body: optional_str(body, "language"),
     "cwd_name": lambda body: validate_cwd_name(body.get("cwd_name")),
     "env": lambda body: validate_env(body.get("env"))}
 
 
-def new_session(body: dict[str, Any]) -> NewSession:
+def new_session(body: JSONObject) -> NewSession:
     """Read a new session's body: its shape from the wire, its directory name and variables
     checked."""
     request = read_body(NewSession, body, _SESSION_CHECKS)
