@@ -110,3 +110,9 @@ def test_a_malformed_unresolved_step_never_stops_a_reuse_with_an_error() -> None
     failing = would_fail(found, {})
     assert failing is not None and "step 2 reads `x`" in str(failing)
     assert would_fail(found, {"x": 1}) is None
+
+
+def test_a_record_from_before_protocol_2_reads_its_unresolved_step() -> None:
+    record = read_record({**FULL, "unresolved": {"step": 3, "error": "NameError: y"}})
+    assert record is not None
+    assert record.unresolved == wire.UnresolvedStep(3, "NameError: y", (), "")
