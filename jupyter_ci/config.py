@@ -1,4 +1,8 @@
-"""Settings shared by the kernel magic and the server extension."""
+"""The settings the kernel's `%%ask` and the server both read (`JupyterCI`), and the server's.
+
+The REST sessions' and the sandbox's own settings are in config_sessions.py; all are set as
+`c.JupyterCI.<name>`.
+"""
 
 from __future__ import annotations
 
@@ -25,13 +29,13 @@ from jupyter_ci.agent.cost import PriceError, parse_prices
 from jupyter_ci.agent.images import Vision
 from jupyter_ci.agent.install import InstallPolicy
 from jupyter_ci.agent.loop import Limits
-from jupyter_ci.config_sessions import SessionSettings
+from jupyter_ci.config_sessions import SandboxSettings, SessionSettings, Settings
 from jupyter_ci.models.base import SeesImages
 from jupyter_ci.models.broker import ENV_PRICES
 from jupyter_ci.models.resolve import ModelSettings, vision_enabled
 
 
-class JupyterCI(SessionSettings):
+class JupyterCI(Settings):
     """Settings for jupyter-ci; set them as `c.JupyterCI.<name>` in any Jupyter config."""
 
     model = Unicode(
@@ -267,3 +271,7 @@ class JupyterCI(SessionSettings):
     def install_policy(self, can_ask: bool) -> InstallPolicy:
         """Return what happens to a missing package, given whether the user can be asked."""
         return InstallPolicy.of(self.install, self.install_allow, can_ask)
+
+
+class ServerSettings(JupyterCI, SessionSettings, SandboxSettings):
+    """What the server reads: the shared settings and its services' (`c.JupyterCI.<name>`)."""

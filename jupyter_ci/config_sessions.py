@@ -1,19 +1,56 @@
-"""The settings of REST sessions and of the sandbox that boxes kernels (part of JupyterCI).
+"""Settings by service: what the kernel and server share, REST sessions', the sandbox's.
 
-They are declared on this base class of `JupyterCI` only to keep config.py small: they are
-set as `c.JupyterCI.<name>` like every other setting.
+Each service reads only its own class: a kernel's `%%ask` reads `JupyterCI` (config.py), the
+sandbox provisioner `SandboxSettings`, the sessions service `SessionSettings` (the server
+holds all three as `ServerSettings`). Every one is set as `c.JupyterCI.<name>`: one place
+for a user's jupyter-ci settings, the spelling every config and page already uses.
 """
 
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from traitlets import Bool, Enum, Float, Int, List, Unicode, Union
-from traitlets.config import Configurable
+from traitlets.config import Config, Configurable
+
+#: The config section every jupyter-ci setting is read from.
+SECTION = "JupyterCI"
 
 
-class SessionSettings(Configurable):
-    """REST sessions and sandboxed kernels: set them as `c.JupyterCI.<name>`."""
+class Settings(Configurable):
+    """A service's part of the jupyter-ci settings, set as `c.JupyterCI.<name>`."""
+
+    @classmethod
+    def section_names(cls) -> list[str]:
+        """Read `c.JupyterCI` only, whichever service's class this is."""
+        return [SECTION]
+
+    def _load_config(self, cfg: Config, section_names: list[str] | None = None,
+                     traits: dict[str, Any] | None = None) -> None:
+        # Another service's setting in the shared section is not "unrecognized" here.
+        section = cfg.get(SECTION)
+        if isinstance(section, Config):
+            mine = self.traits(config=True)
+            theirs = {name for name in _declared() if name not in mine}
+            cfg = Config(cfg)
+            cfg[SECTION] = Config({k: v for k, v in section.items() if k not in theirs})
+        super()._load_config(cfg, section_names, traits)
+
+
+def _declared() -> set[str]:
+    """Return every setting a service's class declares."""
+    found: set[str] = set()
+    classes: list[type[Settings]] = [Settings]
+    while classes:
+        cls = classes.pop()
+        found.update(cls.class_own_traits(config=True))
+        classes.extend(cls.__subclasses__())
+    return found
+
+
+class SessionSettings(Settings):
+    """The REST sessions service's settings: `c.JupyterCI.<name>`."""
 
     session_root = Unicode(
         "",
@@ -63,47 +100,6 @@ class SessionSettings(Configurable):
         "and sessions are refused where no box can run. 'never': the kernel asked for, "
         "unboxed (its code can read the server's files and token).",
     ).tag(config=True)
-    sandbox_network = Union(
-        [Enum(["none", "host"]), List(Unicode())], default_value="none",
-        help="What a sandboxed kernel may reach on the network: 'none' (default: only its "
-        "own loopback; the model is reached through the server's socket), a list of host "
-        "names or host:port (reached through an egress proxy the server runs, e.g. "
-        "[\"pypi.org\", \"files.pythonhosted.org\"] for %pip install; anything else "
-        "refused), or 'host' (the host's whole network). List entries: exact names (any "
-        "case), IP addresses or *.domain (its subdomains); without :port, ports 80 and 443. "
-        "Loopback, private and link-local addresses are reached only when listed as "
-        "addresses, whatever a listed name resolves to.",
-    ).tag(config=True)
-    sandbox_memory_bytes = Int(
-        4 << 30, help="Memory a sandboxed kernel's box may use, in bytes (default 4294967296, "
-        "4 GiB; 0 = no limit). Each process's heap and private mappings are capped (past it, "
-        "allocations fail with MemoryError and the kernel lives); where the server can make "
-        "a memory cgroup (as root, or with a delegated cgroup v2) the box's whole memory, "
-        "shared mappings and memfds included, is capped too, and a box over it has its "
-        "largest process ended; where it cannot, shared anonymous memory, memfds and SysV "
-        "shared memory are refused in the box instead.",
-    ).tag(config=True)
-    sandbox_processes = Int(
-        256, help="Processes and threads a sandboxed kernel's box may hold at once (default "
-        "256; 0 = no limit); past it, fork and thread starts fail. Held by a pids cgroup per "
-        "box where the server can make one, else by RLIMIT_NPROC, which Linux does not apply "
-        "to root: a root server that cannot make cgroups says so in its log.",
-    ).tag(config=True)
-    sandbox_tmp_bytes = Int(
-        512 << 20, help="Size of a sandboxed kernel's private /tmp (its HOME too), in bytes "
-        "(default 536870912, 512 MiB).",
-    ).tag(config=True)
-    sandbox_file_bytes = Int(
-        1 << 30, help="Largest file a sandboxed kernel may write, in bytes (default "
-        "1073741824, 1 GiB; 0 = no limit); a write past it fails with 'File too large'.",
-    ).tag(config=True)
-    sandbox_open_files = Int(
-        1024, help="Files and sockets a sandboxed kernel process may hold open (default 1024).",
-    ).tag(config=True)
-    sandbox_cpu_seconds = Int(
-        0, help="CPU seconds a sandboxed kernel process may use over its life before it is "
-        "ended (default 0 = no limit; a restart starts the count again).",
-    ).tag(config=True)
     sandbox_disk_bytes = Int(
         10 << 30, min=0, help="Bytes on disk a boxed REST session's folder may hold (default "
         "10737418240, 10 GiB; 0 = no cap). Counted about every second while code runs and at "
@@ -116,13 +112,6 @@ class SessionSettings(Configurable):
         100_000, min=0, help="Files and folders a boxed REST session's folder may hold "
         "(default 100000; 0 = no cap); counted and enforced as sandbox_disk_bytes is. A count "
         "reads at most twice this many entries, in a thread.",
-    ).tag(config=True)
-    sandbox_broker_connections = Int(
-        8, min=1, help="Connections a sandboxed kernel's box may hold open at once to the "
-        "model service (its own Unix socket): past them the socket stops accepting and "
-        "further connections wait in the box's backlog, so no box can exhaust the server's "
-        "file descriptors. A connection must send its request's headers within 10 s and its "
-        "body within 30 s, and serves one request (default 8).",
     ).tag(config=True)
     max_upload_bytes = Int(
         100 * 1024 * 1024, help="Largest file, in bytes, a REST upload may send (default "
@@ -170,4 +159,57 @@ class SessionSettings(Configurable):
         help="Seconds a REST (or MCP) ask waits for the answer to a waiting_for_user event "
         "(a step or plan that waits for approval, see approval; answered by its approval_id) "
         "before it stops, saying no answer came; nothing more runs (default 600).",
+    ).tag(config=True)
+
+
+class SandboxSettings(Settings):
+    """The sandbox provisioner's settings (how a kernel's box is made): `c.JupyterCI.<name>`."""
+
+    sandbox_network = Union(
+        [Enum(["none", "host"]), List(Unicode())], default_value="none",
+        help="What a sandboxed kernel may reach on the network: 'none' (default: only its "
+        "own loopback; the model is reached through the server's socket), a list of host "
+        "names or host:port (reached through an egress proxy the server runs, e.g. "
+        "[\"pypi.org\", \"files.pythonhosted.org\"] for %pip install; anything else "
+        "refused), or 'host' (the host's whole network). List entries: exact names (any "
+        "case), IP addresses or *.domain (its subdomains); without :port, ports 80 and 443. "
+        "Loopback, private and link-local addresses are reached only when listed as "
+        "addresses, whatever a listed name resolves to.",
+    ).tag(config=True)
+    sandbox_memory_bytes = Int(
+        4 << 30, help="Memory a sandboxed kernel's box may use, in bytes (default 4294967296, "
+        "4 GiB; 0 = no limit). Each process's heap and private mappings are capped (past it, "
+        "allocations fail with MemoryError and the kernel lives); where the server can make "
+        "a memory cgroup (as root, or with a delegated cgroup v2) the box's whole memory, "
+        "shared mappings and memfds included, is capped too, and a box over it has its "
+        "largest process ended; where it cannot, shared anonymous memory, memfds and SysV "
+        "shared memory are refused in the box instead.",
+    ).tag(config=True)
+    sandbox_processes = Int(
+        256, help="Processes and threads a sandboxed kernel's box may hold at once (default "
+        "256; 0 = no limit); past it, fork and thread starts fail. Held by a pids cgroup per "
+        "box where the server can make one, else by RLIMIT_NPROC, which Linux does not apply "
+        "to root: a root server that cannot make cgroups says so in its log.",
+    ).tag(config=True)
+    sandbox_tmp_bytes = Int(
+        512 << 20, help="Size of a sandboxed kernel's private /tmp (its HOME too), in bytes "
+        "(default 536870912, 512 MiB).",
+    ).tag(config=True)
+    sandbox_file_bytes = Int(
+        1 << 30, help="Largest file a sandboxed kernel may write, in bytes (default "
+        "1073741824, 1 GiB; 0 = no limit); a write past it fails with 'File too large'.",
+    ).tag(config=True)
+    sandbox_open_files = Int(
+        1024, help="Files and sockets a sandboxed kernel process may hold open (default 1024).",
+    ).tag(config=True)
+    sandbox_cpu_seconds = Int(
+        0, help="CPU seconds a sandboxed kernel process may use over its life before it is "
+        "ended (default 0 = no limit; a restart starts the count again).",
+    ).tag(config=True)
+    sandbox_broker_connections = Int(
+        8, min=1, help="Connections a sandboxed kernel's box may hold open at once to the "
+        "model service (its own Unix socket): past them the socket stops accepting and "
+        "further connections wait in the box's backlog, so no box can exhaust the server's "
+        "file descriptors. A connection must send its request's headers within 10 s and its "
+        "body within 30 s, and serves one request (default 8).",
     ).tag(config=True)

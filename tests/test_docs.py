@@ -151,10 +151,12 @@ def configurable_classes() -> dict[str, type[Configurable]]:
     from jupyter_server.gateway.gateway_client import GatewayClient
     from jupyter_server.serverapp import ServerApp
 
-    from jupyter_ci.config import JupyterCI
+    from jupyter_ci.config import ServerSettings
     from jupyter_ci.server.nodelay import KernelWebsockets
 
-    return {cls.__name__: cls for cls in (JupyterCI, KernelWebsockets, ServerApp, GatewayClient)}
+    # c.JupyterCI takes every service's settings (ServerSettings holds them all).
+    return {"JupyterCI": ServerSettings,
+            **{cls.__name__: cls for cls in (KernelWebsockets, ServerApp, GatewayClient)}}
 
 
 def check_config(example: Example, source: str) -> None:

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from types import ModuleType
 
-from jupyter_ci.config import JupyterCI
+from jupyter_ci.config import ServerSettings
 from jupyter_ci.server.nodelay import KernelWebsockets
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,7 +25,8 @@ def generator() -> ModuleType:
 
 def test_the_settings_page_lists_every_setting_with_its_help() -> None:
     page = generator().settings_markdown()
-    for prefix, cls in (("c.JupyterCI", JupyterCI), ("c.KernelWebsockets", KernelWebsockets)):
+    # ServerSettings: every c.JupyterCI setting, whichever service reads it.
+    for prefix, cls in (("c.JupyterCI", ServerSettings), ("c.KernelWebsockets", KernelWebsockets)):
         for name, trait in cls.class_traits(config=True).items():
             assert f"### `{prefix}.{name}`" in page, f"{prefix}.{name} is not on the page"
             assert trait.help.split()[0] in page

@@ -39,17 +39,22 @@ def trait_section(prefix: str, name: str, trait: Any) -> list[str]:
 def configurables() -> list[tuple[str, str, type, list[str]]]:
     """List (title, prefix, class, trait names) for every configurable jupyter-ci defines."""
     from jupyter_ci.config import JupyterCI
-    from jupyter_ci.config_sessions import SessionSettings
+    from jupyter_ci.config_sessions import SandboxSettings, SessionSettings
     from jupyter_ci.server.nodelay import KernelWebsockets
 
-    sessions = sorted(SessionSettings.class_own_traits(config=True))
-    own = sorted(JupyterCI.class_own_traits(config=True))
+    def own(cls: Any) -> list[str]:
+        return sorted(cls.class_own_traits(config=True))
+
+    # Every jupyter-ci setting is spelled c.JupyterCI; each service reads its own class.
     return [
-        ("Asks, models, keys, cost and approval (`JupyterCI`)", "c.JupyterCI", JupyterCI, own),
-        ("REST sessions and the sandbox (`JupyterCI`, from `SessionSettings`)", "c.JupyterCI",
-         JupyterCI, sessions),
+        ("Asks, models, keys, cost and approval (`JupyterCI`: kernels and the server)",
+         "c.JupyterCI", JupyterCI, own(JupyterCI)),
+        ("REST sessions (`SessionSettings`, read by the sessions service)", "c.JupyterCI",
+         SessionSettings, own(SessionSettings)),
+        ("The sandbox (`SandboxSettings`, read by the sandbox provisioner)", "c.JupyterCI",
+         SandboxSettings, own(SandboxSettings)),
         ("Kernel websockets (`KernelWebsockets`, server only)", "c.KernelWebsockets",
-         KernelWebsockets, sorted(KernelWebsockets.class_own_traits(config=True))),
+         KernelWebsockets, own(KernelWebsockets)),
     ]
 
 

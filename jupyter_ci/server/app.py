@@ -13,7 +13,7 @@ from jupyter_server.serverapp import ServerApp
 from tornado.ioloop import PeriodicCallback
 
 from jupyter_ci.agent.cost import price_table
-from jupyter_ci.config import JupyterCI
+from jupyter_ci.config import ServerSettings
 from jupyter_ci.mcp.http import MCPDoor
 from jupyter_ci.models.broker import ENV_APPROVAL, ENV_PRICES
 from jupyter_ci.server.broker.broker import BROKER_ROUTE, Broker, broker_url
@@ -42,14 +42,12 @@ class JupyterCIApp(ExtensionApp):
 
     def initialize_settings(self) -> None:
         """Take the keys out of the environment before any kernel can inherit them."""
-        self.ci = JupyterCI(parent=self)
+        self.ci = ServerSettings(parent=self)
         if self.ci.harden_process:
             make_non_dumpable(self.log)
         key_file = key_file_to_read(self.ci.key_file)
         stored = stored_keys(key_file, os.environ, self.log)
         self.broker = Broker.take_from_environ(os.environ, stored, key_file)
-        # What kernels are told travels in each one's start env (broker/kernels.py).
-        self.told = Told()
         self._budgets()
         self._hook_kernels()
         # Kernel websockets without Nagle's 40 ms per execute (server/nodelay.py).
@@ -85,7 +83,9 @@ class JupyterCIApp(ExtensionApp):
     def _hook_kernels(self) -> None:
         """Hook the server's kernel manager, whichever door starts a kernel."""
         kernels = self._server().kernel_manager
-        # Each kernel gets its own token in the env of its start (see server/broker/kernels.py).
+        # Each kernel gets its own token in the env of its start (see server/broker/kernels.py),
+        # with what the server tells its kernels (self.told), never put in os.environ.
+        self.told = Told()
         hook_kernel_manager(kernels, self.broker, self.told, self.log)
         # No 500 from /api/kernels for a kernel being started (server/kernel_models.py).
         fill_starting_kernels(kernels)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from tornado import web
 
-from jupyter_ci.config import JupyterCI
+from jupyter_ci.config import ServerSettings
 from jupyter_ci.mcp.http import MCPDoor
 from jupyter_ci.mcp.http import routes as mcp_routes
 from jupyter_ci.server.broker.model_service import ModelService
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 
 def routes(
-    ci: JupyterCI, service: ModelService, client: httpx.AsyncClient, log: Logger,
+    ci: ServerSettings, service: ModelService, client: httpx.AsyncClient, log: Logger,
     sessions: SessionManager, publish: Callable[[], None], mcp: MCPDoor | None = None,
 ) -> list[tuple[str, type[web.RequestHandler], dict[str, Any]]]:
     """Return the extension's routes, relative to the server's base_url."""

@@ -7,7 +7,8 @@ local provisioner with three changes: ZMQ over ipc sockets in a private folder (
 no network to carry tcp), the launch command wrapped in the box (box.py), and an interrupt
 sent to the kernel itself (a signal to bubblewrap's process group would end the box).
 
-Its settings are `c.JupyterCI.sandbox_*`, read through the kernel manager's config.
+Its settings are `c.JupyterCI.sandbox_*` (config_sessions.SandboxSettings, nothing else),
+read through the kernel manager's config.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any
 from jupyter_client.provisioning.local_provisioner import LocalProvisioner
 from traitlets import Bool
 
-from jupyter_ci.config import JupyterCI
+from jupyter_ci.config_sessions import SandboxSettings
 from jupyter_ci.models.broker import ENV_SOCKET, ENV_URL
 from jupyter_ci.server.sandbox import cgroup, sockets
 from jupyter_ci.server.sandbox.box import SOCKET_DIR, Box, Limits, command, problem, python_paths
@@ -83,7 +84,7 @@ class SandboxProvisioner(LocalProvisioner):
         asked = env.get("KERNEL_WORKING_DIR", "")
         if asked and os.path.isdir(asked):
             cwd = Path(os.path.realpath(asked))
-        ci = JupyterCI(parent=self)
+        ci = SandboxSettings(parent=self)
         box, inner_env, forwarder = self._box(ci, env, cwd, private, kwargs["cmd"][0])
         kernel_cmd = list(kwargs["cmd"])
         if self.zmq_over_tcp:
@@ -97,7 +98,7 @@ class SandboxProvisioner(LocalProvisioner):
         kwargs["cwd"] = str(cwd)
         return kwargs
 
-    def _box(self, ci: JupyterCI, env: dict[str, str], cwd: Path, private: Path,
+    def _box(self, ci: SandboxSettings, env: dict[str, str], cwd: Path, private: Path,
              executable: str) -> tuple[Box, dict[str, str], list[str]]:
         """Describe the box of this kernel, its environment, and what runs before it."""
         spec_env = dict(getattr(self.kernel_spec, "env", None) or {})

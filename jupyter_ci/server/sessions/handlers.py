@@ -17,7 +17,7 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from tornado import iostream, web
 
-from jupyter_ci.config import JupyterCI
+from jupyter_ci.config import ServerSettings
 from jupyter_ci.server.jsonbody import BadJSON, parse_json
 from jupyter_ci.server.sessions import files
 from jupyter_ci.server.sessions.errors import SessionError
@@ -41,7 +41,7 @@ class SessionAPIHandler(APIHandler):
 
     auth_resource = "jupyter_ci"
 
-    def initialize(self, manager: SessionManager, ci: JupyterCI) -> None:
+    def initialize(self, manager: SessionManager, ci: ServerSettings) -> None:
         """Keep the session manager and the settings."""
         self.manager = manager
         self.ci = ci

@@ -21,7 +21,7 @@ from typing import Any
 from jupyter_client.kernelspec import NoSuchKernel
 from jupyter_core.utils import ensure_async
 
-from jupyter_ci.config import JupyterCI
+from jupyter_ci.config import ServerSettings
 from jupyter_ci.server.gateway import connected, is_gateway, kernel_client
 from jupyter_ci.server.sessions import languages
 from jupyter_ci.server.sessions.errors import KernelUnavailable, SessionError
@@ -62,7 +62,7 @@ class Started:
 class SessionKernels:
     """Start, connect and dispose of session kernels; keep a pool of them (pool.py)."""
 
-    def __init__(self, kernel_manager: Any, root_dir: Path, root: Path, ci: JupyterCI,
+    def __init__(self, kernel_manager: Any, root_dir: Path, root: Path, ci: ServerSettings,
                  log: Logger, room: Callable[[], int] | None = None) -> None:
         self.km = kernel_manager
         self.root_dir = root_dir

@@ -21,7 +21,7 @@ from tornado import web
 from jupyter_ci.agent.feedback import KERNEL_RESTARTED
 from jupyter_ci.agent.outputs import OnOutput
 from jupyter_ci.agent.types import CodeResult, ErrorInfo, FileInfo
-from jupyter_ci.config import JupyterCI
+from jupyter_ci.config import ServerSettings
 from jupyter_ci.server.gateway import is_gateway
 from jupyter_ci.server.sandbox.box import Limits
 from jupyter_ci.server.sandbox.guards import unenforced
@@ -50,7 +50,7 @@ ENDED_KEPT = 1024
 class SessionManager:
     """Create, find, run in, restart, cull and delete sessions; keep a pool of kernels."""
 
-    def __init__(self, kernel_manager: Any, root_dir: Path, ci: JupyterCI, log: Logger,
+    def __init__(self, kernel_manager: Any, root_dir: Path, ci: ServerSettings, log: Logger,
                  service: ModelPort | None = None) -> None:
         self.km = kernel_manager
         #: The server's model service (asks stream their turns through it), if any.

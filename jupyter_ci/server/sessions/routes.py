@@ -6,7 +6,7 @@ from typing import Any
 
 from tornado import web
 
-from jupyter_ci.config import JupyterCI
+from jupyter_ci.config import ServerSettings
 from jupyter_ci.server.sessions import handlers as s
 from jupyter_ci.server.sessions import runs
 from jupyter_ci.server.sessions.approval_handler import ApprovalsHandler
@@ -16,7 +16,7 @@ from jupyter_ci.server.sessions.notebook_run import ROUTE as NOTEBOOK_RUN
 from jupyter_ci.server.sessions.notebook_run import NotebookRunHandler
 
 
-def routes(ci: JupyterCI, manager: SessionManager
+def routes(ci: ServerSettings, manager: SessionManager
            ) -> list[tuple[str, type[web.RequestHandler], dict[str, Any]]]:
     """Return the sessions' routes (and the OpenAPI document that describes them)."""
     session = {"manager": manager, "ci": ci}
