@@ -6,10 +6,12 @@ kernels' turns are POSTed with a kernel's credential as `turn_fetch` does.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
+from jupyter_ci.agent.types import ModelReply
 from tests.fakellm_wire import Turn
 from tests.service_fixtures import (
     KERNEL,
@@ -46,6 +48,8 @@ async def test_a_kernels_turn_gets_cached_tokens_and_is_charged_their_price(
     reply = lines[-1]["reply"]
     assert (reply["input_tokens"], reply["cached_tokens"], reply["output_tokens"]) == (
         12_345, 2_000, 678)
+    # The reply carries what it was charged: the kernel sums that, pricing nothing itself.
+    assert reply["cost_usd"] == pytest.approx(COSTS[provider])
     money = broker_of(live_server).budget.money
     assert money.kernel_used[KERNEL] == pytest.approx(COSTS[provider])
     assert money.server_used == pytest.approx(COSTS[provider])
@@ -110,3 +114,20 @@ async def test_kernels_the_server_starts_price_asks_with_the_servers_table(
     assert JupyterCI().prices == PRICES  # a kernel's own default
     monkeypatch.setenv("JUPYTER_CI_PRICES", '{"x": {"input": "free"}}')
     assert JupyterCI().prices == {}  # a bad table is ignored, never an error at load
+
+
+def test_an_ask_sums_the_cost_the_service_told_and_prices_only_calls_of_its_own() -> None:
+    from jupyter_ci.agent.cost import price_table
+    from jupyter_ci.models.turn_wire import ReplyReader, line, reply_json
+
+    told = ModelReply("Done.", input_tokens=12_345, output_tokens=678, cached_tokens=2_000,
+                      cost_usd=0.5)
+    read = ReplyReader(lambda text: None).feed(line({"reply": reply_json(told)}))
+    assert read == told
+    # The kernel's own table prices this model otherwise (or not at all): the service's wins.
+    for meter in (price_table().meter(MODELS["openai"]), price_table().meter("ollama:x")):
+        assert meter(told) == 0.5 and meter(told) == 0.5 and meter.usage().cost_usd == 1.0
+    # A reply without one (a call made here, an older server): priced here, as before.
+    here = price_table().meter(MODELS["openai"])
+    assert here(replace(told, cost_usd=None)) == pytest.approx(COSTS["openai"])
+    assert price_table().meter("ollama:x")(replace(told, cost_usd=None)) is None

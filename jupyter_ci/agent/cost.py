@@ -241,9 +241,12 @@ class Meter:
         self.input_tokens += reply.input_tokens
         self.output_tokens += reply.output_tokens
         self.cached_tokens += reply.cached_tokens
-        if self.rates is None:
+        # Priced by the model service that made the call (and charged it): summed as told.
+        cost = reply.cost_usd
+        if cost is None and self.rates is not None:
+            cost = self.rates.cost(reply)  # a call this process made itself
+        if cost is None:
             return None
-        cost = self.rates.cost(reply)
         self.cost_usd = (self.cost_usd or 0.0) + cost
         return cost
 

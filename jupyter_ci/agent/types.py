@@ -107,6 +107,8 @@ class ModelReply:
 
     `input_tokens` counts every prompt token, those read from the provider's prompt cache
     included; `cached_tokens` says how many of them were (agent/cost.py prices them).
+    `cost_usd` is what the call cost when the server's model service priced it (what it
+    charged the budgets): an ask sums it rather than pricing the reply a second time.
     """
 
     text: str = ""
@@ -114,6 +116,7 @@ class ModelReply:
     input_tokens: int = 0
     output_tokens: int = 0
     cached_tokens: int = 0
+    cost_usd: float | None = None
 
 
 @dataclass(frozen=True)

@@ -204,11 +204,15 @@ def line(event: Mapping[str, Any]) -> bytes:
 
 
 def reply_json(reply: ModelReply) -> dict[str, Any]:
-    """Encode a finished turn."""
-    return {"text": reply.text, "input_tokens": reply.input_tokens,
-            "output_tokens": reply.output_tokens, "cached_tokens": reply.cached_tokens,
-            "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments}
-                           for c in reply.tool_calls]}
+    """Encode a finished turn (with its cost when the service priced it)."""
+    encoded: dict[str, Any] = {
+        "text": reply.text, "input_tokens": reply.input_tokens,
+        "output_tokens": reply.output_tokens, "cached_tokens": reply.cached_tokens,
+        "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments}
+                       for c in reply.tool_calls]}
+    if reply.cost_usd is not None:
+        encoded["cost_usd"] = reply.cost_usd
+    return encoded
 
 
 def error_json(error: AskError) -> dict[str, Any]:
@@ -263,12 +267,15 @@ class ReplyReader:
 def _reply(data: object) -> ModelReply:
     r = data if isinstance(data, dict) else {}
     calls = r.get("tool_calls") or []
+    cost = r.get("cost_usd")  # absent: unpriced, or an older server (priced here then)
     return ModelReply(
         str(r.get("text", "")),
         tuple(ToolCall(str(c.get("id", "")), str(c.get("name", "")), str(c.get("arguments", "")))
               for c in calls if isinstance(c, dict)),
         int(r.get("input_tokens") or 0), int(r.get("output_tokens") or 0),
-        int(r.get("cached_tokens") or 0))  # absent from an older server's replies
+        int(r.get("cached_tokens") or 0),  # absent from an older server's replies
+        float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool)
+        and cost >= 0 else None)
 
 
 def tool_input_event(name: str, before: str, now: str) -> dict[str, Any]:

@@ -161,7 +161,8 @@ class ModelService:
                 sent = _size(turn.request) // BYTES_PER_TOKEN
                 total = (_size(turn.request) + _reply_size(reply)) // BYTES_PER_TOKEN
                 spent = ModelReply(input_tokens=sent, output_tokens=total - sent)
-            return reply
+            # The reply carries what it is charged, so no ask prices it a second time.
+            return reply if rates is None else replace(reply, cost_usd=rates.cost(spent))
         except asyncio.CancelledError:
             # Hung up: the provider bills what it streamed; with no report, the reservation.
             spent = _reported(usage) if usage.reported else None
@@ -193,7 +194,7 @@ class ModelService:
         if spent is None:
             self.broker.budget.settle(reservation, reservation.tokens, reservation.usd)
             return
-        usd = rates.cost(spent) if rates is not None else 0.0
+        usd = rates.cost(spent) if rates is not None else 0.0  # as the reply says (turn)
         self.broker.budget.settle(reservation, spent.input_tokens + spent.output_tokens, usd)
 
     def _rates(self, model_id: str) -> Rates | None:
