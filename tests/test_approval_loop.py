@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from jupyter_ci.agent.actions import ApprovePlan, ApproveStep, ReviewEdits
 from jupyter_ci.agent.approval import (
     Decision,
@@ -196,7 +194,7 @@ def test_headless_edits_are_listed_in_the_answer_and_not_applied() -> None:
     model = Scripted(reply(edit("b2", "print(2)")), ModelReply(text="Fixed."))
     events: list[Event] = []
     loop = AskLoop("fix", cells=CELLS)
-    answer = drive(loop, model, Runner(), events.append)
+    answer = drive(loop, model, Runner(), events.append).answer
     assert answer.startswith("Fixed.") and "### Proposed edits (not applied)" in answer
     assert "-print(1)\n+print(2)" in answer
     assert not any(isinstance(e, WaitingForUser) for e in events)
@@ -214,7 +212,7 @@ def test_the_driver_emits_the_question_then_feeds_the_answer() -> None:
         return json.dumps({"decision": "edit", "code": "x = 7"})
 
     answer = drive(AskLoop("go", approval="each"), model, runner, events.append, decide=decide,
-                   ask_id="a1")
+                   ask_id="a1").answer
     assert answer == "done" and runner.ran == ["x = 7"]
     waiting = [e for e in events if isinstance(e, WaitingForUser)]
     # One event: the question told is the one answered, with the id to answer it by.
@@ -225,9 +223,10 @@ def test_the_driver_emits_the_question_then_feeds_the_answer() -> None:
 
 def test_without_anyone_to_answer_an_approval_ask_stops_and_runs_nothing() -> None:
     runner = Runner()
-    with pytest.raises(AskStopped, match="no one can answer"):
-        drive(AskLoop("go", approval="each"), Scripted(reply(run("x = 1"))), runner,
-              lambda e: None)
+    outcome = drive(AskLoop("go", approval="each"), Scripted(reply(run("x = 1"))), runner,
+                    lambda e: None)
+    assert isinstance(outcome.error, AskStopped) and "no one can answer" in str(outcome.error)
+    assert outcome.status == "interrupted" and outcome.result_status == "stopped"
     assert runner.ran == []
 
 

@@ -170,7 +170,8 @@ def test_the_driver_prices_each_turn_and_the_meter_sums_the_ask() -> None:
     end = ModelReply("Done.", input_tokens=2000, output_tokens=50, cached_tokens=1000)
     events: list[Event] = []
     meter = price_table().meter("openai:gpt-4.1-mini")
-    assert drive(AskLoop("go"), Script(step, end), Ok(), events.append, price=meter) == "Done."
+    outcome = drive(AskLoop("go"), Script(step, end), Ok(), events.append, price=meter)
+    assert outcome.answer == "Done."
     usages = [event_json(e) for e in events if isinstance(e, Usage)]
     first = (1000 * 0.40 + 100 * 1.60) / 1e6
     second = (1000 * 0.40 + 1000 * 0.10 + 50 * 1.60) / 1e6
@@ -180,6 +181,7 @@ def test_the_driver_prices_each_turn_and_the_meter_sums_the_ask() -> None:
     assert {u["context_window"] for u in usages} == {1_047_576}
     assert usages[-1]["ask_tokens"] == 3150
     assert meter.usage() == AskUsage(3000, 150, 1000, pytest.approx(first + second))
+    assert outcome.usage == meter.usage()  # the driver's own sums, in its outcome
     # Without a price, the same events say None and the tokens still add up.
     events.clear()
     drive(AskLoop("go"), Script(step, end), Ok(), events.append)

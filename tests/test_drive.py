@@ -10,7 +10,7 @@ import pytest
 
 from jupyter_ci import providers
 from jupyter_ci.agent.drive import drive, drive_async
-from jupyter_ci.agent.errors import LimitReached
+from jupyter_ci.agent.errors import AskError, LimitReached
 from jupyter_ci.agent.events import Event, StepEnded, StepStarted, Text, event_json
 from jupyter_ci.agent.feedback import REDACTION_NOTE
 from jupyter_ci.agent.loop import AskLoop, Limits
@@ -93,12 +93,15 @@ def test_sync_and_async_drivers_make_the_same_decisions() -> None:
     limits = Limits(timeout=7.5)
     sync_view, async_view = Recorder(), Recorder()
     sync_runner, async_runner = Runner(), AsyncRunner()
-    answer = drive(AskLoop("go", limits=limits), ScriptedModel.of(script()), sync_runner,
-                   sync_view)
-    async_answer = asyncio.run(drive_async(
+    outcome = drive(AskLoop("go", limits=limits), ScriptedModel.of(script()), sync_runner,
+                    sync_view)
+    async_outcome = asyncio.run(drive_async(
         AskLoop("go", limits=limits), AsyncScripted(ScriptedModel.of(script())), async_runner,
         async_view))
-    assert answer == async_answer == "Done."
+    # The loop returns its own outcome: the doors build none.
+    assert outcome == async_outcome
+    assert (outcome.status, outcome.answer, outcome.steps, outcome.error) == (
+        "done", "Done.", 1, None)
     assert sync_view.events == async_view.events
     assert sync_view.events == [
         "request_sent", "thinking", "usage", "start:1.1:7.5", "end:1:error", "request_sent",
@@ -108,11 +111,27 @@ def test_sync_and_async_drivers_make_the_same_decisions() -> None:
     assert sync_runner.timeouts == async_runner.inner.timeouts == [7.5, 7.5]
 
 
-def test_async_driver_raises_the_error_that_ended_the_ask() -> None:
+def test_async_driver_returns_the_error_that_ended_the_ask_in_its_outcome() -> None:
     model = AsyncScripted(ScriptedModel.of([code_call("boom", f"c{i}") for i in range(3)]))
-    with pytest.raises(LimitReached, match="failed 2 times"):
-        asyncio.run(drive_async(AskLoop("go", limits=Limits(max_fixes=2)), model,
-                                AsyncRunner(), Recorder()))
+    outcome = asyncio.run(drive_async(AskLoop("go", limits=Limits(max_fixes=2)), model,
+                                      AsyncRunner(), Recorder()))
+    assert outcome.status == "failed" and isinstance(outcome.error, LimitReached)
+    assert "failed 2 times" in str(outcome.error) and outcome.result_status == "failed"
+
+
+def test_an_unexpected_error_is_the_asks_failure_when_the_door_says_how() -> None:
+    class Broken:
+        async def run(self, code: str, timeout: float) -> CodeResult:
+            raise RuntimeError("the session's kernel went away")
+
+    model = AsyncScripted(ScriptedModel.of(script()))
+    with pytest.raises(RuntimeError):
+        asyncio.run(drive_async(AskLoop("go"), model, Broken(), Recorder()))
+    outcome = asyncio.run(drive_async(
+        AskLoop("go"), AsyncScripted(ScriptedModel.of(script())), Broken(), Recorder(),
+        failure=lambda exc: AskError(f"broke: {exc}")))
+    assert outcome.status == "failed" and outcome.steps == 1
+    assert str(outcome.error).startswith("broke: the session's kernel went away")
 
 
 def test_scripted_models_are_reached_by_name() -> None:

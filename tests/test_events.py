@@ -141,7 +141,7 @@ def test_the_driver_tells_a_whole_ask_as_events_and_previews_the_next_step() -> 
             return reply
 
     model = Previewing()
-    answer = drive(AskLoop("go", limits=Limits(max_fixes=3)), model, Runner(), collected)
+    answer = drive(AskLoop("go", limits=Limits(max_fixes=3)), model, Runner(), collected).answer
     assert answer == "Done."
     kinds = [e["type"] for e in collected.seen if e["type"] not in ("text", "code_preview")]
     assert kinds == ["request_sent", "thinking", "usage", "step_start", "step_end"] * 2 + [

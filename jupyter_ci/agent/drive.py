@@ -15,10 +15,12 @@ from typing import Protocol
 
 from jupyter_ci.agent.actions import ApprovePlan, ApproveStep, Question, ReviewEdits
 from jupyter_ci.agent.approval import Decision, EditDecision, parse_answer, parse_review
+from jupyter_ci.agent.cost import AskUsage
 from jupyter_ci.agent.disclosure import request_parts
-from jupyter_ci.agent.errors import AskStopped
+from jupyter_ci.agent.errors import AskError, AskInterrupted, AskStopped
 from jupyter_ci.agent.events import (
     Event,
+    Outcome,
     RequestSent,
     StepEnded,
     StepSentBack,
@@ -43,6 +45,8 @@ Price = Callable[[ModelReply], float | None]
 Decide = Callable[[WaitingForUser], str]
 #: The same, from an event loop (a REST client answers with a call).
 AsyncDecide = Callable[[WaitingForUser], Awaitable[str]]
+#: Turns an exception that is not an AskError into the AskError that ends the ask (a door's).
+Failure = Callable[[Exception], AskError]
 #: What the user can be asked, beside an install.
 QUESTIONS = (ApproveStep, ApprovePlan, ReviewEdits)
 
@@ -87,16 +91,17 @@ class _Steps:
     """What happens around each model call and code run, for both forms of the driver.
 
     Every step of the ask becomes an event here (request sent, thinking, code preview, step
-    started and ended, waiting for the user): the doors only add the ask's start and end.
+    started and ended, waiting for the user), and its outcome is read here: the ask's start
+    and end are told by its lifecycle (lifecycle.py).
     """
 
     def __init__(self, loop: AskLoop, emit: Emit, confirm: Confirm | None = None,
                  can_decide: bool = False, price: Price | None = None,
                  ask_id: str | None = None) -> None:
         self.loop, self.emit, self.confirm, self.ask_id = loop, emit, confirm, ask_id
-        #: Prices each reply (a door's cost.Meter, which also sums the ask); the ask's cost.
+        #: Prices each reply (a door's cost.Meter); the ask's tokens and cost so far.
         self.price = price
-        self.cost: float | None = None
+        self.usage = AskUsage()
         #: Whether someone answers approvals and reviews (else: edits are only listed).
         self.can_decide = can_decide
         #: The last attempt of each step that ran, and whether the last run failed: code
@@ -132,12 +137,25 @@ class _Steps:
     def replied(self, reply: ModelReply) -> Action:
         action = self.loop.on_reply(reply)
         cost = self.price(reply) if self.price is not None else None
-        if cost is not None:
-            self.cost = (self.cost or 0.0) + cost
+        was = self.usage
+        self.usage = AskUsage(
+            was.input_tokens + reply.input_tokens, was.output_tokens + reply.output_tokens,
+            was.cached_tokens + reply.cached_tokens,
+            was.cost_usd if cost is None else (was.cost_usd or 0.0) + cost)
         self.emit(Usage(reply.input_tokens, reply.output_tokens, self.loop.tokens_used,
-                        reply.cached_tokens, cost, self.cost,
+                        reply.cached_tokens, cost, self.usage.cost_usd,
                         getattr(self.price, "context_window", None)))
         return action
+
+    def outcome(self, end: Finish | AskError) -> Outcome:
+        """Return how the ask ended: answered, or the error that ended it."""
+        loop = self.loop
+        if isinstance(end, Finish):
+            return Outcome("done", end.answer, unresolved=loop.unresolved, steps=loop.step,
+                           tokens=loop.tokens_used, usage=self.usage, edits=tuple(loop.edits))
+        return Outcome("interrupted" if isinstance(end, AskInterrupted) else "failed",
+                       error=end, steps=loop.step, tokens=loop.tokens_used, usage=self.usage,
+                       edits=tuple(loop.edits))
 
     def before_run(self, run: RunCode) -> None:
         self.attempts[run.step] = run.attempt
@@ -183,49 +201,60 @@ class _Steps:
 
 def drive(loop: AskLoop, model: Model, executor: Executor, emit: Emit,
           confirm: Confirm | None = None, decide: Decide | None = None,
-          price: Price | None = None, ask_id: str | None = None) -> str:
-    """Run the ask to its end and return the answer; raise the AskError that ended it."""
+          price: Price | None = None, ask_id: str | None = None) -> Outcome:
+    """Run the ask to its end; return its outcome (with the AskError that ended it, if any)."""
     steps = _Steps(loop, emit, confirm, decide is not None, price, ask_id)
-    action = loop.start()
-    while True:
-        if isinstance(action, CallModel):
-            action = steps.replied(model.complete(steps.request(action), steps.text))
-        elif isinstance(action, QUESTIONS):
-            told = steps.asking(action)
-            action = steps.answered(action, decide(told) if told and decide else None)
-        elif isinstance(action, ConfirmInstall):
-            action = steps.confirmed(action)
-        elif isinstance(action, RunCode):
-            steps.before_run(action)
-            action = steps.ran(action, executor.run(action.code, action.timeout))
-        else:
-            return _end(action)
+    try:
+        action = loop.start()
+        while True:
+            if isinstance(action, CallModel):
+                action = steps.replied(model.complete(steps.request(action), steps.text))
+            elif isinstance(action, QUESTIONS):
+                told = steps.asking(action)
+                action = steps.answered(action, decide(told) if told and decide else None)
+            elif isinstance(action, ConfirmInstall):
+                action = steps.confirmed(action)
+            elif isinstance(action, RunCode):
+                steps.before_run(action)
+                action = steps.ran(action, executor.run(action.code, action.timeout))
+            else:
+                return steps.outcome(action if isinstance(action, Finish) else action.error)
+    except AskError as error:
+        return steps.outcome(error)
+    except KeyboardInterrupt:  # the kernel's interrupt, between or inside steps
+        return steps.outcome(AskInterrupted("The ask was interrupted.",
+                                            "Cells run so far keep their results."))
 
 
 async def drive_async(loop: AskLoop, model: AsyncModel, executor: AsyncExecutor,
                       emit: Emit, decide: AsyncDecide | None = None,
-                      price: Price | None = None, ask_id: str | None = None) -> str:
-    """Run the ask to its end from an event loop; the same decisions as `drive`."""
+                      price: Price | None = None, ask_id: str | None = None,
+                      failure: Failure | None = None) -> Outcome:
+    """Run the ask to its end from an event loop; the same decisions as `drive`.
+
+    Any other exception is the ask's failure through `failure` (else it propagates);
+    cancelling the task (a hang-up) cancels the ask.
+    """
     # No one answers an install question here (a REST client has no stdin).
     steps = _Steps(loop, emit, can_decide=decide is not None, price=price, ask_id=ask_id)
-    action = loop.start()
-    while True:
-        if isinstance(action, CallModel):
-            action = steps.replied(await model.complete(steps.request(action), steps.text))
-        elif isinstance(action, QUESTIONS):
-            told = steps.asking(action)
-            action = steps.answered(action, await decide(told) if told and decide else None)
-        elif isinstance(action, ConfirmInstall):
-            action = steps.confirmed(action)
-        elif isinstance(action, RunCode):
-            steps.before_run(action)
-            action = steps.ran(action, await executor.run(action.code, action.timeout))
-        else:
-            return _end(action)
-
-
-def _end(action: Finish | Fail) -> str:
-    """Return a finished ask's answer, or raise why it failed."""
-    if isinstance(action, Finish):
-        return action.answer
-    raise action.error
+    try:
+        action = loop.start()
+        while True:
+            if isinstance(action, CallModel):
+                action = steps.replied(await model.complete(steps.request(action), steps.text))
+            elif isinstance(action, QUESTIONS):
+                told = steps.asking(action)
+                action = steps.answered(action, await decide(told) if told and decide else None)
+            elif isinstance(action, ConfirmInstall):
+                action = steps.confirmed(action)
+            elif isinstance(action, RunCode):
+                steps.before_run(action)
+                action = steps.ran(action, await executor.run(action.code, action.timeout))
+            else:
+                return steps.outcome(action if isinstance(action, Finish) else action.error)
+    except AskError as error:
+        return steps.outcome(error)
+    except Exception as exc:
+        if failure is None:
+            raise
+        return steps.outcome(failure(exc))

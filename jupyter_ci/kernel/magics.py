@@ -7,6 +7,7 @@ import os
 import re
 import sys
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +17,11 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from jupyter_ci import secret_rules
 from jupyter_ci.agent.approval import ApprovalMode
 from jupyter_ci.agent.control import cells_section
-from jupyter_ci.agent.cost import Meter, price_table
+from jupyter_ci.agent.cost import price_table
 from jupyter_ci.agent.disclosure import request_parts
-from jupyter_ci.agent.drive import Model, drive
-from jupyter_ci.agent.errors import AskError, AskInterrupted
-from jupyter_ci.agent.events import AskEnded, Journal, Outcome
+from jupyter_ci.agent.errors import AskError
+from jupyter_ci.agent.events import Journal, Outcome
+from jupyter_ci.agent.lifecycle import AskLife
 from jupyter_ci.agent.loop import AskLoop, CallModel, Limits
 from jupyter_ci.agent.memory import Memory
 from jupyter_ci.agent.prompts import system_prompt
@@ -51,7 +52,7 @@ from jupyter_ci.models import retiring
 from jupyter_ci.models.base import ChatModel, SeesImages
 from jupyter_ci.models.broker import own_credentials, refreshed_environ
 from jupyter_ci.models.resolve import resolve_model
-from jupyter_ci.wire.events import AskStart, AskStatus, Notice
+from jupyter_ci.wire.events import Notice
 
 #: Kernel-only names listed for the model at most.
 MAX_KERNEL_ONLY = 40
@@ -108,38 +109,23 @@ class AskMagics(Magics):
             self.replaced_asks.add(ask.replace_ask_id)
         folder = working_folder()  # before a step changes directory
         journal = self._journal(ask, phash, info.has_frontend, opts.show_context)
-        journal.emit(AskStart(ask.ask_id, ask.prompt, model.id))
-        warning = retiring.note(model.id)
-        if warning:
-            journal.emit(Notice(warning))  # a retiring model still answers: said, not refused
+        life = AskLife(ask.ask_id, ask.prompt, model.id, loop, journal, self.memory)
+        life.start(retiring.note(model.id))
         results: dict[str, Any] = {}
-        meter = price_table(self.settings.prices).meter(model.id)  # tokens and cost
-        try:
-            answer = self._drive(loop, model, journal, folder, results, meter, ask.ask_id)
-        except (KeyboardInterrupt, AskError) as exc:
-            self._ran(info, ask, loop)
-            error = exc if isinstance(exc, AskError) else AskInterrupted(
-                "The ask was interrupted.", "Cells run so far keep their results.")
-            status: AskStatus = "interrupted" if isinstance(error, AskInterrupted) else "failed"
-            # A follow-up ("why did that fail?") needs to know what happened.
-            self.memory.remember(opts.prompt, loop.transcript(), f"(The ask {status}: {error})")
-            journal.emit(AskEnded(Outcome(status, error=error, steps=loop.step,
-                                          tokens=loop.tokens_used, usage=meter.usage(),
-                                          edits=tuple(loop.edits))))
-            raise error from None
+        outcome = self._drive(life, model, folder, results)
         self._ran(info, ask, loop)
-        self.memory.remember(opts.prompt, loop.transcript(), answer)
+        if outcome.error is not None:
+            life.end(outcome)
+            raise outcome.error from None
         if folder is not None:
             # Shown (and recorded) with the files it mentions as links; remembered as written.
-            answer = link_files(answer, folder)
+            outcome = replace(outcome, answer=link_files(outcome.answer, folder))
         self._restart_notice(above, loop, journal)
-        journal.emit(AskEnded(Outcome("done", answer, unresolved=loop.unresolved,
-                                      steps=loop.step, tokens=loop.tokens_used,
-                                      usage=meter.usage(), edits=tuple(loop.edits))))
+        life.end(outcome)
         if headless is not None and loop.unresolved is None:
             # The next headless run of this cell replays these steps instead of asking.
-            rerun.keep(headless, model.id, answer, loop.succeeded, results, loop.limits,
-                       loop.redact or str)
+            rerun.keep(headless, model.id, outcome.answer, loop.succeeded, results,
+                       loop.limits, loop.redact or str)
 
     def _restart_notice(self, above: frozenset[str] | None, loop: AskLoop,
                         journal: Journal) -> None:
@@ -252,17 +238,18 @@ class AskMagics(Magics):
                 "that uses one of them must define it again (load or compute it), so the "
                 "notebook still runs top to bottom after a restart.")
 
-    def _drive(self, loop: AskLoop, model: Model, journal: Journal, folder: Path | None,
-               results: dict[str, Any], meter: Meter | None = None, ask_id: str | None = None
-               ) -> str:
+    def _drive(self, life: AskLife, model: ChatModel, folder: Path | None,
+               results: dict[str, Any]) -> Outcome:
+        """Drive the ask in this kernel: its steps run here, its questions go to stdin."""
         from jupyter_ci.kernel.executor import ShellExecutor
 
         executor = rerun.KeepResults(ShellExecutor(
-            self.ipython, on_output=journal.output, passthrough=False, workdir=folder), results)
+            self.ipython, on_output=life.journal.output, passthrough=False, workdir=folder),
+            results)
         stdin = StdinQuestions(self.ipython)
         decide = stdin.decide if self._can_ask(current_request(self.ipython)) else None
-        return drive(loop, model, executor, journal.emit, confirm=stdin.confirm,
-                     decide=decide, price=meter, ask_id=ask_id)
+        meter = price_table(self.settings.prices).meter(model.id)  # tokens and cost
+        return life.drive(model, executor, confirm=stdin.confirm, decide=decide, price=meter)
 
     def _can_ask(self, info: RequestInfo) -> bool:
         """Tell whether someone can answer a question on stdin during this request."""

@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_ci.agent.cost import Meter, price_table
-from jupyter_ci.agent.drive import drive_async
-from jupyter_ci.agent.errors import AskError, AskInterrupted
+from jupyter_ci.agent.errors import AskError
 from jupyter_ci.agent.events import (
     AskEnded,
     Event,
@@ -29,6 +28,7 @@ from jupyter_ci.agent.events import (
     Outcome,
     event_json,
 )
+from jupyter_ci.agent.lifecycle import AskLife
 from jupyter_ci.agent.loop import AskLoop, Limits
 from jupyter_ci.agent.memory import Memory
 from jupyter_ci.agent.prompts import system_prompt
@@ -55,7 +55,7 @@ from jupyter_ci.server.sessions.ports import ModelPort, as_text_sink, ask_token_
 from jupyter_ci.server.sessions.results import markdown_cell
 from jupyter_ci.server.sessions.session import Session
 from jupyter_ci.wire.codec import encode
-from jupyter_ci.wire.events import AskStart, JSONObject, Notice
+from jupyter_ci.wire.events import JSONObject
 
 
 @dataclass(frozen=True)
@@ -260,7 +260,17 @@ async def ask(manager: SessionManager, session: Session, request: AskRequest,
     encoder = RestEncoder(emit, journal, asker)
     journal.encoders.append(encoder)
     try:
-        await _ask(manager, session, request, chat, redactor, journal, asker)
+        life = _life(manager, session, request, chat, redactor, journal, asker.ask_id)
+        warning = retiring.note(chat.id)
+        if warning:
+            manager.log.warning("jupyter-ci: session %s: %s", session.id, warning)
+        life.start(warning)
+        outcome = await life.drive_async(
+            chat, SessionSteps(manager, session, journal), decide=asker, price=chat.meter,
+            failure=lambda exc: failure(exc, manager, redactor))
+        if outcome.error is None:
+            session.history.append(markdown_cell(outcome.answer))
+        life.end(outcome)
     except Exception as exc:  # the ask's own failures are outcomes already: this is a backstop
         if encoder.result is None:
             journal.emit(AskEnded(Outcome("failed", error=failure(exc, manager, redactor))))
@@ -271,43 +281,22 @@ async def ask(manager: SessionManager, session: Session, request: AskRequest,
     return encoder.result
 
 
-async def _ask(manager: SessionManager, session: Session, request: AskRequest,
-               chat: AskModel, redactor: Redactor, journal: Journal, asker: Asker) -> None:
-    """Run one ask in the session, to its ask_end."""
+def _life(manager: SessionManager, session: Session, request: AskRequest, chat: AskModel,
+          redactor: Redactor, journal: Journal, ask_id: str) -> AskLife:
+    """Return the ask's lifecycle: its loop in the session's context, and the session's memory."""
     ci = manager.ci
     if session.memory is None:
-        session.memory = Memory(manager.ci.memory_tokens)
-    memory: Memory = session.memory
+        session.memory = Memory(ci.memory_tokens)
     loop = AskLoop(request.prompt, context=f"Working directory: {session.directory.name}/ "
                    "(files you write there can be downloaded by the user).",
-                   history=memory.messages(), limits=request.limits(manager.ci, chat),
+                   history=session.memory.messages(), limits=request.limits(ci, chat),
                    redact=redactor,
                    # A REST client has no stdin to answer on: "never" unless "always".
-                   install=manager.ci.install_policy(can_ask=False),
+                   install=ci.install_policy(can_ask=False),
                    approval=approval_mode(request.approve, ci.approval, ci.approval_minimum),
                    system=system_prompt(redactor(ci.instructions)))
     session.history.append(markdown_cell(f"**Ask:** {request.prompt}"))
-    journal.emit(AskStart(asker.ask_id, request.prompt, chat.id))
-    warning = retiring.note(chat.id)
-    if warning:  # a retiring model still answers: said, not refused
-        manager.log.warning("jupyter-ci: session %s: %s", session.id, warning)
-        journal.emit(Notice(warning))
-    try:
-        answer = await drive_async(loop, chat, SessionSteps(manager, session, journal),
-                                   journal.emit, decide=asker, price=chat.meter,
-                                   ask_id=asker.ask_id)
-    except Exception as exc:  # AskInterrupted: stopped when asked, or no answer came
-        error = failure(exc, manager, redactor)  # anything else: still one failed result
-        memory.remember(request.prompt, loop.transcript(), f"(The ask failed: {error})")
-        outcome = Outcome("interrupted" if isinstance(error, AskInterrupted) else "failed",
-                          error=error, steps=loop.step, tokens=loop.tokens_used)
-    else:
-        memory.remember(request.prompt, loop.transcript(), answer)
-        session.history.append(markdown_cell(answer))
-        outcome = Outcome("done", answer, unresolved=loop.unresolved, steps=loop.step,
-                          tokens=loop.tokens_used)
-    outcome = replace(outcome, usage=chat.meter.usage())  # tokens in, out, cached; cost
-    journal.emit(AskEnded(outcome))
+    return AskLife(ask_id, request.prompt, chat.id, loop, journal, session.memory)
 
 
 def failure(exc: Exception, manager: SessionManager, redactor: Redactor) -> AskError:
