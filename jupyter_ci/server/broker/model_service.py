@@ -142,7 +142,7 @@ class ModelService:
         freeze_heap()
 
     async def turn(self, holder: str, turn: Turn, emit: EmitLine) -> ModelReply:
-        """Stream one turn for `holder` (a kernel id, or a session's ask holder)."""
+        """Stream one turn for `holder` (a kernel, a session's ask); return it with its cost."""
         model_id = canonical_model_id(turn.model)  # priced, budgeted and called as one
         model, rates = await self.model(model_id), self._rates(model_id)
         tokens = reserve_for(turn.request)
@@ -161,7 +161,6 @@ class ModelService:
                 sent = _size(turn.request) // BYTES_PER_TOKEN
                 total = (_size(turn.request) + _reply_size(reply)) // BYTES_PER_TOKEN
                 spent = ModelReply(input_tokens=sent, output_tokens=total - sent)
-            # The reply carries what it is charged, so no ask prices it a second time.
             return reply if rates is None else replace(reply, cost_usd=rates.cost(spent))
         except asyncio.CancelledError:
             # Hung up: the provider bills what it streamed; with no report, the reservation.
