@@ -23,7 +23,7 @@ from jupyter_ci.models.resolve import DIRECT_URL, SERVER_URL, ModelSettings, res
 from tests.fakellm import Fail, FakeLLM
 from tests.kernelrun import Kernel
 from tests.nbrun import TEST_KEY, clean_env
-from tests.test_models import ask, free_port
+from tests.test_models import ask, closed_port
 
 KEY = "sk-test-HINTS-0123456789"
 OPENAI = providers.PROVIDERS["openai"]
@@ -86,7 +86,7 @@ def test_openais_own_model_names_get_no_local_guess(
 
 
 def test_an_unreachable_base_url_says_where_it_was_set(fake: FakeLLM) -> None:
-    url = f"http://127.0.0.1:{free_port()}/v1"
+    url = f"http://127.0.0.1:{closed_port()}/v1"
     error = failure(cloud(fake, "llama3.1", UrlSetting(FROM_KERNEL_ENV, DIRECT_URL), url),
                     ModelUnavailable)
     assert error.message.startswith(f"Could not connect to OpenAI at {url} ({FROM_KERNEL_ENV}; ")
@@ -176,7 +176,7 @@ def test_ask_in_a_kernel_sending_a_local_name_to_the_cloud_gets_the_hint(
 
 
 def test_ask_in_a_kernel_with_a_wrong_base_url_names_the_variable(tmp_path: Path) -> None:
-    url = f"http://127.0.0.1:{free_port()}/v1"
+    url = f"http://127.0.0.1:{closed_port()}/v1"
     k = Kernel(clean_env(OPENAI_BASE_URL=url), str(tmp_path))
     try:
         assert k.execute("%load_ext jupyter_ci").reply["content"]["status"] == "ok"

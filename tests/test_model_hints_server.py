@@ -30,7 +30,7 @@ from tests.service_fixtures import (
     turn_body,
     turn_fetch,
 )
-from tests.test_models import free_port
+from tests.test_models import closed_port
 from tests.test_session_ask import ask
 from tests.test_sessions import Fetch, new_session
 
@@ -38,7 +38,7 @@ __all__ = ["live_server", "token"]
 
 OLLAMA_URL = "OPENAI_BASE_URL=http://localhost:11434/v1"
 PANEL = "jupyter-ci panel"
-NOWHERE = f"http://127.0.0.1:{free_port()}/v1"
+NOWHERE = f"http://127.0.0.1:{closed_port()}/v1"
 
 
 @pytest.fixture

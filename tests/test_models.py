@@ -65,6 +65,21 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+_HELD: list[socket.socket] = []
+
+
+def closed_port() -> int:
+    """Return a port that refuses connections for the whole test process.
+
+    It stays bound without listening, so no other server of a parallel test can take it
+    (a free_port() chosen early can be handed to a fake model server started later).
+    """
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    _HELD.append(sock)
+    return int(sock.getsockname()[1])
+
+
 # --- streaming and tool calls -------------------------------------------------------------
 
 def test_text_streams_in_pieces(fake: FakeLLM, make_model: MakeModel) -> None:
