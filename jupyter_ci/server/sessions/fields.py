@@ -36,8 +36,7 @@ def names_of(cls: type) -> tuple[str, ...]:
 
 
 def read_body(cls: type[T], body: JSONObject, checks: Mapping[str, Check]) -> T:
-    """Read a body as its wire class; a field of the wrong type is refused by its own check
-    (its message, which clients already read), else with the codec's path and reason."""
+    """Read a body as its wire class; a bad field gets its own check's message, else the codec's."""
     try:
         return decode(cls, body)
     except WireError as err:
@@ -55,8 +54,7 @@ _SESSION_CHECKS: dict[str, Check] = {
 
 
 def new_session(body: JSONObject) -> NewSession:
-    """Read a new session's body: its shape from the wire, its directory name and variables
-    checked."""
+    """Read a new session's body by its wire class; its directory and variables checked."""
     request = read_body(NewSession, body, _SESSION_CHECKS)
     return dataclasses.replace(request, env=validate_env(request.env),
                                cwd_name=validate_cwd_name(request.cwd_name))

@@ -22,18 +22,17 @@ from jupyter_ci.server.jsonbody import BadJSON, parse_json
 from jupyter_ci.server.sessions import files
 from jupyter_ci.server.sessions.errors import SessionError
 from jupyter_ci.server.sessions.fields import Refused as Refused
-from jupyter_ci.server.sessions.fields import optional_str as _optional_str
-from jupyter_ci.server.sessions.fields import validate_cwd_name, validate_env
+from jupyter_ci.server.sessions.fields import names_of, new_session
 from jupyter_ci.server.sessions.manager import SessionManager
 from jupyter_ci.server.sessions.replies import NO_TOKEN as NO_TOKEN
 from jupyter_ci.server.sessions.replies import allowed_methods
 from jupyter_ci.server.sessions.results import notebook_pieces
+from jupyter_ci.wire.requests import NewSession
 
 SID = r"(?P<sid>[^/]+)"  # any id: an unknown one gets our JSON 404
 #: The document of the sessions API, beside the route table in server/.
 OPENAPI = Path(__file__).parent.parent / "openapi.json"
 #: The fields each body may hold: any other (a typo such as `tiemout`) is a 400.
-NEW_SESSION_FIELDS = ("kernel_name", "cwd_name", "env", "language")
 
 
 class SessionAPIHandler(APIHandler):
@@ -120,10 +119,9 @@ class SessionsHandler(SessionAPIHandler):
     @authorized
     async def post(self) -> None:
         """Create a session: {"kernel_name"?, "cwd_name"?, "env"?, "language"?}."""
-        body = self.fields(NEW_SESSION_FIELDS)
-        session = await self.manager.create(
-            _optional_str(body, "kernel_name"), validate_env(body.get("env")),
-            validate_cwd_name(body.get("cwd_name")), _optional_str(body, "language"))
+        request = new_session(self.fields(names_of(NewSession)))
+        session = await self.manager.create(request.kernel_name, request.env or {},
+                                            request.cwd_name, request.language)
         self.set_status(201)
         self.finish(json.dumps(session.to_json()))
 
