@@ -106,7 +106,10 @@ export type IProposedEdit = IWireProposedEdit;
  * The kernel asks the user a question on stdin; its prompt is exactly `question`. The page
  * answers edits itself (editreview.ts), with the JSON of docs/protocol.md.
  */
-export interface IWaitingForUser extends IEnvelope, IWireWaitingForUser {}
+// The envelope's ask_id (always set on the comm) is the one the wire class carries for REST.
+export interface IWaitingForUser
+  extends IEnvelope,
+    Omit<IWireWaitingForUser, 'ask_id'> {}
 
 /** After each model turn: its tokens, the ask's so far, and their price where known. */
 export interface IUsage extends IEnvelope, IWireUsage {}
