@@ -3,4 +3,5 @@
 # Nothing is fetched: no intersphinx, no CDN at build time. Needs the `docs` extra.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python -m sphinx -W --keep-going -n -b html docs docs/_build/html "$@"
+# -E: read every page again, so a warning never hides behind a cached build (about 5 s).
+python -m sphinx -E -W --keep-going -n -b html docs docs/_build/html "$@"

@@ -87,6 +87,11 @@ def schema_text(schema: dict[str, Any] | None) -> str:
     """Describe a schema in one cell: a link to a named one, else its type."""
     if not schema:
         return ""
+    ref = schema.get("$ref") or schema.get("items", {}).get("$ref", "")
+    event = re.fullmatch(r"#/components/schemas/(\w+Events)/properties/(\w+)", ref)
+    if event:  # one named server-sent event of an events schema
+        label = f"rest-event-{event[1].lower()}-{event[2]}"
+        return f"{{ref}}`{event[2]} <{label}>` event"
     name = ref_of(schema) or ref_of(schema.get("items", {}))
     if name:
         return f"{{ref}}`{name} <rest-schema-{name.lower()}>`"
@@ -161,7 +166,8 @@ def schema_lines(name: str, schema: dict[str, Any]) -> list[str]:
         lines += [text(schema["description"]), ""]
     if name.endswith("Events"):
         for event, data in schema.get("properties", {}).items():
-            lines += [f"#### event: `{event}`", "", text(data.get("description", "")), "",
+            lines += [f"(rest-event-{name.lower()}-{event})=", f"#### event: `{event}`", "",
+                      text(data.get("description", "")), "",
                       *json_block({k: v for k, v in data.items() if k != "description"})]
         return lines
     return lines + json_block(schema)
