@@ -41,10 +41,13 @@ def ask_index(nb: Notebook) -> int:
 def wait_ask_done(nb: Notebook, text: str) -> int:
     """Wait until the `%%ask` cell shows `text` and has finished; return its index."""
     expect(nb.root.locator(".jp-OutputArea", has_text=text)).to_have_count(1, timeout=WAIT_MS)
-    index = ask_index(nb)
-    nb.wait_cell_done(index)
+    # Found by its source, not its index: the extension may insert its `%load_ext` cell above
+    # it while we wait (a first ask that succeeds), which moves the ask one cell down.
+    ask_cell = nb.cells.filter(has=nb.page.locator(".jp-InputArea", has_text="%%ask"))
+    expect(ask_cell.first.locator(".jp-InputPrompt")).to_have_text(
+        re.compile(r"^\s*\[\d+\]:\s*$"), timeout=WAIT_MS)
     nb.wait_kernel_idle()
-    return index
+    return ask_index(nb)
 
 
 def loaders(nb: Notebook) -> list[int]:
