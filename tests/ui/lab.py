@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
-from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import Error, Locator, Page, Response, expect
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -390,6 +390,17 @@ class Lab:
     def screenshot(self, name: str) -> Path:
         """Save a screenshot of the whole page under tests/ui/artifacts/."""
         return screenshot(self.page, name)
+
+    def response_bodies(self) -> list[str]:
+        """Return a list that gathers the body of every response the page gets from now on."""
+        bodies: list[str] = []
+
+        def keep(response: Response) -> None:
+            with contextlib.suppress(Error):  # bodies of redirects and aborted requests
+                bodies.append(response.text())
+
+        self.page.on("response", keep)
+        return bodies
 
     def open_notebook(self, name: str, sources: list[str],
                       kernelspec: dict[str, str] = KERNELSPEC) -> Notebook:

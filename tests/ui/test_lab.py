@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import shutil
@@ -10,7 +9,7 @@ import time
 from pathlib import Path
 
 import nbformat
-from playwright.sync_api import Error, Response, expect
+from playwright.sync_api import expect
 
 from jupyter_ci.kernel.record import pin_of, prompt_hash
 from tests.demo_wheel import PACKAGE
@@ -639,13 +638,7 @@ def test_a_key_pasted_in_the_panel_lets_asks_run_and_is_seen_nowhere(
     bare_lab: Lab, fake: FakeLLM
 ) -> None:
     lab = bare_lab
-    responses: list[str] = []
-
-    def keep(response: Response) -> None:
-        with contextlib.suppress(Error):  # bodies of redirects and aborted requests
-            responses.append(response.text())
-
-    lab.page.on("response", keep)
+    responses = lab.response_bodies()
     fake.push(code("print('through the pasted key')"), Turn("Asked with the pasted key."))
     nb = lab.open_notebook("pasted", [LOAD, "%%ask\nsay hello"])
     lab.panel.open()

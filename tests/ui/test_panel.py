@@ -3,7 +3,6 @@ clean, the panel's conversation comes back from the notebook, and the key form c
 
 from __future__ import annotations
 
-import contextlib
 import re
 import shutil
 import subprocess
@@ -11,7 +10,7 @@ import sys
 from pathlib import Path
 
 import nbformat
-from playwright.sync_api import Browser, Error, Response, expect
+from playwright.sync_api import Browser, expect
 
 from jupyter_ci.kernel.record import pin_of, prompt_hash
 from tests.fakellm import FakeLLM, Turn
@@ -201,13 +200,7 @@ def test_the_key_form_says_saved_and_checks_the_base_url_and_key(
     bare_lab: Lab, fake: FakeLLM
 ) -> None:
     lab = bare_lab
-    responses: list[str] = []
-
-    def keep(response: Response) -> None:
-        with contextlib.suppress(Error):  # bodies of redirects and aborted requests
-            responses.append(response.text())
-
-    lab.page.on("response", keep)
+    responses = lab.response_bodies()
     lab.open_notebook("key-form", ["x = 1"])
     lab.panel.open()
     status = lab.panel.part("key-status")

@@ -3,10 +3,9 @@ a user who scrolled up where they are), and the key form folds away once a key i
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
-from playwright.sync_api import Error, Response, expect
+from playwright.sync_api import expect
 
 from tests.fakellm import FakeLLM, Turn
 from tests.ui.lab import WAIT_MS, Lab, Notebook
@@ -116,13 +115,7 @@ def test_the_key_form_folds_once_a_key_is_set_and_opens_to_change_or_remove_it(
     bare_lab: Lab, fake: FakeLLM
 ) -> None:
     lab = bare_lab
-    responses: list[str] = []
-
-    def keep(response: Response) -> None:
-        with contextlib.suppress(Error):  # bodies of redirects and aborted requests
-            responses.append(response.text())
-
-    lab.page.on("response", keep)
+    responses = lab.response_bodies()
     nb = lab.open_notebook("fold-keys", ["x = 1"])
     lab.panel.open()
     form, summary = lab.panel.part("keys"), lab.panel.part("keys-summary")
