@@ -7,8 +7,9 @@ import json
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from jupyter_ci.server.sessions.approvals import ANSWER_FIELDS
+from jupyter_ci.server.sessions.fields import names_of
 from jupyter_ci.server.sessions.handlers import SessionAPIHandler
+from jupyter_ci.wire.requests import ApprovalAnswer
 
 
 class ApprovalsHandler(SessionAPIHandler):
@@ -24,6 +25,6 @@ class ApprovalsHandler(SessionAPIHandler):
     @authorized
     def post(self, sid: str) -> None:
         """Answer {"approval_id", "decision": run/edit/skip/stop, "code"?, "plan"?}."""
-        body = self.fields(ANSWER_FIELDS)
+        body = self.fields(names_of(ApprovalAnswer))
         answered = self.manager.get(sid).approvals.answer(self.user(), body)
         self.finish(json.dumps(answered))

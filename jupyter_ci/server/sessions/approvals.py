@@ -12,24 +12,24 @@ from __future__ import annotations
 
 import asyncio
 import json
+import typing
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from jupyter_ci.agent.approval import MODES, ApprovalMode, stricter
 from jupyter_ci.agent.errors import AskStopped
-from jupyter_ci.agent.events import event_json
 from jupyter_ci.server.sessions.errors import SessionError
-from jupyter_ci.server.sessions.fields import Refused
-from jupyter_ci.wire.events import WaitingForUser
+from jupyter_ci.server.sessions.fields import Check, Refused, read_body
+from jupyter_ci.wire.codec import decode, encode
+from jupyter_ci.wire.events import JSONObject, WaitingForUser
+from jupyter_ci.wire.requests import ApprovalAnswer
+from jupyter_ci.wire.rest import ApprovalReply
 from jupyter_ci.wire.results import ApprovalNote
 
 #: Sends one server-sent event: (event name, data).
-EmitSSE = Callable[[str, dict[str, Any]], None]
+EmitSSE = Callable[[str, JSONObject], None]
 DECISIONS = ("run", "edit", "skip", "stop")
-#: The fields an answer's body may hold.
-ANSWER_FIELDS = ("approval_id", "decision", "code", "plan")
 #: Answered approvals a session remembers, so a second answer is a 409, not a 404.
 ANSWERED_KEPT = 256
 
@@ -61,7 +61,7 @@ def approval_mode(asked: str | None, default: str, minimum: str) -> ApprovalMode
     return stricter(asked or default, minimum)
 
 
-def parse_mode(body: dict[str, Any]) -> str | None:
+def parse_mode(body: JSONObject) -> str | None:
     """Return the body's `approve`, checked to be a mode, or None when it gives none."""
     value = body.get("approve")
     if value is not None and value not in MODES:
@@ -78,7 +78,8 @@ class Pending:
     id: str
     ask_id: str
     user: str
-    event: dict[str, Any]
+    #: Its waiting_for_user event, as GET .../approvals lists it.
+    event: JSONObject
     future: asyncio.Future[str]
 
 
@@ -89,16 +90,16 @@ class Approvals:
     pending: dict[str, Pending] = field(default_factory=dict)
     answered: OrderedDict[str, str] = field(default_factory=OrderedDict)
 
-    def listing(self) -> list[dict[str, Any]]:
+    def listing(self) -> list[JSONObject]:
         """Return the waiting_for_user events that wait now, oldest first."""
         return [p.event for p in self.pending.values()]
 
-    def answer(self, user: str, body: dict[str, Any]) -> dict[str, Any]:
-        """Answer a waiting question with a checked body; return what was decided."""
-        approval_id = body.get("approval_id")
-        if not isinstance(approval_id, str) or not approval_id:
-            raise Refused(400, "bad_field", "'approval_id' (the waiting_for_user event's) is "
-                          "required.")
+    def answer(self, user: str, body: JSONObject) -> JSONObject:
+        """Answer a waiting question with a body; return what was decided (ApprovalAnswered)."""
+        given = read_body(ApprovalAnswer, body, _ANSWER_CHECKS)
+        approval_id = given.approval_id
+        if not approval_id:
+            _no_id(body)
         pending = self.pending.get(approval_id)
         if pending is None or pending.future.done():
             if approval_id in self.answered:
@@ -110,10 +111,14 @@ class Approvals:
         if pending.user != user:
             raise NotYourApproval("Only the user who started this ask can answer its "
                                   "approvals.")
-        answer = checked_answer(pending.event, body)
-        pending.future.set_result(json.dumps(answer))
-        self.remember(approval_id, f"answered {answer['decision']!r}")
-        return {"approval_id": approval_id, "ask_id": pending.ask_id, **answer}
+        answer = checked_answer(str(pending.event.get("kind")), given)
+        said = ApprovalReply(approval_id, pending.ask_id, answer.decision, answer.code,
+                                answer.plan)
+        # The loop reads the decision and the edited text; the ids are the route's.
+        pending.future.set_result(json.dumps(
+            {k: v for k, v in encode(said).items() if k not in ("approval_id", "ask_id")}))
+        self.remember(approval_id, f"answered {answer.decision!r}")
+        return typing.cast(JSONObject, encode(said))
 
     def remember(self, approval_id: str, why: str) -> None:
         """Keep a closed id (a bounded memory) so that a late answer is told why."""
@@ -122,25 +127,41 @@ class Approvals:
             self.answered.popitem(last=False)
 
 
-def checked_answer(event: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
-    """Return the answer a body gives to the question `event` asks, or raise a 400."""
-    decision = body.get("decision")
-    if decision not in DECISIONS:
-        raise Refused(400, "bad_field", f"'decision' must be one of {', '.join(DECISIONS)}.")
-    kind = event.get("kind")
-    if kind == "plan" and decision == "skip":
+def _no_id(body: JSONObject) -> None:
+    raise Refused(400, "bad_field", "'approval_id' (the waiting_for_user event's) is required.")
+
+
+def _bad_decision(body: JSONObject) -> None:
+    raise Refused(400, "bad_field", f"'decision' must be one of {', '.join(DECISIONS)}.")
+
+
+def _not_text(name: str) -> Check:
+    def check(body: JSONObject) -> None:
+        raise Refused(400, "bad_field", f"'{name}' must be a string.")
+    return check
+
+
+_ANSWER_CHECKS: dict[str, Check] = {"approval_id": _no_id, "decision": _bad_decision,
+                                    "code": _not_text("code"), "plan": _not_text("plan")}
+
+
+def checked_answer(kind: str, given: ApprovalAnswer) -> ApprovalAnswer:
+    """Return the answer a body gives to a question of this `kind`, or raise a 400.
+
+    Only the text an edit of this kind of question takes is kept (`plan` for a plan).
+    """
+    if kind == "plan" and given.decision == "skip":
         raise Refused(400, "bad_field", "A plan can be run, edited or stopped, not skipped.")
+    if given.decision != "edit":
+        return ApprovalAnswer(given.approval_id, given.decision)
     text_field = "plan" if kind == "plan" else "code"
-    for name in ("code", "plan"):
-        if body.get(name) is not None and not isinstance(body[name], str):
-            raise Refused(400, "bad_field", f"'{name}' must be a string.")
-    if decision != "edit":
-        return {"decision": decision}
-    text = body.get(text_field)
-    if not isinstance(text, str) or not text.strip():
+    text = given.plan if kind == "plan" else given.code
+    if text is None or not text.strip():
         raise Refused(400, "bad_field", f"An edit gives the new {text_field} in "
                       f"'{text_field}' (a non-empty string).")
-    return {"decision": "edit", text_field: text}
+    if kind == "plan":
+        return ApprovalAnswer(given.approval_id, "edit", plan=text)
+    return ApprovalAnswer(given.approval_id, "edit", code=text)
 
 
 class Asker:
@@ -155,7 +176,7 @@ class Asker:
     async def __call__(self, told: WaitingForUser) -> str:
         """Wait for the answer to the question told; return the answer's text."""
         approval_id = told.approval_id or ""
-        event = event_json(told)
+        event = typing.cast(JSONObject, encode(told))
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self.approvals.pending[approval_id] = Pending(approval_id, self.ask_id, self.user,
                                                       event, future)
@@ -171,9 +192,9 @@ class Asker:
                 ".../approvals.") from None
         finally:
             self.approvals.pending.pop(approval_id, None)
-        said = json.loads(answer)
-        self.noted.append(ApprovalNote(approval_id, told.kind, told.step, said["decision"],
-                                       said.get("code"), said.get("plan")))
+        said = decode(ApprovalAnswer, {**json.loads(answer), "approval_id": approval_id})
+        self.noted.append(ApprovalNote(approval_id, told.kind, told.step, said.decision,
+                                       said.code, said.plan))
         return answer
 
 

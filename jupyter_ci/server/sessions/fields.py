@@ -13,7 +13,7 @@ from jupyter_ci.server.sandbox.environ import unsafe
 from jupyter_ci.server.sessions.errors import SessionError
 from jupyter_ci.wire.codec import WireError, decode
 from jupyter_ci.wire.events import JSONObject
-from jupyter_ci.wire.requests import NewSession
+from jupyter_ci.wire.requests import SERVER_TIMEOUT, Execute, NewSession
 
 T = TypeVar("T")
 #: A field's own check of a body: raises its 400 (the words clients read) when it is bad.
@@ -60,7 +60,7 @@ def new_session(body: JSONObject) -> NewSession:
                                cwd_name=validate_cwd_name(request.cwd_name))
 
 
-def optional_str(body: dict[str, Any], name: str) -> str | None:
+def optional_str(body: JSONObject, name: str) -> str | None:
     """Return an optional string field of a body."""
     value = body.get(name)
     if value is not None and not isinstance(value, str):
@@ -68,7 +68,7 @@ def optional_str(body: dict[str, Any], name: str) -> str | None:
     return value
 
 
-def timeout_of(body: dict[str, Any]) -> float | None:
+def timeout_of(body: JSONObject) -> float | None:
     """Return a run's timeout: None when absent (the server's), inf for null or 0 (none)."""
     if "timeout" not in body:
         return None
@@ -123,20 +123,41 @@ def validate_env(env: Any) -> dict[str, str]:
 MAX_CELLS = 1000
 
 
-def code_of(body: dict[str, Any], max_bytes: int) -> list[str] | str:
-    """Return an execute's `code` (one cell) or its `cells` (several, run in order)."""
-    if ("code" in body) == ("cells" in body):
-        raise Refused(400, "bad_field", "Give 'code' (a string: one cell) or 'cells' (a list "
-                      "of strings: cells run in order), one of them.")
-    code: Any = body.get("code", body.get("cells"))
-    cells: list[Any] = [code] if "code" in body else code if isinstance(code, list) else []
-    if not cells or not all(isinstance(cell, str) for cell in cells):
-        raise Refused(400, "bad_field", "'code' (a string) is required." if "code" in body
-                      else "'cells' must be a non-empty list of strings, each a cell's code.")
+def _cells_check(body: JSONObject) -> None:
+    """Refuse `cells` that are not a non-empty list of strings."""
+    raise Refused(400, "bad_field", "'cells' must be a non-empty list of strings, each a cell's "
+                  "code.")
+
+
+_EXECUTE_CHECKS: dict[str, Check] = {
+    "code": lambda body: _refuse("'code' (a string) is required."),
+    "cells": _cells_check,
+    "timeout": timeout_of,
+    "env": lambda body: validate_env(body.get("env"))}
+
+
+def _refuse(message: str) -> None:
+    raise Refused(400, "bad_field", message)
+
+
+def execute(body: JSONObject, max_bytes: int) -> Execute:
+    """Read an execute's body: one of `code` and `cells`, within the size limits.
+
+    Its timeout: SERVER_TIMEOUT when absent (the server's), inf for null or 0 (none).
+    """
+    request = read_body(Execute, body, _EXECUTE_CHECKS)
+    if (request.code is None) == (request.cells is None):
+        _refuse("Give 'code' (a string: one cell) or 'cells' (a list of strings: cells run in "
+                "order), one of them.")
+    cells = [request.code] if request.code is not None else list(request.cells or ())
+    if not cells:
+        _cells_check(body)
     if len(cells) > MAX_CELLS:
         raise Refused(413, "code_too_large", f"{len(cells)} cells in one request: at most "
                       f"{MAX_CELLS}; send the rest in another request.")
     if sum(len(cell.encode()) for cell in cells) > max_bytes:
         raise Refused(413, "code_too_large", f"The code is over {max_bytes} bytes "
                       "(c.JupyterCI.max_code_bytes; for 'cells', all of them together).")
-    return code if "code" in body else cells
+    timeout = timeout_of(body)
+    return dataclasses.replace(request, env=validate_env(request.env),
+                               timeout=SERVER_TIMEOUT if timeout is None else timeout)

@@ -14,6 +14,7 @@ from tornado import web
 from jupyter_ci.server.sessions import files
 from jupyter_ci.server.sessions.errors import SessionError
 from jupyter_ci.server.sessions.handlers import Refused, SessionAPIHandler
+from jupyter_ci.wire.codec import encode
 
 T = TypeVar("T")
 #: Bytes tornado may read past the upload limit, so the handler sees the overflow.
@@ -90,7 +91,7 @@ class FileHandler(SessionAPIHandler):
             upload.abort()
             return self.fail(error)
         self.set_status(201)
-        self.finish(json.dumps(described))
+        self.finish(json.dumps(encode(described)))
 
     @web.authenticated
     @authorized

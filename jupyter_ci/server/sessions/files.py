@@ -16,11 +16,13 @@ import os
 import secrets
 import stat
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from jupyter_ci import workdir
+from jupyter_ci.agent.types import FileInfo
+from jupyter_ci.wire.rest import FileEntry
 
 _CHUNK = 64 * 1024
 _NAME_MAX = 255  # bytes in one path component on Linux and macOS filesystems
@@ -183,14 +185,19 @@ def remove(target: Target) -> None:
         os.unlink(name, dir_fd=folder)
 
 
-def file_info(target: Target, size: int) -> dict[str, Any]:
-    """Return one file as the API lists it: relative path, size and MIME type."""
-    return asdict(workdir.info(target.path, size))
+def entry(info: FileInfo) -> FileEntry:
+    """Return a file as the API lists it: relative path, size and MIME type."""
+    return FileEntry(info.path, info.size, info.mime)
 
 
-def listing(directory: Path) -> list[dict[str, Any]]:
+def file_info(target: Target, size: int) -> FileEntry:
+    """Return one file as the API lists it."""
+    return entry(workdir.info(target.path, size))
+
+
+def listing(directory: Path) -> list[FileEntry]:
     """List the regular files of the directory, recursively (see jupyter_ci.workdir)."""
-    return [asdict(info) for info in workdir.listing(directory)]
+    return [entry(info) for info in workdir.listing(directory)]
 
 
 def snapshot(directory: Path) -> workdir.Snapshot:
@@ -198,9 +205,9 @@ def snapshot(directory: Path) -> workdir.Snapshot:
     return workdir.snapshot(directory)
 
 
-def changed(directory: Path, before: workdir.Snapshot) -> list[dict[str, Any]]:
+def changed(directory: Path, before: workdir.Snapshot) -> list[FileInfo]:
     """List the files created or changed since `before` was taken."""
-    return [asdict(info) for info in workdir.changed(directory, before)]
+    return workdir.changed(directory, before)
 
 
 @dataclass
@@ -249,7 +256,7 @@ class Upload:
         self._file.write(chunk)
         return True
 
-    def commit(self) -> dict[str, Any]:
+    def commit(self) -> FileEntry:
         """Put the complete file in place (an atomic rename: readers never see half)."""
         name = self.target.parts[-1]
         try:
@@ -292,7 +299,7 @@ class Upload:
 INLINE_ENTRIES = 200
 #: What one look at a session's directory gives: the walk, and the files changed since
 #: the snapshot it was compared with (API form).
-Look = tuple[workdir.Scan, list[dict[str, Any]]]
+Look = tuple[workdir.Scan, list[FileInfo]]
 
 
 def _look(directory: Path, max_scanned: int | None, before: workdir.Snapshot | None) -> Look:
@@ -300,7 +307,7 @@ def _look(directory: Path, max_scanned: int | None, before: workdir.Snapshot | N
     found = workdir.scan(directory, max_scanned)
     if before is None:
         return found, []
-    return found, [asdict(info) for info in workdir.compare(before, found.files)]
+    return found, workdir.compare(before, found.files)
 
 
 async def look(directory: Path, last_scanned: int,

@@ -27,6 +27,8 @@ from jupyter_ci.server.sessions.manager import SessionManager
 from jupyter_ci.server.sessions.replies import NO_TOKEN as NO_TOKEN
 from jupyter_ci.server.sessions.replies import allowed_methods
 from jupyter_ci.server.sessions.results import notebook_pieces
+from jupyter_ci.wire.codec import encode
+from jupyter_ci.wire.events import JSONObject
 from jupyter_ci.wire.requests import NewSession
 
 SID = r"(?P<sid>[^/]+)"  # any id: an unknown one gets our JSON 404
@@ -89,7 +91,7 @@ class SessionAPIHandler(APIHandler):
             return "\0the server's token"
         return str(getattr(self.current_user, "username", self.current_user))
 
-    def body(self) -> dict[str, Any]:
+    def body(self) -> JSONObject:
         """Return the request's JSON object (an empty body is an empty object)."""
         if not self.request.body:
             return {}
@@ -102,7 +104,7 @@ class SessionAPIHandler(APIHandler):
             raise Refused(400, "bad_json", "The body must be a JSON object.")
         return value
 
-    def fields(self, known: Iterable[str]) -> dict[str, Any]:
+    def fields(self, known: Iterable[str]) -> JSONObject:
         """Return the body, refusing fields this route does not know (a typo must not pass)."""
         body = self.body()
         unknown = sorted(set(body) - set(known))
@@ -123,13 +125,13 @@ class SessionsHandler(SessionAPIHandler):
         session = await self.manager.create(request.kernel_name, request.env or {},
                                             request.cwd_name, request.language)
         self.set_status(201)
-        self.finish(json.dumps(session.to_json()))
+        self.finish(json.dumps(encode(session.info())))
 
     @web.authenticated
     @authorized
     def get(self) -> None:
         """List the sessions."""
-        self.finish(json.dumps([s.to_json() for s in self.manager.sessions.values()]))
+        self.finish(json.dumps(encode([s.info() for s in self.manager.sessions.values()])))
 
 
 class SessionHandler(SessionAPIHandler):
@@ -139,7 +141,7 @@ class SessionHandler(SessionAPIHandler):
     @authorized
     def get(self, sid: str) -> None:
         """Describe the session."""
-        self.finish(json.dumps(self.manager.get(sid).to_json()))
+        self.finish(json.dumps(encode(self.manager.get(sid).info())))
 
     @web.authenticated
     @authorized
@@ -158,7 +160,7 @@ class RestartHandler(SessionAPIHandler):
     async def post(self, sid: str) -> None:
         """Restart: state cleared, files kept."""
         session = await self.manager.restart(sid)
-        self.finish(json.dumps(session.to_json()))
+        self.finish(json.dumps(encode(session.info())))
 
 
 class NotebookHandler(SessionAPIHandler):
@@ -191,7 +193,7 @@ class FilesHandler(SessionAPIHandler):
     async def get(self, sid: str) -> None:
         """List every file with its size and type."""
         directory = self.manager.directory(sid)
-        self.finish(json.dumps(await asyncio.to_thread(files.listing, directory)))
+        self.finish(json.dumps(encode(await asyncio.to_thread(files.listing, directory))))
 
 
 class OpenAPIHandler(SessionAPIHandler):

@@ -40,6 +40,9 @@ from jupyter_ci.server.sessions.kernels import SessionKernels, Started
 from jupyter_ci.server.sessions.ports import ModelPort, ask_token_id
 from jupyter_ci.server.sessions.results import History, code_cell, execute_result
 from jupyter_ci.server.sessions.session import Session
+from jupyter_ci.wire.codec import encode
+from jupyter_ci.wire.events import JSONObject
+from jupyter_ci.wire.rest import Execution
 
 #: Seconds to let the server's restarter finish before a restart that collided with it.
 RESTART_RETRY_S = 1.0
@@ -207,18 +210,21 @@ class SessionManager:
             await ensure_async(self.km.restart_kernel(kernel_id))
 
     async def execute(self, sid: str, code: str, timeout: float | None,
-                      on_output: OnOutput | None = None) -> dict[str, Any]:
+                      on_output: OnOutput | None = None) -> Execution:
         """Run code in the session; return the API's execute result."""
         session = self.get(sid)
         async with session.lock:
-            result, changed = await self.run_locked(session, code, timeout or self.ci.timeout,
-                                                    on_output)
-        return execute_result(result, changed)
+            result, _ = await self.run_locked(session, code, timeout or self.ci.timeout,
+                                              on_output)
+        return execute_result(result)
 
     async def run_locked(self, session: Session, code: str, timeout: float,
                          on_output: OnOutput | None = None, env: dict[str, str] | None = None
-                         ) -> tuple[CodeResult, list[dict[str, Any]]]:
-        """Run code in a session whose lock the caller holds; record it in the history."""
+                         ) -> tuple[CodeResult, list[JSONObject]]:
+        """Run code in a session whose lock the caller holds; record it in the history.
+
+        Return the result and the files it wrote, as the ask's `files` event lists them.
+        """
         # `env` (this run's variables) is never recorded: not in the history, not logged.
         if session.closed:
             raise UnknownSession(f"The session {session.id!r} was deleted.")
@@ -240,16 +246,16 @@ class SessionManager:
         await self.disk.judge(session.id, watch, result)
         languages.name_error(result)  # bash's errors carry only an exit status
         session.dead = session.dead or result.status == "died"
-        changed: list[dict[str, Any]] = []
+        changed: list[FileInfo] = []
         if before is not None:
             after, changed = await files.look(session.directory, before[0].scanned,
                                               before[0].files)
             session.scanned = after.scanned
             result.files_cut = before[0].cut or after.cut
         # The ask's tool result lists them too (the execute API returns them beside).
-        result.files = [FileInfo(**f) for f in changed]
+        result.files = changed
         session.history.append(code_cell(code, result))
-        return result, changed
+        return result, [encode(files.entry(f)) for f in changed]
 
     async def _run(self, session: Session, code: str, timeout: float,
                    on_output: OnOutput | None, env: dict[str, str] | None = None,

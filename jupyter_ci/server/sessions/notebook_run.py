@@ -27,6 +27,7 @@ from jupyter_ci.server.sessions.fields import Refused
 from jupyter_ci.server.sessions.fields import timeout_of as _timeout
 from jupyter_ci.server.sessions.handlers import SessionAPIHandler
 from jupyter_ci.server.sessions.results import execute_result
+from jupyter_ci.wire.codec import encode
 
 ROUTE = "/jupyter-ci/notebooks/run"
 FIELDS = ("path", "code", "timeout")
@@ -173,7 +174,7 @@ async def run_in_notebook(kernel_manager: Any, kernel_id: str, path: str, code: 
         marked = _Marked(client, {EXTERNAL_KEY: {"id": cell["id"], "source": "mcp"}})
         result = await KernelExecutor(marked, KernelControl(interrupt, is_alive)).run(
             code, timeout)
-        return {**execute_result(result, []), "path": path}
+        return {**encode(execute_result(result)), "path": path}
     finally:
         client.stop_channels()
 

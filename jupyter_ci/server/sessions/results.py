@@ -10,24 +10,26 @@ from typing import Any
 from nbformat import v4
 
 from jupyter_ci.agent.outputs import binary_size, cap_output, cut_note, output_size
-from jupyter_ci.agent.types import CodeResult, Output
+from jupyter_ci.agent.types import CodeResult, Output, RunStatus
 from jupyter_ci.wire.names import METADATA_KEY
+from jupyter_ci.wire.rest import Execution, FileEntry
+from jupyter_ci.wire.rest import RunStatus as ApiStatus
 
 # nbformat is unannotated: these say what its constructors return.
 _NEW_CELL: dict[str, Callable[..., dict[str, Any]]] = {
     "code": v4.new_code_cell, "markdown": v4.new_markdown_cell}
 _new_notebook: Callable[..., dict[str, Any]] = v4.new_notebook
 #: Statuses of an execute as the API reports them (the executor's "died" is "dead" here).
-API_STATUS = {"ok": "ok", "error": "error", "timeout": "timeout", "interrupted": "error",
-              "died": "dead"}
+API_STATUS: dict[RunStatus, ApiStatus] = {
+    "ok": "ok", "error": "error", "timeout": "timeout", "interrupted": "error", "died": "dead"}
 
 
-def execute_result(result: CodeResult, files: list[dict[str, Any]]) -> dict[str, Any]:
-    """Return the API's object for one run."""
-    return {"status": API_STATUS[result.status], "outputs": list(result.outputs),
-            "execution_count": result.execution_count,
-            "duration_ms": round(result.duration_s * 1000, 1), "files": files,
-            "files_cut": result.files_cut}
+def execute_result(result: CodeResult) -> Execution:
+    """Return the API's result of one run (its files are those `result` says it wrote)."""
+    return Execution(API_STATUS[result.status], tuple(result.outputs), result.execution_count,
+                     result.duration_s * 1000,
+                     tuple(FileEntry(f.path, f.size, f.mime) for f in result.files),
+                     result.files_cut)
 
 
 def code_cell(code: str, result: CodeResult) -> dict[str, Any]:

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
 
 from jupyter_server.auth.decorator import authorized
 from tornado import web
@@ -17,18 +17,20 @@ from tornado import web
 from jupyter_ci.agent.outputs import OutputEvent
 from jupyter_ci.server.sessions import ask, languages
 from jupyter_ci.server.sessions.errors import SessionError, UnknownSession
-from jupyter_ci.server.sessions.fields import Refused, code_of, validate_env
-from jupyter_ci.server.sessions.fields import timeout_of as _timeout
+from jupyter_ci.server.sessions.fields import Refused, execute, names_of
 from jupyter_ci.server.sessions.handlers import SessionAPIHandler
 from jupyter_ci.server.sessions.manager import SessionManager
 from jupyter_ci.server.sessions.results import execute_result
 from jupyter_ci.server.sessions.session import Session
 from jupyter_ci.server.streams import ServerSentEvent, ServerSentEvents, StreamWriter
+from jupyter_ci.wire.codec import encode
+from jupyter_ci.wire.events import JSONObject
+from jupyter_ci.wire.requests import SERVER_TIMEOUT, Execute
+from jupyter_ci.wire.rest import CellResult, CellStart, Execution, ExecutionOfCells
 
 #: Seconds of silence after which a stream sends an SSE comment, so that proxies and clients'
 #: read timeouts (httpx, nginx: 60 s) do not cut a long quiet run, which would interrupt it.
 KEEPALIVE_S = 15.0
-EXECUTE_FIELDS = ("code", "cells", "timeout", "env")
 
 
 def output_event(event: OutputEvent) -> ServerSentEvent:
@@ -42,14 +44,16 @@ def output_event(event: OutputEvent) -> ServerSentEvent:
 
 #: Sends one server-sent event of a run (at the loop's next turn, with any others).
 Send = Callable[[ServerSentEvent], None]
-Work = Callable[[Send], Awaitable[dict[str, Any]]]
+#: What a run replies: an execute's result (as the wire class), an ask's (as JSON already).
+Reply = Execution | ExecutionOfCells | JSONObject
+Work = Callable[[Send], Awaitable[Reply]]
 
 
 class StreamingHandler(SessionAPIHandler):
     """A run or an ask, as server-sent events or one JSON reply; a client's hang-up stops it."""
 
     _session: Session | None = None
-    _task: asyncio.Future[dict[str, Any]] | None = None
+    _task: asyncio.Future[Reply] | None = None
     #: Whether this request holds the session's lock (its work runs, not waits its turn).
     _holding = False
     #: Whether hanging up cancels the work too (an ask), not only interrupts the kernel.
@@ -74,12 +78,12 @@ class StreamingHandler(SessionAPIHandler):
                     "reason": "unknown_session"}))
             return
         try:
-            writer.end(ServerSentEvent("result", task.result()))
+            writer.end(ServerSentEvent("result", encode(task.result())))
         except SessionError as error:
             writer.end(ServerSentEvent("error", {"message": error.message,
                                                  "reason": error.reason}))
 
-    async def answer(self, session: Session, work: Work) -> dict[str, Any] | None:
+    async def answer(self, session: Session, work: Work) -> Reply | None:
         """Run `work` under the session's lock for one JSON reply; a hang-up interrupts it."""
         # None: its client hung up while it waited its turn, so there is nobody to answer.
         task = self._begin(session, work, lambda _: None)
@@ -91,7 +95,7 @@ class StreamingHandler(SessionAPIHandler):
         return None
 
     def _begin(self, session: Session, work: Work, send: Send
-               ) -> asyncio.Future[dict[str, Any]]:
+               ) -> asyncio.Future[Reply]:
         """Start `work` as a task of the session (deleting the session cancels it)."""
         self._session = session
         self._task = task = asyncio.ensure_future(self._locked(session, work, send))
@@ -99,7 +103,7 @@ class StreamingHandler(SessionAPIHandler):
         task.add_done_callback(session.tasks.discard)
         return task
 
-    async def _locked(self, session: Session, work: Work, send: Send) -> dict[str, Any]:
+    async def _locked(self, session: Session, work: Work, send: Send) -> Reply:
         async with session.lock:
             self._holding = True
             try:
@@ -136,9 +140,11 @@ class ExecuteHandler(StreamingHandler):
     @authorized
     async def post(self, sid: str) -> None:
         """Run {"code" | "cells", "timeout"?, "env"?} (timeout 0 or null: no deadline)."""
-        body = self.fields(EXECUTE_FIELDS)
-        code = code_of(body, self.ci.max_code_bytes)
-        timeout, env = _timeout(body) or self.ci.timeout, validate_env(body.get("env"))
+        request = execute(self.fields(names_of(Execute)), self.ci.max_code_bytes)
+        code = request.code if request.cells is None else list(request.cells)
+        timeout, env = request.timeout or math.inf, request.env or {}
+        if request.timeout == SERVER_TIMEOUT:
+            timeout = self.ci.timeout
         session = self.manager.get(sid)
         if env and languages.normalize(session.language) not in languages.ENV_LANGUAGES:
             raise Refused(400, "env_not_supported", f"A run's 'env' is set in "
@@ -147,16 +153,16 @@ class ExecuteHandler(StreamingHandler):
                           "creating it ('env').")
         streaming = "text/event-stream" in self.request.headers.get("Accept", "")
 
-        async def work(send: Send) -> dict[str, Any]:
+        async def work(send: Send) -> Reply:
             run = Run(self.manager, session, timeout, env, send if streaming else None,
                       lambda: self.hung_up)
-            return await (run.one(code) if isinstance(code, str) else run.cells(code))
+            return await (run.one(code) if isinstance(code, str) else run.cells(code or []))
 
         if streaming:
             return await self.stream(session, work)
         reply = await self.answer(session, work)
         if reply is not None:
-            self.finish(json.dumps(reply))
+            self.finish(json.dumps(encode(reply)))
 
 
 @dataclass
@@ -172,31 +178,30 @@ class Run:
     #: Whether nobody waits for the rest any more (its client hung up).
     gone: Callable[[], bool] = lambda: False
 
-    async def one(self, code: str) -> dict[str, Any]:
+    async def one(self, code: str) -> Execution:
         """Run one cell; return its result."""
         send = self.send
         listener = None if send is None else (lambda event: send(output_event(event)))
-        result, changed = await self.manager.run_locked(self.session, code, self.timeout,
-                                                        listener, self.env)
-        return execute_result(result, changed)
+        result, _ = await self.manager.run_locked(self.session, code, self.timeout, listener,
+                                                  self.env)
+        return execute_result(result)
 
-    async def cells(self, cells: list[str]) -> dict[str, Any]:
+    async def cells(self, cells: list[str]) -> ExecutionOfCells:
         """Run cells in order, back to back, up to the first that does not end `ok`."""
         # One request for a notebook's worth of cells: no HTTP round trip between them, and
         # no other request's run between them (the lock is held throughout).
-        results: list[dict[str, Any]] = []
+        results: list[Execution] = []
         for index, code in enumerate(cells):
             if self.gone() and results:  # the interrupt stopped a cell, or fell between two
                 break
             if self.send is not None:
-                self.send(ServerSentEvent("cell", {"index": index}))
+                self.send(ServerSentEvent("cell", encode(CellStart(index))))
             results.append(await self.one(code))
             if self.send is not None:
-                self.send(ServerSentEvent("cell_result", {"index": index, **results[-1]}))
-            if results[-1]["status"] != "ok":
+                self.send(ServerSentEvent("cell_result", encode(CellResult(index, results[-1]))))
+            if results[-1].status != "ok":
                 break
-        return {"status": results[-1]["status"], "results": results,
-                "skipped": len(cells) - len(results)}
+        return ExecutionOfCells(results[-1].status, tuple(results), len(cells) - len(results))
 
 
 class AskHandler(StreamingHandler):
@@ -213,7 +218,7 @@ class AskHandler(StreamingHandler):
         languages.check_ask(session.language)
         chat, redactor = await ask.resolve(self.manager, session, request.model)
 
-        async def work(send: Send) -> dict[str, Any]:
+        async def work(send: Send) -> Reply:
             return await ask.ask(self.manager, session, request, chat, redactor,
                                  lambda event, data: send(ServerSentEvent(event, data)),
                                  self.user())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,9 @@ from typing import Any
 from jupyter_ci.server.sessions.approvals import Approvals
 from jupyter_ci.server.sessions.executor import KernelExecutor
 from jupyter_ci.server.sessions.results import History
+from jupyter_ci.wire.codec import encode
+from jupyter_ci.wire.events import JSONObject
+from jupyter_ci.wire.rest import SessionInfo, SessionStatus
 
 
 @dataclass
@@ -55,18 +59,21 @@ class Session:
     #: Its asks' questions that wait for the user's answer (approvals.py).
     approvals: Approvals = field(default_factory=Approvals)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
+        """Return the session's info as JSON."""
+        return typing.cast(JSONObject, encode(self.info()))
+
+    def info(self) -> SessionInfo:
         """Describe the session as the API returns it."""
         trouble = self.gateway_trouble
-        return {"id": self.id, "kernel_id": self.kernel_id, "kernel_name": self.kernel_name,
-                "status": trouble[0] if trouble else "dead" if self.dead else "busy"
-                if self.busy else "idle",
-                "created": _iso(self.created), "last_activity": _iso(self.last_activity),
-                "executions": len(self.history), "sandboxed": self.sandboxed,
-                "language": self.language, "cwd": str(self.directory),
-                **({"status_message": trouble[1]} if trouble else {}),
-                **({} if self.sandboxed else {"unboxed_reason": self.unboxed_reason}),
-                **({"sandbox_unenforced": self.unenforced} if self.unenforced else {})}
+        status: SessionStatus = "dead" if self.dead else "busy" if self.busy else "idle"
+        if trouble is not None:
+            status = "gone" if trouble[0] == "gone" else "unavailable"
+        return SessionInfo(
+            self.id, self.kernel_id, self.kernel_name, status, _iso(self.created),
+            _iso(self.last_activity), len(self.history), self.sandboxed, self.language,
+            str(self.directory), trouble[1] if trouble else None,
+            None if self.sandboxed else self.unboxed_reason, self.unenforced)
 
 
 def _iso(stamp: float) -> str:
