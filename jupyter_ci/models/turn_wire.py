@@ -1,19 +1,20 @@
-"""The model service's wire format: one ask turn as JSON, and its reply as JSON lines.
+"""The model service's wire, read and written: wire/turn.py's classes and the agent's types.
 
 A kernel under Jupyter Server sends the server our own request (messages, the names of the
 tools it offers, the reply's token limit), never a provider's; the server answers with one
-JSON object per line: `{"text": …}` as text streams, `{"tool_input": {"name", "at", "text"}}`
-as a tool call's arguments stream (the raw arguments so far are the earlier ones cut at
-`at`, then `text`), then `{"reply": …}` or `{"error": …}`. Both sides import this module;
-it is plain data and the standard library only (a kernel loads it on its first ask).
+JSON object per line (wire/turn.py says which). Both sides import this module; the codec
+reads and writes the JSON, so an unknown or wrong-typed field is refused with its path
+(`messages[2].result.images[0].mime must be one of …`); what the types cannot say (a
+tool the service offers, a non-empty name) is checked here after. The standard library only
+(a kernel loads it on its first ask).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import cast
 
 from jupyter_ci.agent.errors import (
     AskError,
@@ -32,22 +33,31 @@ from jupyter_ci.agent.types import (
     ToolResult,
     ToolSpec,
 )
+from jupyter_ci.wire.codec import WireError as WireError
+from jupyter_ci.wire.codec import decode, encode
 from jupyter_ci.wire.names import TURN_PATH as TURN_PATH
+from jupyter_ci.wire.turn import (
+    ImageType,
+    ToolInput,
+    ToolInputLine,
+    TurnError,
+    TurnFile,
+    TurnImage,
+    TurnMessage,
+    TurnReply,
+    TurnRequest,
+    TurnResult,
+    TurnToolCall,
+)
 
 #: The content type of the reply stream.
 NDJSON = "application/x-ndjson"
-#: Image types a request may carry (what both providers accept).
-IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
-_ROLES = ("user", "assistant", "tool")
-_STATUSES = ("ok", "error", "timeout", "died", "interrupted", "invalid", "not_run")
 #: The ask errors a reply may name; anything else reads as ModelUnavailable.
 ERRORS: dict[str, type[AskError]] = {
     cls.__name__: cls for cls in (ModelUnavailable, ModelConfigError, LimitReached,
                                   BadModelReply)}
-
-
-class WireError(ValueError):
-    """A request that is not a turn this service takes; the text says which field is wrong."""
+#: What a refusal quotes of a bad value at most (a body may be megabytes).
+_SHOWN = 200
 
 
 @dataclass(frozen=True)
@@ -60,176 +70,142 @@ class Turn:
 
 # --- requests ---------------------------------------------------------------------------
 
-def request_json(model: str, request: ModelRequest) -> dict[str, Any]:
+def request_json(model: str, request: ModelRequest) -> dict[str, object]:
     """Encode a turn for the service; tools go by name (the service holds their schemas)."""
-    return {"model": model, "system": request.system, "prompt": request.prompt,
-            "max_tokens": request.max_tokens, "tools": [t.name for t in request.tools],
-            "messages": [_message_json(m) for m in request.messages]}
+    turn = TurnRequest(model=model, system=request.system, prompt=request.prompt,
+                       max_tokens=request.max_tokens, tools=tuple(t.name for t in request.tools),
+                       messages=tuple(_wire_message(m) for m in request.messages))
+    return cast(dict[str, object], encode(turn))
 
 
-def _message_json(message: Message) -> dict[str, Any]:
-    data: dict[str, Any] = {"role": message.role, "content": message.content}
-    if message.tool_calls:
-        data["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments}
-                              for c in message.tool_calls]
-    if message.tool_call_id is not None:
-        data["tool_call_id"] = message.tool_call_id
-    if message.result is not None:
-        r = message.result
-        data["result"] = {
-            "status": r.status, "text": r.text,
-            "images": [{"mime": i.mime, "data": i.data, "width": i.width, "height": i.height}
-                       for i in r.images],
-            "files": [{"path": f.path, "size": f.size, "mime": f.mime} for f in r.files]}
-    return data
+def _wire_message(message: Message) -> TurnMessage:
+    r = message.result
+    return TurnMessage(
+        message.role, message.content, tuple(_wire_call(c) for c in message.tool_calls),
+        message.tool_call_id, None if r is None else TurnResult(
+            r.status, r.text,
+            # The server refuses a type it does not take (mime is checked on reading).
+            tuple(TurnImage(cast(ImageType, i.mime), i.data, i.width, i.height)
+                  for i in r.images),
+            tuple(TurnFile(f.path, f.size, f.mime) for f in r.files)))
+
+
+def _wire_call(call: ToolCall) -> TurnToolCall:
+    return TurnToolCall(call.id, call.name, call.arguments)
 
 
 def read_turn(data: object, tools: Mapping[str, ToolSpec], max_tokens: int) -> Turn:
-    """Decode a request, raising WireError; only `tools` may be offered, and at most
-    `max_tokens` asked for (more is lowered to it)."""
-    body = _object(data, "The body")
-    _known(body, ("model", "system", "prompt", "max_tokens", "tools", "messages"), "The body")
-    model = _str(body, "model", "The body", required=True)
-    offered = body.get("tools", [])
-    if not isinstance(offered, list) or not all(isinstance(t, str) for t in offered):
-        raise WireError("'tools' must be a list of tool names.")
-    unknown = [t for t in offered if t not in tools]
-    if unknown:
-        raise WireError(f"Unknown tool {unknown[0]!r}: the service offers only "
-                        f"{', '.join(tools) or 'none'}.")
-    limit = body.get("max_tokens", max_tokens)
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise WireError("'max_tokens' must be a positive integer.")
-    raw = body.get("messages")
-    if not isinstance(raw, list) or not raw:
-        raise WireError("'messages' must be a non-empty list.")
-    messages = tuple(_message(m, f"messages[{n}]") for n, m in enumerate(raw))
+    """Decode a request, raising WireError naming the bad field; only `tools` may be
+    offered, and at most `max_tokens` asked for (more is lowered to it)."""
+    try:
+        body = decode(TurnRequest, data)
+    except WireError as err:
+        raise _said(err, data) from None
+    if body.max_tokens is None and isinstance(data, dict) and "max_tokens" in data:
+        raise WireError("max_tokens must be a positive integer, got None.", "max_tokens")
+    for where, problem in _problems(body, tools):
+        raise WireError(problem, where)
+    limit = max_tokens if body.max_tokens is None else min(body.max_tokens, max_tokens)
     request = ModelRequest(
-        system=_str(body, "system", "The body"), messages=messages,
-        tools=tuple(tools[t] for t in dict.fromkeys(offered)),
-        max_tokens=min(limit, max_tokens), prompt=_str(body, "prompt", "The body"))
-    return Turn(model, request)
+        system=body.system, messages=tuple(_message(m) for m in body.messages),
+        tools=tuple(tools[t] for t in dict.fromkeys(body.tools)), max_tokens=limit,
+        prompt=body.prompt)
+    return Turn(body.model, request)
 
 
-def _message(data: object, where: str) -> Message:
-    m = _object(data, where)
-    _known(m, ("role", "content", "tool_calls", "tool_call_id", "result"), where)
-    role = m.get("role")
-    if role not in _ROLES:
-        raise WireError(f"{where}.role must be one of {', '.join(_ROLES)}.")
-    calls = m.get("tool_calls", [])
-    if not isinstance(calls, list):
-        raise WireError(f"{where}.tool_calls must be a list.")
-    call_id = m.get("tool_call_id")
-    if call_id is not None and not isinstance(call_id, str):
-        raise WireError(f"{where}.tool_call_id must be a string.")
-    result = m.get("result")
+def _said(err: WireError, data: object) -> WireError:
+    """Say the codec's complaint as the service's refusal: the field's path, then what."""
+    where, text = err.path, str(err)
+    detail = text[len(where) + 2:] if where and text.startswith(f"{where}: ") else text
+    if detail.startswith("unknown field of "):
+        # An unknown field is refused, not ignored: nothing reaches a provider unchecked.
+        top = isinstance(data, dict) and where in data
+        name = where if top else where.rpartition(".")[2]
+        return WireError(f"{where}: the service takes no field {name!r}.", where)
+    if detail == "missing":
+        detail = "is missing"
+    if detail.startswith("expected "):
+        detail = "must be " + detail.removeprefix("expected ")
+    if len(detail) > _SHOWN:
+        detail = detail[:_SHOWN] + "…"
+    if where == "tools" or where.startswith("tools["):
+        return WireError(f"'tools' must be a list of tool names ({where} {detail}).", where)
+    return WireError(f"{where or 'The body'} {detail}.", where)
+
+
+def _problems(body: TurnRequest, tools: Mapping[str, ToolSpec]) -> Iterator[tuple[str, str]]:
+    """Yield (path, what is wrong) for what the wire's types cannot say."""
+    if not body.model:
+        yield "model", "model must be a non-empty string."
+    for n, name in enumerate(body.tools):
+        if name not in tools:
+            yield f"tools[{n}]", (f"Unknown tool {name!r} (tools[{n}]): the service offers "
+                                  f"only {', '.join(tools) or 'none'}.")
+    if body.max_tokens is not None and body.max_tokens < 1:
+        yield "max_tokens", "max_tokens must be a positive integer."
+    if not body.messages:
+        yield "messages", "messages must be a non-empty list."
+    for n, message in enumerate(body.messages):
+        yield from _message_problems(message, f"messages[{n}]")
+
+
+def _message_problems(message: TurnMessage, where: str) -> Iterator[tuple[str, str]]:
+    for n, call in enumerate(message.tool_calls):
+        if not call.name:
+            yield f"{where}.tool_calls[{n}].name", (f"{where}.tool_calls[{n}].name must be a "
+                                                    "non-empty string.")
+    result = message.result
+    numbers: list[tuple[str, int]] = []
+    for n, image in enumerate(result.images if result else ()):
+        at = f"{where}.result.images[{n}]"
+        if not image.data:
+            yield f"{at}.data", f"{at}.data must be a non-empty string."
+        numbers += [(f"{at}.width", image.width), (f"{at}.height", image.height)]
+    numbers += [(f"{where}.result.files[{n}].size", f.size)
+                for n, f in enumerate(result.files if result else ())]
+    for at, number in numbers:
+        if number < 0:
+            yield at, f"{at} must be a whole number."
+
+
+def _message(m: TurnMessage) -> Message:
+    r = m.result
     return Message(
-        role=role, content=_str(m, "content", where),
-        tool_calls=tuple(_call(c, f"{where}.tool_calls[{n}]") for n, c in enumerate(calls)),
-        tool_call_id=call_id,
-        result=None if result is None else _result(result, f"{where}.result"))
-
-
-def _call(data: object, where: str) -> ToolCall:
-    c = _object(data, where)
-    _known(c, ("id", "name", "arguments"), where)
-    return ToolCall(_str(c, "id", where), _str(c, "name", where, required=True),
-                    _str(c, "arguments", where))
-
-
-def _result(data: object, where: str) -> ToolResult:
-    r = _object(data, where)
-    _known(r, ("status", "text", "images", "files"), where)
-    status = r.get("status")
-    if status not in _STATUSES:
-        raise WireError(f"{where}.status must be one of {', '.join(_STATUSES)}.")
-    images, files = r.get("images", []), r.get("files", [])
-    if not isinstance(images, list) or not isinstance(files, list):
-        raise WireError(f"{where}.images and .files must be lists.")
-    return ToolResult(status, _str(r, "text", where),
-                      tuple(_image(i, f"{where}.images[{n}]") for n, i in enumerate(images)),
-                      tuple(_file(f, f"{where}.files[{n}]") for n, f in enumerate(files)))
-
-
-def _image(data: object, where: str) -> Image:
-    i = _object(data, where)
-    _known(i, ("mime", "data", "width", "height"), where)
-    mime = i.get("mime")
-    if mime not in IMAGE_TYPES:
-        raise WireError(f"{where}.mime must be one of {', '.join(IMAGE_TYPES)}.")
-    return Image(mime, _str(i, "data", where, required=True),
-                 _int(i, "width", where), _int(i, "height", where))
-
-
-def _file(data: object, where: str) -> FileInfo:
-    f = _object(data, where)
-    _known(f, ("path", "size", "mime"), where)
-    return FileInfo(_str(f, "path", where), _int(f, "size", where), _str(f, "mime", where))
-
-
-def _object(data: object, where: str) -> dict[str, Any]:
-    if not isinstance(data, dict):
-        raise WireError(f"{where} must be a JSON object.")
-    return data
-
-
-def _known(data: dict[str, Any], names: tuple[str, ...], where: str) -> None:
-    # An unknown field is refused, not ignored: nothing reaches a provider unchecked.
-    extra = [k for k in data if k not in names]
-    if extra:
-        raise WireError(f"{where} has a field the service does not take: {extra[0]!r} "
-                        f"(known: {', '.join(names)}).")
-
-
-def _str(data: dict[str, Any], name: str, where: str, required: bool = False) -> str:
-    value = data.get(name, "")
-    if not isinstance(value, str) or (required and not value):
-        raise WireError(f"{where}.{name} must be a{' non-empty' if required else ''} string.")
-    return value
-
-
-def _int(data: dict[str, Any], name: str, where: str) -> int:
-    value = data.get(name, 0)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise WireError(f"{where}.{name} must be a whole number.")
-    return value
+        m.role, m.content, tuple(ToolCall(c.id, c.name, c.arguments) for c in m.tool_calls),
+        m.tool_call_id, None if r is None else ToolResult(
+            r.status, r.text, tuple(Image(i.mime, i.data, i.width, i.height) for i in r.images),
+            tuple(FileInfo(f.path, f.size, f.mime) for f in r.files)))
 
 
 # --- replies ----------------------------------------------------------------------------
 
-def line(event: Mapping[str, Any]) -> bytes:
-    """Encode one event of the reply stream."""
-    return json.dumps(event, separators=(",", ":")).encode() + b"\n"
+def line(event: object) -> bytes:
+    """Encode one line of the reply stream (a wire/turn.py line, or its JSON object)."""
+    return json.dumps(encode(event), separators=(",", ":")).encode() + b"\n"
 
 
-def reply_json(reply: ModelReply) -> dict[str, Any]:
+def reply_json(reply: ModelReply) -> dict[str, object]:
     """Encode a finished turn (with its cost when the service priced it)."""
-    encoded: dict[str, Any] = {
-        "text": reply.text, "input_tokens": reply.input_tokens,
-        "output_tokens": reply.output_tokens, "cached_tokens": reply.cached_tokens,
-        "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments}
-                       for c in reply.tool_calls]}
-    if reply.cost_usd is not None:
-        encoded["cost_usd"] = reply.cost_usd
-    return encoded
+    return cast(dict[str, object], encode(TurnReply(
+        reply.text, reply.input_tokens, reply.output_tokens, reply.cached_tokens,
+        tuple(_wire_call(c) for c in reply.tool_calls), reply.cost_usd)))
 
 
-def error_json(error: AskError) -> dict[str, Any]:
+def error_json(error: AskError) -> dict[str, str]:
     """Encode the error that ended a turn."""
     kind = type(error).__name__ if type(error).__name__ in ERRORS else "ModelUnavailable"
-    return {"type": kind, "message": error.message, "hint": error.hint}
+    return cast(dict[str, str], encode(TurnError(kind, error.message, error.hint)))
 
 
 def read_error(data: object) -> AskError:
     """Decode an error event (or an error body) into the ask error it names."""
-    e = data if isinstance(data, dict) else {}
-    cls = ERRORS.get(str(e.get("type", "")), ModelUnavailable)
-    message = e.get("message")
-    hint = e.get("hint")
-    return cls(message if isinstance(message, str) and message else
-               "The Jupyter server's model service failed without saying why.",
-               hint if isinstance(hint, str) else "")
+    try:
+        error = decode(TurnError, data, lenient=True)
+    except WireError:
+        error = TurnError("", "")
+    return ERRORS.get(error.type, ModelUnavailable)(
+        error.message or "The Jupyter server's model service failed without saying why.",
+        error.hint)
 
 
 @dataclass
@@ -251,34 +227,40 @@ class ReplyReader:
             return None
         if isinstance(text := event.get("text"), str):
             self.on_text(text)
-        elif isinstance(tool := event.get("tool_input"), dict):
-            at, piece = tool.get("at"), tool.get("text")
-            if isinstance(at, int) and isinstance(piece, str):
-                self._arguments = self._arguments[:at] + piece
-                if self.on_tool_input is not None:
-                    self.on_tool_input(str(tool.get("name", "")), self._arguments)
+        elif "tool_input" in event:
+            self._tool_input(event["tool_input"])
         elif "reply" in event:
             return _reply(event["reply"])
         elif "error" in event:
             raise read_error(event["error"])
         return None
 
+    def _tool_input(self, data: object) -> None:
+        try:
+            tool = decode(ToolInput, data, lenient=True)
+        except WireError:
+            return  # a preview only: the reply brings the arguments whole
+        self._arguments = self._arguments[:tool.at] + tool.text
+        if self.on_tool_input is not None:
+            self.on_tool_input(tool.name, self._arguments)
+
 
 def _reply(data: object) -> ModelReply:
-    r = data if isinstance(data, dict) else {}
-    calls = r.get("tool_calls") or []
-    cost = r.get("cost_usd")  # absent: unpriced, or an older server (priced here then)
-    return ModelReply(
-        str(r.get("text", "")),
-        tuple(ToolCall(str(c.get("id", "")), str(c.get("name", "")), str(c.get("arguments", "")))
-              for c in calls if isinstance(c, dict)),
-        int(r.get("input_tokens") or 0), int(r.get("output_tokens") or 0),
-        int(r.get("cached_tokens") or 0),  # absent from an older server's replies
-        float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool)
-        and cost >= 0 else None)
+    # Read leniently: an older server's reply has no cached_tokens (0) and no cost_usd
+    # (priced here then); a newer one's may have more fields.
+    try:
+        r = decode(TurnReply, data, lenient=True)
+    except WireError as err:
+        raise ModelUnavailable(f"The Jupyter server's model service sent a reply this kernel "
+                               f"cannot read ({err}).",
+                               "Use the same jupyter-ci version in the kernel and the "
+                               "server.") from None
+    cost = r.cost_usd if r.cost_usd is not None and r.cost_usd >= 0 else None
+    return ModelReply(r.text, tuple(ToolCall(c.id, c.name, c.arguments) for c in r.tool_calls),
+                      r.input_tokens, r.output_tokens, r.cached_tokens, cost)
 
 
-def tool_input_event(name: str, before: str, now: str) -> dict[str, Any]:
+def tool_input_event(name: str, before: str, now: str) -> dict[str, object]:
     """Encode the change from `before` to `now` of a tool call's streamed arguments."""
     at = len(before) if now.startswith(before) else 0
-    return {"tool_input": {"name": name, "at": at, "text": now[at:]}}
+    return cast(dict[str, object], encode(ToolInputLine(ToolInput(name, at, now[at:]))))
