@@ -38,7 +38,8 @@ def kernel(session_fake: FakeLLM, tmp_path_factory: pytest.TempPathFactory
     started = Kernel(openai_env(session_fake), str(tmp_path_factory.mktemp("structured")))
     assert started.execute("%load_ext jupyter_ci").reply["content"]["status"] == "ok"
     loaded = started.execute(
-        "import sys; print([m for m in ('matplotlib', 'pandas', 'PIL.ImageShow') if m in "
+        "import sys; print([m for m in ('matplotlib', 'pandas', 'PIL.ImageShow', "
+        "'jupyter_ci.wire.charts', 'jupyter_ci.kernel.structured.charts') if m in "
         f"sys.modules], {CHART!r} in get_ipython().display_formatter.formatters)")
     yield started, stdout(loaded)
     started.close()

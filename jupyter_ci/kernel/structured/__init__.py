@@ -4,6 +4,9 @@ Installed in every kernel that `%load_ext jupyter_ci` loads, and in every REST s
 kernel (install.install). All of it is data, never HTML or script; frontends that know
 neither type show the PNG or the HTML table as before.
 
+Both are declared once as wire classes (jupyter_ci/wire/charts.py: `Chart`, `Table`), which
+a client can read them back into with `wire.codec.decode`.
+
 `application/vnd.jupyter-ci.chart+json`, beside the PNG of a matplotlib Figure::
 
     {"version": 1, "title": str,                      # the figure's suptitle, or ""

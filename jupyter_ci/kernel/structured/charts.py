@@ -1,4 +1,7 @@
-"""Read a matplotlib Figure's data from its Axes into the chart JSON (schema: __init__.py)."""
+"""Read a matplotlib Figure's data from its Axes into a wire.charts.Chart (schema: __init__.py).
+
+Imported when a figure is first displayed (install.py), not by `%load_ext jupyter_ci`.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +10,21 @@ import logging
 import math
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
+
+from jupyter_ci.wire.charts import (
+    AxesKind,
+    Axis,
+    BarSeries,
+    Chart,
+    ChartAxes,
+    ChartValue,
+    HistogramSeries,
+    LineSeries,
+    PieSeries,
+    ScatterSeries,
+    Series,
+)
 
 log = logging.getLogger(__name__)
 
@@ -21,11 +38,11 @@ MAX_FIGURE_POINTS = 5_000
 MIN_POINTS = 20
 
 #: Turns a value in an axis' data coordinates into JSON (a number, a date, a category).
-Convert = Callable[[float], Any]
+Convert = Callable[[float], ChartValue]
 
 
-def figure_chart(fig: Any) -> dict[str, Any] | None:
-    """Return the chart JSON of a Figure, or None when it shows no data we can read."""
+def figure_chart(fig: Any) -> Chart | None:
+    """Return the chart of a Figure, or None when it shows no data we can read."""
     try:
         return _figure(fig)
     except Exception:  # a figure we cannot read still shows its PNG: never break a display
@@ -33,7 +50,7 @@ def figure_chart(fig: Any) -> dict[str, Any] | None:
         return None
 
 
-def _figure(fig: Any) -> dict[str, Any] | None:
+def _figure(fig: Any) -> Chart | None:
     all_axes = list(fig.axes)
     kept = all_axes[:MAX_AXES]
     count = sum(min(len(_artists(ax)[0]), MAX_SERIES) for ax in kept)
@@ -42,10 +59,9 @@ def _figure(fig: Any) -> dict[str, Any] | None:
     if not axes:
         return None
     title = fig.get_suptitle() if hasattr(fig, "get_suptitle") else ""
-    chart: dict[str, Any] = {"version": VERSION, "title": str(title or ""), "axes": axes}
-    if len(all_axes) > MAX_AXES:
-        chart.update(axes_count=len(all_axes), truncated=True)
-    return chart
+    cut = len(all_axes) > MAX_AXES
+    return Chart(version=VERSION, title=str(title or ""), axes=tuple(axes),
+                 axes_count=len(all_axes) if cut else None, truncated=cut)
 
 
 def _artists(ax: Any) -> tuple[list[tuple[str, Any]], set[str]]:
@@ -76,44 +92,37 @@ def _artists(ax: Any) -> tuple[list[tuple[str, Any]], set[str]]:
     return found, other
 
 
-def _axes(ax: Any, limit: int) -> dict[str, Any] | None:
+def _axes(ax: Any, limit: int) -> ChartAxes | None:
     artists, other = _artists(ax)
     title = ax.get_title() or ax.get_title("left") or ax.get_title("right")
     if not artists and not title:
         return None  # a colorbar, an inset with nothing of its own
     x, y = _axis(ax, ax.xaxis), _axis(ax, ax.yaxis)
     convert = (_converter(ax.xaxis), _converter(ax.yaxis))
-    series = [_series(kind, artist, ax, convert, limit)
-              for kind, artist in artists[:MAX_SERIES]]
-    kinds = {entry["type"] for entry in series}
-    entry: dict[str, Any] = {
-        "type": kinds.pop() if len(kinds) == 1 else ("mixed" if kinds else "empty"),
-        "title": str(title), "x": x, "y": y, "series": series,
-        "series_count": len(artists)}
-    if len(artists) > MAX_SERIES:
-        entry["truncated"] = True
-    if ax.name != "rectilinear":
-        entry["projection"] = str(ax.name)
-    if other:
-        entry["not_read"] = sorted(other)
-    return entry
+    series = tuple(_series(kind, artist, ax, convert, limit)
+                   for kind, artist in artists[:MAX_SERIES])
+    kinds: set[AxesKind] = {entry.type for entry in series}
+    return ChartAxes(
+        type=kinds.pop() if len(kinds) == 1 else ("mixed" if kinds else "empty"),
+        title=str(title), x=x, y=y, series=series, series_count=len(artists),
+        truncated=len(artists) > MAX_SERIES,
+        projection=None if ax.name == "rectilinear" else str(ax.name),
+        not_read=tuple(sorted(other)))
 
 
-def _axis(ax: Any, axis: Any) -> dict[str, Any]:
+def _axis(ax: Any, axis: Any) -> Axis:
     """Describe one axis: label, scale, limits, and its categories when it has them."""
     limits = ax.get_xlim() if axis is ax.xaxis else ax.get_ylim()
     convert = _converter(axis)
-    out: dict[str, Any] = {"label": str(axis.get_label_text()), "scale": str(axis.get_scale()),
-                           "limits": [convert(limits[0]), convert(limits[1])]}
     kind = _kind(axis)
-    if kind != "number":
-        out["kind"] = kind
-    if kind == "category":
-        out["categories"] = list(_ticks(axis).values())[:MAX_POINTS]
-    return out
+    return Axis(label=str(axis.get_label_text()), scale=str(axis.get_scale()),
+                limits=(convert(limits[0]), convert(limits[1])),
+                kind=None if kind == "number" else kind,
+                categories=tuple(_ticks(axis).values())[:MAX_POINTS]
+                if kind == "category" else None)
 
 
-def _kind(axis: Any) -> str:
+def _kind(axis: Any) -> Literal["number", "category", "date"]:
     """Tell whether an axis shows numbers, dates or named categories."""
     from matplotlib import category, dates, ticker
 
@@ -191,32 +200,32 @@ def _label(artist: Any) -> str:
 
 
 def _series(kind: str, artist: Any, ax: Any, convert: tuple[Convert, Convert],
-            limit: int) -> dict[str, Any]:
+            limit: int) -> Series:
     if kind == "bar":
         return _bars(artist, ax, convert, limit)
     if kind == "pie":
         return _pie(artist, limit)
-    xy = artist.get_xydata() if kind == "line" else artist.get_offsets()
-    return {"type": kind, "label": _label(artist), **_points(xy, convert, limit)}
+    line = kind == "line"
+    points, count = _points(artist.get_xydata() if line else artist.get_offsets(), convert,
+                            limit)
+    return (LineSeries if line else ScatterSeries)(
+        label=_label(artist), points=points, count=count, truncated=count > limit)
 
 
-def _points(xy: Any, convert: tuple[Convert, Convert], limit: int) -> dict[str, Any]:
-    """Return up to `limit` points, evenly sampled (first and last kept) when there are more."""
+def _points(xy: Any, convert: tuple[Convert, Convert], limit: int
+            ) -> tuple[tuple[tuple[ChartValue, ChartValue], ...], int]:
+    """Return up to `limit` points, evenly sampled (first and last kept), and their count."""
     import numpy as np
 
     data: Any = np.ma.filled(np.ma.asarray(xy, dtype=float), np.nan).reshape(-1, 2)
     count = len(data)
     if count > limit:
         data = data[np.unique(np.linspace(0, count - 1, limit).round().astype(int))]
-    out: dict[str, Any] = {"points": [[convert[0](x), convert[1](y)] for x, y in data],
-                           "count": count}
-    if count > limit:
-        out["truncated"] = True
-    return out
+    return tuple((convert[0](x), convert[1](y)) for x, y in data), count
 
 
 def _bars(container: Any, ax: Any, convert: tuple[Convert, Convert],
-          limit: int) -> dict[str, Any]:
+          limit: int) -> BarSeries | HistogramSeries:
     """Read a BarContainer: each bar's label (its tick, or its centre) and value."""
     horizontal = getattr(container, "orientation", None) == "horizontal"
     patches = list(container.patches)
@@ -224,20 +233,17 @@ def _bars(container: Any, ax: Any, convert: tuple[Convert, Convert],
     if values is None or len(values) != len(patches):
         values = [p.get_width() if horizontal else p.get_height() for p in patches]
     place = convert[1] if horizontal else convert[0]
-    out: dict[str, Any] = {"type": "bar", "label": _label(container)}
-    if horizontal:
-        out["orientation"] = "horizontal"
+    label, count, cut = _label(container), len(patches), len(patches) > limit
+    heights = tuple(_number(v) for v in values[:limit])
     if not horizontal and _kind(ax.xaxis) != "category" and _adjacent(patches):
         edges = [p.get_x() for p in patches] + [patches[-1].get_x() + patches[-1].get_width()]
-        out.update(type="histogram", edges=[place(e) for e in edges[:limit + 1]])
-    else:
-        centres = [p.get_y() + p.get_height() / 2 if horizontal else
-                   p.get_x() + p.get_width() / 2 for p in patches[:limit]]
-        out["labels"] = [place(c) for c in centres]
-    out.update(heights=[_number(v) for v in values[:limit]], count=len(patches))
-    if len(patches) > limit:
-        out["truncated"] = True
-    return out
+        return HistogramSeries(label=label, edges=tuple(place(e) for e in edges[:limit + 1]),
+                               heights=heights, count=count, truncated=cut)
+    centres = [p.get_y() + p.get_height() / 2 if horizontal else
+               p.get_x() + p.get_width() / 2 for p in patches[:limit]]
+    return BarSeries(label=label, orientation="horizontal" if horizontal else None,
+                     labels=tuple(place(c) for c in centres), heights=heights, count=count,
+                     truncated=cut)
 
 
 def _adjacent(patches: list[Any]) -> bool:
@@ -249,13 +255,9 @@ def _adjacent(patches: list[Any]) -> bool:
                for a, b in itertools.pairwise(patches))
 
 
-def _pie(wedges: list[Any], limit: int) -> dict[str, Any]:
+def _pie(wedges: list[Any], limit: int) -> PieSeries:
     """Read a pie's wedges: each one's label and share of the whole."""
     shares = [(w.theta2 - w.theta1) / 360 for w in wedges]
-    out: dict[str, Any] = {"type": "pie", "label": "",
-                           "labels": [_label(w) for w in wedges[:limit]],
-                           "fractions": [_number(round(s, 6)) for s in shares[:limit]],
-                           "count": len(wedges)}
-    if len(wedges) > limit:
-        out["truncated"] = True
-    return out
+    return PieSeries(label="", labels=tuple(_label(w) for w in wedges[:limit]),
+                     fractions=tuple(_number(round(s, 6)) for s in shares[:limit]),
+                     count=len(wedges), truncated=len(wedges) > limit)

@@ -11,19 +11,52 @@ import contextlib
 import importlib.abc
 import importlib.machinery
 import sys
+import typing
 from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.formatters import BaseFormatter
 from traitlets import ObjectName
 
 from jupyter_ci.agent.chart_text import CHART_MIME
-from jupyter_ci.kernel.structured.charts import figure_chart
-from jupyter_ci.kernel.structured.tables import TABLE_MIME, frame_table, series_table
 
-#: Turns an object into its JSON (or None: no such output).
-Printer = Callable[[Any], dict[str, Any] | None]
+if TYPE_CHECKING:
+    from jupyter_ci.wire.charts import Chart, Table
+
+TABLE_MIME = "application/vnd.dataresource+json"
+
+#: Turns an object into its JSON object (or None: no such output).
+Printer = Callable[[Any], dict[str, object] | None]
+
+
+# The readers (and the wire classes they build) load when a figure or a frame is first
+# displayed: `%load_ext jupyter_ci` stays as fast as without them.
+def figure_chart(fig: Any) -> dict[str, object] | None:
+    """Return a matplotlib Figure's chart JSON, or None."""
+    from jupyter_ci.kernel.structured import charts
+
+    return _json(charts.figure_chart(fig))
+
+
+def frame_table(frame: Any) -> dict[str, object] | None:
+    """Return a pandas DataFrame's table JSON, or None."""
+    from jupyter_ci.kernel.structured import tables
+
+    return _json(tables.frame_table(frame))
+
+
+def series_table(series: Any) -> dict[str, object] | None:
+    """Return a pandas Series' table JSON, or None."""
+    from jupyter_ci.kernel.structured import tables
+
+    return _json(tables.series_table(series))
+
+
+def _json(found: Chart | Table | None) -> dict[str, object] | None:
+    from jupyter_ci.wire.codec import encode
+
+    return None if found is None else typing.cast("dict[str, object]", encode(found))
 
 #: What the data is read from, by where a class says it lives (module, name): pandas' classes
 #: say "pandas" since pandas 3, its submodules before.

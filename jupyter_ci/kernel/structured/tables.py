@@ -1,4 +1,7 @@
-"""A pandas DataFrame (or Series) as a bounded Frictionless table (schema: __init__.py)."""
+"""A pandas DataFrame (or Series) as a bounded wire.charts.Table (schema: __init__.py).
+
+Imported when a frame is first displayed (install.py), not by `%load_ext jupyter_ci`.
+"""
 
 from __future__ import annotations
 
@@ -6,17 +9,19 @@ import json
 import logging
 from typing import Any
 
+from jupyter_ci.wire.charts import Table, TableSchema
+from jupyter_ci.wire.codec import decode
+
 log = logging.getLogger(__name__)
 
-TABLE_MIME = "application/vnd.dataresource+json"
 #: Rows and columns kept of a table, and the most bytes of JSON its rows may take.
 MAX_ROWS = 1_000
 MAX_COLUMNS = 100
 MAX_BYTES = 256 * 1024
 
 
-def frame_table(frame: Any) -> dict[str, Any] | None:
-    """Return a DataFrame's first rows as table-schema JSON, or None when it cannot be."""
+def frame_table(frame: Any) -> Table | None:
+    """Return a DataFrame's first rows as a table, or None when it cannot be."""
     try:
         return _table(frame)
     except Exception:  # the table stays shown as HTML: never break a display
@@ -24,7 +29,7 @@ def frame_table(frame: Any) -> dict[str, Any] | None:
         return None
 
 
-def series_table(series: Any) -> dict[str, Any] | None:
+def series_table(series: Any) -> Table | None:
     """Return a Series as a one-column table."""
     try:
         frame = series.to_frame(name=series.name if series.name is not None else "value")
@@ -33,7 +38,7 @@ def series_table(series: Any) -> dict[str, Any] | None:
     return frame_table(frame)
 
 
-def _table(frame: Any) -> dict[str, Any] | None:
+def _table(frame: Any) -> Table | None:
     rows, columns = frame.shape
     if not frame.columns.is_unique:
         return None  # rows of JSON objects would keep one of each name: not the table
@@ -47,8 +52,9 @@ def _table(frame: Any) -> dict[str, Any] | None:
         part = part.iloc[: len(part) // 2]  # rows with long values: fewer of them
     if len(text) > MAX_BYTES:
         return None  # its schema alone is too big
-    table: dict[str, Any] = json.loads(text)
-    table.update(total_rows=rows, total_columns=columns)
-    if len(part) < rows or part.shape[1] < columns:
-        table["truncated"] = True
-    return table
+    written = json.loads(text)
+    # The schema is checked (a key pandas may add one day refuses the table, rather than
+    # being dropped unseen); the rows are pandas' own JSON, kept as they are.
+    return Table(schema=decode(TableSchema, written["schema"]), data=tuple(written["data"]),
+                 total_rows=rows, total_columns=columns,
+                 truncated=len(part) < rows or part.shape[1] < columns)

@@ -1,0 +1,181 @@
+"""A figure's data and a DataFrame's rows as displays carry them beside their PNG and HTML.
+
+`Chart` is `application/vnd.jupyter-ci.chart+json` (kernel/structured/charts.py reads it
+from a matplotlib Figure), `Table` is `application/vnd.dataresource+json` (tables.py, from a
+pandas DataFrame or Series); kernel/structured/__init__.py gives both schemas in prose. A
+client reads either back with `codec.decode(Chart, value, lenient=True)`.
+
+Only the kernel's readers import this module, and only once a figure or frame is displayed:
+`%load_ext jupyter_ci` does not load it.
+
+A new field is one declaration here, left out of the JSON while empty (OMIT_IF), so older
+readers see what they always saw. Planned (E2B's chart objects, issue 34): an Axis's unit,
+ticks and tick labels; a box-and-whisker series (a class of its own in `Series`, with its
+quartiles, whiskers and outliers); a pie's wedge radius.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar, Literal
+
+from jupyter_ci.wire.codec import FLATTEN, OMIT_IF
+
+#: A value in an axis' data coordinates: a number, an ISO 8601 date, a category's name, or
+#: null (NaN, infinities, a date out of range).
+ChartValue = int | float | str | None
+#: What one Axes shows: its series' one type, "mixed" when they differ, "empty" with none.
+#: A column's name as pandas writes it (a frame's column labels may be numbers).
+FieldName = str | int | float | bool | None
+AxesKind = Literal["line", "scatter", "bar", "histogram", "pie", "mixed", "empty"]
+
+
+def _omit(empty: object) -> dict[str, object]:
+    """Return the metadata of a field left out of the JSON while it is `empty`."""
+    return {OMIT_IF: empty}
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One axis of an Axes: its label, scale and limits (and categories when named)."""
+
+    label: str
+    #: matplotlib's scale name: "linear", "log", "symlog", "logit", ...
+    scale: str
+    limits: tuple[ChartValue, ChartValue]
+    #: "category": its ticks are named (a value at one is its name); "date": values are ISO
+    #: 8601; absent: numbers.
+    kind: Literal["category", "date"] | None = field(default=None, metadata=_omit(None))
+    #: A category axis' tick labels, in order.
+    categories: tuple[str, ...] | None = field(default=None, metadata=_omit(None))
+
+
+@dataclass(frozen=True)
+class Points:
+    """A line's or a scatter's points, evenly sampled (first and last kept) when cut."""
+
+    label: str
+    points: tuple[tuple[ChartValue, ChartValue], ...]
+    #: The series' full number of points.
+    count: int
+    truncated: bool = field(default=False, metadata=_omit(False))
+
+
+@dataclass(frozen=True)
+class LineSeries(Points):
+    """A line (Axes.plot)."""
+
+    type: ClassVar[Literal["line"]] = "line"
+
+
+@dataclass(frozen=True)
+class ScatterSeries(Points):
+    """A scatter (Axes.scatter)."""
+
+    type: ClassVar[Literal["scatter"]] = "scatter"
+
+
+@dataclass(frozen=True, kw_only=True)
+class BarSeries:
+    """Bars: each one's label (its tick's name, or its centre) and height (its value)."""
+
+    type: ClassVar[Literal["bar"]] = "bar"
+    label: str
+    orientation: Literal["horizontal"] | None = field(default=None, metadata=_omit(None))
+    labels: tuple[ChartValue, ...]
+    heights: tuple[ChartValue, ...]
+    #: The full number of bars.
+    count: int
+    truncated: bool = field(default=False, metadata=_omit(False))
+
+
+@dataclass(frozen=True)
+class HistogramSeries:
+    """Touching bars: n bins between n + 1 edges."""
+
+    type: ClassVar[Literal["histogram"]] = "histogram"
+    label: str
+    edges: tuple[ChartValue, ...]
+    heights: tuple[ChartValue, ...]
+    #: The full number of bins.
+    count: int
+    truncated: bool = field(default=False, metadata=_omit(False))
+
+
+@dataclass(frozen=True)
+class PieSeries:
+    """A pie: each wedge's label and share of the whole (0 to 1)."""
+
+    type: ClassVar[Literal["pie"]] = "pie"
+    label: str
+    labels: tuple[str, ...]
+    fractions: tuple[ChartValue, ...]
+    #: The full number of wedges.
+    count: int
+    truncated: bool = field(default=False, metadata=_omit(False))
+
+
+Series = LineSeries | ScatterSeries | BarSeries | HistogramSeries | PieSeries
+
+
+@dataclass(frozen=True)
+class ChartAxes:
+    """One Axes of a figure: what it shows, its two axes and its series."""
+
+    type: AxesKind
+    title: str
+    x: Axis
+    y: Axis
+    series: tuple[Series, ...]
+    #: The Axes' full number of series.
+    series_count: int
+    truncated: bool = field(default=False, metadata=_omit(False))
+    #: "polar", "3d" (absent: rectilinear).
+    projection: str | None = field(default=None, metadata=_omit(None))
+    #: The artists not read, by class name.
+    not_read: tuple[str, ...] = field(default=(), metadata=_omit(()))
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A matplotlib Figure's data (application/vnd.jupyter-ci.chart+json)."""
+
+    version: int
+    #: The figure's suptitle, or "".
+    title: str
+    axes: tuple[ChartAxes, ...]
+    #: The figure's full number of Axes, when some were left out.
+    axes_count: int | None = field(default=None, metadata=_omit(None))
+    truncated: bool = field(default=False, metadata=_omit(False))
+
+
+@dataclass(frozen=True)
+class TableField:
+    """A column as pandas' table schema describes it; `more` holds pandas' other keys."""
+
+    name: FieldName
+    type: str
+    #: What pandas adds for some types (constraints, ordered, tz, freq, extDtype).
+    more: dict[str, object] = field(default_factory=dict, metadata={FLATTEN: True})
+
+
+@dataclass(frozen=True)
+class TableSchema:
+    """The Frictionless table schema pandas writes (`DataFrame.to_json(orient="table")`)."""
+
+    fields: tuple[TableField, ...]
+    #: The index' columns, when its values are unique.
+    primaryKey: tuple[FieldName, ...] | None = field(default=None, metadata=_omit(None))
+    pandas_version: str | None = field(default=None, metadata=_omit(None))
+
+
+@dataclass(frozen=True)
+class Table:
+    """A DataFrame's first rows (application/vnd.dataresource+json), and its full size."""
+
+    schema: TableSchema
+    #: One object per row: each field's value as pandas writes it to JSON.
+    data: tuple[dict[str, object], ...]
+    total_rows: int
+    total_columns: int
+    truncated: bool = field(default=False, metadata=_omit(False))
