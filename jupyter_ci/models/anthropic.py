@@ -39,7 +39,7 @@ from jupyter_ci.agent.types import (
     ToolCall,
 )
 from jupyter_ci.models.base import OnText, Usage
-from jupyter_ci.models.sdk_client import SdkChatModel, afold, fold
+from jupyter_ci.models.sdk_client import ClientOptions, SdkChatModel, afold, fold
 from jupyter_ci.models.transport import REHEARSAL_URL, rehearsal_client, sse_body
 
 #: An event of the stream, decoded (sdk_client.as_json).
@@ -55,10 +55,13 @@ if TYPE_CHECKING:
         ContentBlockParam,
         ImageBlockParam,
         MessageParam,
+        RawMessageStreamEvent,
         TextBlockParam,
         ToolParam,
         ToolResultBlockParam,
     )
+    from anthropic.types.message_create_params import MessageCreateParamsStreaming
+    from anthropic.types.tool_param import InputSchema
 
 
 class AnthropicChatModel(SdkChatModel["anthropic.Anthropic", "anthropic.AsyncAnthropic"]):
@@ -76,13 +79,13 @@ class AnthropicChatModel(SdkChatModel["anthropic.Anthropic", "anthropic.AsyncAnt
 
         return anthropic.AnthropicError
 
-    def _new_client(self, options: dict[str, Any]) -> anthropic.Anthropic:
+    def _new_client(self, options: ClientOptions) -> anthropic.Anthropic:
         """Build the sync client."""
         import anthropic
 
         return anthropic.Anthropic(**options)
 
-    def _new_async_client(self, options: dict[str, Any]) -> anthropic.AsyncAnthropic:
+    def _new_async_client(self, options: ClientOptions) -> anthropic.AsyncAnthropic:
         """Build the async client."""
         import anthropic
 
@@ -101,22 +104,23 @@ class AnthropicChatModel(SdkChatModel["anthropic.Anthropic", "anthropic.AsyncAnt
     def _stream(self, client: anthropic.Anthropic, request: ModelRequest, on_text: OnText,
                 usage: Usage | None = None) -> ModelReply:
         """Stream one turn from `client`; SDK errors are the caller's to translate."""
-        stream: anthropic.Stream[Any]
-        stream = client.messages.create(stream=True, **self._kwargs(request))
+        stream: anthropic.Stream[RawMessageStreamEvent]
+        stream = client.messages.create(**self._kwargs(request))
         return fold(stream, _Turn(on_tool_input=request.on_tool_input, usage=usage), on_text)
 
     async def _astream(self, client: anthropic.AsyncAnthropic, request: ModelRequest,
                        on_text: OnText, usage: Usage | None) -> ModelReply:
         """The async twin of `_stream`; leaving it, even by cancellation, closes the stream."""
-        stream: anthropic.AsyncStream[Any]
-        stream = await client.messages.create(stream=True, **self._kwargs(request))
+        stream: anthropic.AsyncStream[RawMessageStreamEvent]
+        stream = await client.messages.create(**self._kwargs(request))
         return await afold(stream, _Turn(on_tool_input=request.on_tool_input, usage=usage),
                            on_text)
 
-    def _kwargs(self, request: ModelRequest) -> dict[str, Any]:
-        """Return what `messages.create` is sent for `request`, but `stream=True`."""
-        kwargs: dict[str, Any] = {"model": self.name, "max_tokens": request.max_tokens,
-                                  "messages": to_wire(request.messages)}
+    def _kwargs(self, request: ModelRequest) -> MessageCreateParamsStreaming:
+        """Return what `messages.create` is sent for `request`."""
+        kwargs: MessageCreateParamsStreaming = {
+            "model": self.name, "max_tokens": request.max_tokens, "stream": True,
+            "messages": to_wire(request.messages)}
         if request.system:
             kwargs["system"] = request.system
         if request.tools:
@@ -246,7 +250,7 @@ def _arguments(raw: str) -> str:
         return raw
 
 
-def _tool(name: str, description: str, parameters: dict[str, Any]) -> ToolParam:
+def _tool(name: str, description: str, parameters: InputSchema) -> ToolParam:
     """Describe one tool in the Messages format."""
     return {"name": name, "description": description, "input_schema": parameters}
 

@@ -36,7 +36,7 @@ from jupyter_ci.agent.types import (
     ToolCall,
 )
 from jupyter_ci.models.base import OnText, Usage
-from jupyter_ci.models.sdk_client import SdkChatModel, afold, fold
+from jupyter_ci.models.sdk_client import ClientOptions, SdkChatModel, afold, fold
 from jupyter_ci.models.transport import REHEARSAL_URL, rehearsal_client, sse_body
 
 #: A chunk of the stream, decoded.
@@ -46,12 +46,15 @@ if TYPE_CHECKING:
     import openai
     from openai.types.chat import (
         ChatCompletionAssistantMessageParam,
+        ChatCompletionChunk,
         ChatCompletionContentPartParam,
         ChatCompletionMessageParam,
         ChatCompletionToolMessageParam,
         ChatCompletionToolParam,
         ChatCompletionUserMessageParam,
     )
+    from openai.types.chat.completion_create_params import CompletionCreateParamsStreaming
+    from openai.types.shared_params import FunctionParameters
 
 
 class OpenAIChatModel(SdkChatModel["openai.OpenAI", "openai.AsyncOpenAI"]):
@@ -69,13 +72,13 @@ class OpenAIChatModel(SdkChatModel["openai.OpenAI", "openai.AsyncOpenAI"]):
 
         return openai.OpenAIError
 
-    def _new_client(self, options: dict[str, Any]) -> openai.OpenAI:
+    def _new_client(self, options: ClientOptions) -> openai.OpenAI:
         """Build the sync client."""
         import openai
 
         return openai.OpenAI(**options)
 
-    def _new_async_client(self, options: dict[str, Any]) -> openai.AsyncOpenAI:
+    def _new_async_client(self, options: ClientOptions) -> openai.AsyncOpenAI:
         """Build the async client."""
         import openai
 
@@ -98,14 +101,14 @@ class OpenAIChatModel(SdkChatModel["openai.OpenAI", "openai.AsyncOpenAI"]):
 
         plan = self._plan(client, request)
         create = client.chat.completions.create
-        stream: openai.Stream[Any]
+        stream: openai.Stream[ChatCompletionChunk]
         # The server's refusal (an HTTP error) raises in `create`, before any text.
         try:
-            stream = create(stream=True, **plan.kwargs(plan.images))
+            stream = create(**plan.kwargs(plan.images))
         except (openai.BadRequestError, openai.UnprocessableEntityError):
             if not plan.may_drop_images():
                 raise
-            stream = create(stream=True, **plan.kwargs(images=False))
+            stream = create(**plan.kwargs(images=False))
             plan.remember_text_only()
         return fold(stream, _Turn(on_tool_input=request.on_tool_input, usage=usage), on_text)
 
@@ -116,13 +119,13 @@ class OpenAIChatModel(SdkChatModel["openai.OpenAI", "openai.AsyncOpenAI"]):
 
         plan = self._plan(client, request)
         create = client.chat.completions.create
-        stream: openai.AsyncStream[Any]
+        stream: openai.AsyncStream[ChatCompletionChunk]
         try:
-            stream = await create(stream=True, **plan.kwargs(plan.images))
+            stream = await create(**plan.kwargs(plan.images))
         except (openai.BadRequestError, openai.UnprocessableEntityError):
             if not plan.may_drop_images():
                 raise
-            stream = await create(stream=True, **plan.kwargs(images=False))
+            stream = await create(**plan.kwargs(images=False))
             plan.remember_text_only()
         return await afold(stream, _Turn(on_tool_input=request.on_tool_input, usage=usage),
                            on_text)
@@ -130,16 +133,21 @@ class OpenAIChatModel(SdkChatModel["openai.OpenAI", "openai.AsyncOpenAI"]):
     def _plan(self, client: openai.OpenAI | openai.AsyncOpenAI, request: ModelRequest
               ) -> _Plan:
         """Work out what `create` is sent for `request` through `client`."""
+        host = client.base_url.host
+        seen = (host, str(client.base_url), self.name)
+        images = seen not in TEXT_ONLY
+        options: CompletionCreateParamsStreaming = {
+            "model": self.name, "stream": True, "stream_options": {"include_usage": True},
+            "messages": to_wire(request.system, request.messages, images)}
         # Reasoning models on api.openai.com refuse max_tokens; compatible servers may not
         # know its successor max_completion_tokens.
-        host = client.base_url.host
-        limit = "max_completion_tokens" if host == "api.openai.com" else "max_tokens"
-        options: dict[str, Any] = {"model": self.name, "stream_options": {"include_usage": True},
-                                   limit: request.max_tokens}
+        if host == "api.openai.com":
+            options["max_completion_tokens"] = request.max_tokens
+        else:
+            options["max_tokens"] = request.max_tokens
         if request.tools:
             options["tools"] = [_tool(t.name, t.description, t.parameters) for t in request.tools]
-        seen = (host, str(client.base_url), self.name)
-        return _Plan(request, options, seen, images=seen not in TEXT_ONLY)
+        return _Plan(request, options, seen, images)
 
 
 @dataclass(frozen=True)
@@ -147,17 +155,20 @@ class _Plan:
     """What one turn sends to `chat.completions.create`, but `stream=True`."""
 
     request: ModelRequest
-    #: Every argument but the messages.
-    options: dict[str, Any]
+    #: `create`'s arguments, with the images of tool results sent if `images`.
+    options: CompletionCreateParamsStreaming
     #: The model's entry in TEXT_ONLY: (host, base URL, model).
     seen: tuple[str, str, str]
     #: Whether images are sent (the model has not refused them yet).
     images: bool
 
-    def kwargs(self, images: bool) -> dict[str, Any]:
+    def kwargs(self, images: bool) -> CompletionCreateParamsStreaming:
         """Return `create`'s arguments, the tool results' images sent or described."""
-        return {"messages": to_wire(self.request.system, self.request.messages, images),
-                **self.options}
+        if images == self.images:
+            return self.options
+        params = self.options.copy()
+        params["messages"] = to_wire(self.request.system, self.request.messages, images)
+        return params
 
     def may_drop_images(self) -> bool:
         """Tell whether a refused request is worth sending again without its images."""
@@ -300,7 +311,8 @@ class _Turn:
                           self.cached_tokens)
 
 
-def _tool(name: str, description: str, parameters: dict[str, Any]) -> ChatCompletionToolParam:
+def _tool(name: str, description: str, parameters: FunctionParameters
+          ) -> ChatCompletionToolParam:
     """Describe one tool in the Chat Completions format."""
     return {"type": "function",
             "function": {"name": name, "description": description, "parameters": parameters}}

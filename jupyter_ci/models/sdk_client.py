@@ -19,7 +19,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Iterator
 from contextlib import aclosing, closing
 from types import ModuleType, TracebackType
-from typing import Any, Generic, Protocol, Self, TypeVar
+from typing import Any, Generic, Protocol, Self, TypedDict, TypeVar
 
 from jupyter_ci.agent.errors import AskError
 from jupyter_ci.agent.types import ModelReply, ModelRequest
@@ -63,7 +63,17 @@ E_contra = TypeVar("E_contra", contravariant=True)
 ASYNC_POOLS = 8
 
 
-def sdk_options(endpoint: Endpoint) -> dict[str, Any]:
+class ClientOptions(TypedDict):
+    """The settings both SDKs' clients (sync and async) take from an `Endpoint`."""
+
+    api_key: str
+    base_url: str | None
+    #: Seconds per attempt.
+    timeout: float
+    max_retries: int
+
+
+def sdk_options(endpoint: Endpoint) -> ClientOptions:
     """Return the SDK client settings `endpoint` gives, the same for sync and async clients."""
     return {"api_key": endpoint.api_key, "base_url": endpoint.base_url,
             "timeout": endpoint.timeout, "max_retries": endpoint.max_retries}
@@ -180,11 +190,11 @@ class SdkChatModel(ABC, Generic[C, A]):
         """Return the base class of every exception the SDK raises."""
 
     @abstractmethod
-    def _new_client(self, options: dict[str, Any]) -> C:
+    def _new_client(self, options: ClientOptions) -> C:
         """Build the SDK's sync client with `sdk_options`."""
 
     @abstractmethod
-    def _new_async_client(self, options: dict[str, Any]) -> A:
+    def _new_async_client(self, options: ClientOptions) -> A:
         """Build the SDK's async client with `sdk_options`."""
 
     @abstractmethod
