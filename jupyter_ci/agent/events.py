@@ -120,7 +120,7 @@ class FilesWritten:
 
     step: int
     #: Each file as the API lists it (path, size, mime).
-    files: tuple[dict[str, Any], ...]
+    files: tuple[JSONObject, ...]
 
     def to_wire(self) -> wire.Files:
         """Return the event's wire form."""
@@ -224,7 +224,7 @@ Event = (AskStarted | RequestSent | Thinking | Text | Usage | CodePreview | Step
          | OutputsChanged | StepEnded | FilesWritten | StepSentBack | Notice | WaitingForUser
          | AskEnded)
 #: The events that carry live objects, and how each gives its wire form when encoded.
-_TO_WIRE: dict[type, Callable[[Any], object]] = {
+_TO_WIRE: dict[type, Callable[[Any], wire.Event]] = {
     cls: cls.to_wire for cls in (RequestSent, StepStarted, OutputsChanged, StepEnded,
                                  FilesWritten, StepSentBack, AskEnded)}
 #: Receives each event of an ask as it happens (an encoder).
@@ -267,8 +267,12 @@ class Journal:
         """Emit a change of the running step's outputs (an executor's listener)."""
         self.emit(OutputsChanged(self.step, change))
 
-    def catch_up(self) -> list[dict[str, Any]]:
-        """Return the ask so far as JSON events a page applies in order.
+    def catch_up(self) -> list[JSONObject]:
+        """Return the ask so far as the JSON events a page applies in order (`caught_up`)."""
+        return [typing.cast(JSONObject, encode(event)) for event in self.caught_up()]
+
+    def caught_up(self) -> list[wire.Event]:
+        """Return the ask so far as the wire events a page applies in order.
 
         Each step's outputs as they stand follow its last start; a pending clear follows
         them, so the next output replaces them as it does live.
@@ -276,20 +280,20 @@ class Journal:
         with self.lock:
             placed, outputs = list(self.placed), dict(self.outputs)
         last_start = {e.run.step: i for i, e in enumerate(placed) if isinstance(e, StepStarted)}
-        events: list[dict[str, Any]] = []
+        events: list[wire.Event] = []
         for i, event in enumerate(placed):
-            events.append(event_json(event))
+            events.append(wire_of(event))
             if isinstance(event, StepStarted) and last_start[event.run.step] == i:
                 events += self._outputs_now(event.run.step, outputs.get(event.run.step))
         return events
 
     @staticmethod
-    def _outputs_now(step: int, now: OutputsChanged | None) -> list[dict[str, Any]]:
+    def _outputs_now(step: int, now: OutputsChanged | None) -> list[wire.Event]:
         if now is None:
-            return [encode(wire.SetOutputs(step, ()))]
-        shown = [encode(wire.SetOutputs(step, now.outputs))]
+            return [wire.SetOutputs(step, ())]
+        shown: list[wire.Event] = [wire.SetOutputs(step, now.outputs)]
         if now.clear_pending:
-            shown.append(encode(wire.ClearOutput(step, True)))
+            shown.append(wire.ClearOutput(step, True))
         return shown
 
     def ended(self) -> list[StepEnded]:
@@ -299,8 +303,12 @@ class Journal:
         return [last[step] for step in sorted(last)]
 
 
+def wire_of(event: Event) -> wire.Event:
+    """Return an event's wire form (the event itself when it is plain data)."""
+    to_wire = _TO_WIRE.get(type(event))
+    return typing.cast(wire.Event, event if to_wire is None else to_wire(event))
+
 
 def event_json(event: Event) -> JSONObject:
     """Return an event's JSON form (docs/protocol.md): its wire form, encoded."""
-    to_wire = _TO_WIRE.get(type(event))
-    return typing.cast(JSONObject, encode(event if to_wire is None else to_wire(event)))
+    return typing.cast(JSONObject, encode(wire_of(event)))

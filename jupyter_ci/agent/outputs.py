@@ -12,10 +12,21 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from jupyter_ci.agent.feedback import human_size
 from jupyter_ci.agent.types import Output
+
+if TYPE_CHECKING:
+    from jupyter_ci.wire.nbformat import (
+        ClearOutputContent,
+        DisplayContent,
+        ErrorContent,
+        ExecuteResultContent,
+        MimeBundle,
+        OutputContent,
+        StreamContent,
+    )
 
 log = logging.getLogger(__name__)
 
@@ -43,18 +54,21 @@ class OutputEvent:
 OnOutput = Callable[[OutputEvent], None]
 
 
-def output_from_msg(msg_type: str, content: dict[str, Any]) -> Output:
+def output_from_msg(msg_type: str, content: OutputContent) -> Output:
     """Build the nbformat v4 output of an IOPub message, as nbformat.v4.output_from_msg does."""
     # Importing nbformat costs over a second (jsonschema) for this small mapping.
     if msg_type == "stream":
-        return {"output_type": "stream", "name": content["name"], "text": content["text"]}
+        stream = cast("StreamContent", content)
+        return {"output_type": "stream", "name": stream["name"], "text": stream["text"]}
     if msg_type == "error":
-        return {"output_type": "error", "ename": content["ename"], "evalue": content["evalue"],
-                "traceback": list(content["traceback"])}
-    output = {"output_type": msg_type, "data": content["data"],
-              "metadata": content.get("metadata", {})}
+        error = cast("ErrorContent", content)
+        return {"output_type": "error", "ename": error["ename"], "evalue": error["evalue"],
+                "traceback": list(error["traceback"])}
+    shown = cast("DisplayContent", content)
+    output: Output = {"output_type": msg_type, "data": shown["data"],
+                      "metadata": shown.get("metadata", {})}
     if msg_type == "execute_result":
-        output["execution_count"] = content["execution_count"]
+        output["execution_count"] = cast("ExecuteResultContent", content)["execution_count"]
     return output
 
 
@@ -74,14 +88,15 @@ class OutputList:
     # listeners are told under the lock too, so they see changes in the list's own order.
     lock: threading.RLock = field(default_factory=threading.RLock)
 
-    def apply(self, msg_type: str, content: dict[str, Any]) -> None:
+    def apply(self, msg_type: str, content: OutputContent) -> None:
         """Apply one IOPub output message."""
-        display_id = (content.get("transient") or {}).get("display_id")
+        shown = cast("DisplayContent", content)
+        display_id = (shown.get("transient") or {}).get("display_id")
         if msg_type == "clear_output":
-            self.clear(bool(content.get("wait")))
+            self.clear(bool(cast("ClearOutputContent", content).get("wait")))
         elif msg_type == "update_display_data":
             if display_id:
-                self.update(display_id, content.get("data", {}), content.get("metadata", {}))
+                self.update(display_id, shown.get("data", {}), shown.get("metadata", {}))
         else:
             self.add(output_from_msg(msg_type, content), display_id)
 
@@ -103,7 +118,7 @@ class OutputList:
                 self._forget()
             self._emit(OutputEvent("clear", wait=wait, source=self))
 
-    def update(self, display_id: str, data: dict[str, Any], metadata: dict[str, Any]) -> None:
+    def update(self, display_id: str, data: MimeBundle, metadata: dict[str, object]) -> None:
         """Replace the data of every output showing `display_id`."""
         with self.lock:
             if display_id not in self.shown:

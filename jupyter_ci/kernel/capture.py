@@ -7,15 +7,17 @@ import logging
 import sys
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from jupyter_ci.agent.outputs import OUTPUT_MSG_TYPES, OutputList
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
+
+    from jupyter_ci.wire.nbformat import DisplayContent, OutputContent
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +99,7 @@ def _shared_pub_thread(streams: list[Any]) -> Any:
     return pub_thread
 
 
-def show_own_display(data: dict[str, Any]) -> str | None:
+def show_own_display(data: Mapping[str, object]) -> str | None:
     """Show a new display of the ask's own and return its display_id (None: not shown).
 
     As IPython's `display(data, raw=True, display_id=True)`, with one round trip to flush
@@ -109,7 +111,7 @@ def show_own_display(data: dict[str, Any]) -> str | None:
     return display_id
 
 
-def update_own_display(data: dict[str, Any], display_id: str) -> bool:
+def update_own_display(data: Mapping[str, object], display_id: str) -> bool:
     """Rewrite one of the ask's own displays in place, without flushing stdout/stderr.
 
     ipykernel flushes both streams before each display message, to keep prints and displays
@@ -120,7 +122,7 @@ def update_own_display(data: dict[str, Any], display_id: str) -> bool:
     return _send_own_display("update_display_data", data, display_id, None)
 
 
-def _send_own_display(msg_type: str, data: dict[str, Any], display_id: str,
+def _send_own_display(msg_type: str, data: Mapping[str, object], display_id: str,
                       before: Callable[[], None] | None) -> bool:
     """Send a display message as ipykernel's display publisher does; False: not here."""
     from IPython import get_ipython
@@ -136,7 +138,8 @@ def _send_own_display(msg_type: str, data: dict[str, Any], display_id: str,
     encode: Callable[[Any], Any] = jsonutil.encode_images
     if before is not None:
         before()
-    content = {"data": encode(data), "metadata": {}, "transient": {"display_id": display_id}}
+    content: DisplayContent = {"data": encode(data), "metadata": {},
+                               "transient": {"display_id": display_id}}
     msg = session.msg(msg_type, clean(content), parent=pub.parent_header)
     session.send(socket, msg, ident=pub.topic)
     return True
@@ -163,7 +166,8 @@ def tap_session(kernel: Any, collector: OutputList, passthrough: bool) -> Iterat
             if _own_display(body):
                 # The ask's view showing a step's progress, not the step's output.
                 return original(stream, msg_or_type, content, parent, *args, **kwargs)
-            collector.apply(msg_type, body or {})
+            # An output message of ipykernel's own making: its content has the type's shape.
+            collector.apply(msg_type, cast("OutputContent", body or {}))
             if not passthrough and not _updates_elsewhere(msg_type, body, collector):
                 return None
         return original(stream, msg_or_type, content, parent, *args, **kwargs)
@@ -201,13 +205,13 @@ class _Tap:
     rendering: int = 0
 
     def __call__(self, obj: object, name: str,
-                 to_msg: Callable[..., tuple[str, dict[str, Any]]]
+                 to_msg: Callable[..., tuple[str, OutputContent | None]]
                  ) -> contextlib.AbstractContextManager[None]:
         original: Callable[..., Any] = getattr(obj, name)
 
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             msg_type, content = to_msg(*args, **kwargs)
-            if msg_type:
+            if content is not None:
                 self.collector.apply(msg_type, content)
             if not self.passthrough:
                 return None
@@ -218,14 +222,14 @@ class _Tap:
                 self.rendering -= 1
         return swap(obj, name, wrapper)
 
-    def stream(self, name: str) -> Callable[[str], tuple[str, dict[str, Any]]]:
+    def stream(self, name: str) -> Callable[[str], tuple[str, OutputContent | None]]:
         """Turn a write to sys.stdout or sys.stderr into a stream output (or nothing)."""
-        return lambda text: ("" if not text or self.rendering else "stream",
+        return lambda text: ("stream", None if not text or self.rendering else
                              {"name": name, "text": text})
 
 
 def _display(data: Any, metadata: Any = None, *_: Any, transient: Any = None,
-             update: bool = False, **__: Any) -> tuple[str, dict[str, Any]]:
+             update: bool = False, **__: Any) -> tuple[str, OutputContent | None]:
     msg_type = "update_display_data" if update else "display_data"
     return msg_type, {"data": data, "metadata": metadata or {}, "transient": transient}
 
@@ -240,7 +244,7 @@ def tap_shell(shell: InteractiveShell, collector: OutputList, passthrough: bool
     hook = shell.displayhook
     with ExitStack() as stack:
         stack.enter_context(tap(shell.display_pub, "publish", _display))
-        stack.enter_context(tap(hook, "write_output_prompt", lambda: ("", {})))
+        stack.enter_context(tap(hook, "write_output_prompt", lambda: ("", None)))
         stack.enter_context(tap(hook, "write_format_data", lambda data, md=None: (
             "execute_result", {"data": data, "metadata": md or {},
                                "execution_count": hook.prompt_count})))

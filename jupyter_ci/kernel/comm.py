@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from jupyter_ci.agent.events import (
@@ -21,17 +21,14 @@ from jupyter_ci.agent.events import (
     StepEnded,
     StepSentBack,
     StepStarted,
-    event_json,
+    wire_of,
 )
-from jupyter_ci.kernel.protocol import (
-    AskInfo,
-    Reused,
-    ask_start,
-    ask_state,
-    message,
-)
+from jupyter_ci.kernel.protocol import AskInfo
 from jupyter_ci.kernel.record import pin_of, record_of, signed
 from jupyter_ci.kernel.views import Narration
+from jupyter_ci.wire import events as wire
+from jupyter_ci.wire.codec import encode
+from jupyter_ci.wire.comm import AskClosed, AskOpened, AskReused, AskState, Envelope
 from jupyter_ci.wire.events import AskStart, Text
 from jupyter_ci.wire.names import COMM_TARGET
 from jupyter_ci.wire.record import AskRecord
@@ -44,9 +41,10 @@ def announce_reuse(cell_id: str | None, prompt: str, record: AskRecord) -> None:
     """Tell the panel that a re-run reused its answer (one comm, opened and closed)."""
     from comm import create_comm
 
-    reused = Reused(record.ask_id, cell_id, prompt, record.model, record.answer,
-                    record.steps, pin_of(record.prompt_hash))
-    create_comm(target_name=COMM_TARGET, data=reused.to_json()).close()
+    reused = AskReused(cell_id=cell_id, prompt=prompt, model=record.model,
+                       answer=record.answer, steps=record.steps,
+                       pin=pin_of(record.prompt_hash), ask_id=record.ask_id)
+    create_comm(target_name=COMM_TARGET, data=encode(reused)).close()
 
 
 @dataclass
@@ -77,13 +75,13 @@ class CommEncoder:
         if not isinstance(event, OutputsChanged):  # those come on the IOPub thread
             self._send_text()
         if isinstance(event, AskEnded):
-            self._end(event.outcome, event_json(event))
+            self._end(event.outcome)
             return
         if isinstance(event, StepStarted):
             self.narration.step()
         elif isinstance(event, StepSentBack):
             self.narration.sent_back()
-        self._send(event_json(event))
+        self._send(wire_of(event))
         if isinstance(event, StepStarted | StepEnded):
             self._broadcast_state()
 
@@ -92,19 +90,25 @@ class CommEncoder:
         from comm import create_comm
 
         self._comm = create_comm(target_name=COMM_TARGET,
-                                 data=ask_start(self.info, event_json(event)))
+                                 data=encode(self._opened(event)))
+
+    def _opened(self, event: AskStart) -> AskOpened:
+        info = self.info
+        return AskOpened(start=event, cell_id=info.cell_id, replace_ask_id=info.replace_ask_id,
+                         execution_count=info.execution_count)
 
     def _send_text(self) -> None:
         if self._text:
-            self._send(event_json(Text(self._text)))
+            self._send(Text(self._text))
             self._text = ""
         self._text_sent_at = time.monotonic()
 
-    def _send(self, event: dict[str, Any]) -> None:
+    def _send(self, event: wire.Event | AskClosed) -> None:
         if self._comm is not None:
-            self._comm.send(message(self.info.ask_id, event))
+            sent = event if isinstance(event, AskClosed) else Envelope(event, self.info.ask_id)
+            self._comm.send(encode(sent))
 
-    def _broadcast_state(self, end: dict[str, Any] | None = None) -> None:
+    def _broadcast_state(self, end: AskClosed | None = None) -> None:
         """Tell every page on this kernel where the ask stands, on a comm opened and closed
         at once: a page reloaded mid-ask, or a second tab, never saw the ask's comm open, so
         it rebuilds the ask's cells from this and listens on `comm_id` for the rest."""
@@ -112,21 +116,27 @@ class CommEncoder:
 
         if self._comm is None:
             return
-        events = self.journal.catch_up()
+        info = self.info
+        messages: list[AskOpened | AskClosed | Envelope] = [
+            self._opened(event) if isinstance(event, AskStart) else Envelope(event, info.ask_id)
+            for event in self.journal.caught_up()]
         if end is not None:
-            events[-1] = end  # the journal's ask_end, with the record and pin
-        create_comm(target_name=COMM_TARGET, data=ask_state(
-            self.info, self._comm.comm_id, end is None, self.log(), events)).close()
+            messages[-1] = end  # the journal's ask_end, with the record and pin
+        state = AskState(cell_id=info.cell_id, notebook=info.notebook,
+                         comm_id=self._comm.comm_id, live=end is None, log=tuple(self.log()),
+                         messages=tuple(messages), ask_id=info.ask_id)
+        create_comm(target_name=COMM_TARGET, data=encode(state)).close()
 
-    def _end(self, outcome: Outcome, event: dict[str, Any]) -> None:
+    def _end(self, outcome: Outcome) -> None:
         """Send the end with the record for the %%ask cell's metadata; close the comm."""
         record = record_of(self.info, self.phash, outcome)
         # The panel shows what the model said between steps above its answer, as the cell.
         answer = self.narration.above(outcome.answer) if outcome.status == "done" else ""
-        end = {**event, "answer": answer,
-               "record": signed(record, self.info.prompt)}
-        if outcome.status == "done":
-            end["pin"] = pin_of(record.prompt_hash)
+        done = outcome.status == "done"
+        end = AskClosed(end=wire.AskEnd(replace(outcome.to_wire(), answer=answer)),
+                        record=signed(record, self.info.prompt),
+                        pin=pin_of(record.prompt_hash) if done else None,
+                        ask_id=self.info.ask_id)
         # Pages that follow the ask ignore this state (they know the ask); a page that
         # missed all of it gets the whole ask, its end included.
         self._broadcast_state(end)

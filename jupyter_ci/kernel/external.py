@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from jupyter_ci.kernel.protocol import current_request, parent_header
+from jupyter_ci.kernel.protocol import as_object, current_request, parent_header
 from jupyter_ci.wire.names import COMM_TARGET, PROTOCOL_VERSION
 
 #: The key of the execute_request metadata that marks an MCP client's request.
@@ -49,7 +49,7 @@ class ExternalCells:
         """Open the comm that asks the pages to show the cell; return the comm's id."""
         from comm import create_comm
 
-        meta = (parent_header(shell).get("metadata") or {}).get(EXTERNAL_KEY)
+        meta = as_object(parent_header(shell).get("metadata")).get(EXTERNAL_KEY)
         if not isinstance(meta, dict) or not all(
                 isinstance(meta.get(k), str) for k in ("id", "code", "source")):
             raise ValueError("no external cell in this request's metadata")
@@ -81,10 +81,10 @@ class ExternalCells:
     def gate(self, shell: Any, lines: list[str]) -> list[str]:
         """Let an MCP client's code run only as the cell a page acknowledged."""
         header = parent_header(shell)
-        meta = (header.get("metadata") or {}).get(EXTERNAL_KEY)
+        meta = as_object(header.get("metadata")).get(EXTERNAL_KEY)
         if not isinstance(meta, dict) or meta.get("announce"):
             return lines
-        msg_id = str((header.get("header") or {}).get("msg_id", ""))
+        msg_id = str(as_object(header.get("header")).get("msg_id", ""))
         if msg_id in self.passed:
             return lines
         pending = self.pending.get(str(meta.get("id")))

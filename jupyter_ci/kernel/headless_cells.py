@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from jupyter_ci.agent.approval import NotebookCell
+from jupyter_ci.kernel.protocol import Raw, as_object
 from jupyter_ci.kernel.record import MAX_NOTEBOOK_BYTES, notebook_candidates
 from jupyter_ci.wire.names import METADATA_KEY
 
@@ -29,7 +29,7 @@ def headless_cells(ask_source: str, cwd: Path) -> list[NotebookCell]:
     return []
 
 
-def _cells(path: Path) -> list[dict[str, Any]]:
+def _cells(path: Path) -> list[Raw]:
     try:
         if path.stat().st_size > MAX_NOTEBOOK_BYTES:
             return []
@@ -39,14 +39,14 @@ def _cells(path: Path) -> list[dict[str, Any]]:
     return [cell for cell in found if isinstance(cell, dict)] if isinstance(found, list) else []
 
 
-def _source(cell: dict[str, Any]) -> str:
+def _source(cell: Raw) -> str:
     source = cell.get("source", "")
     return "".join(source) if isinstance(source, list) else str(source)
 
 
-def _is_users(cell: dict[str, Any]) -> bool:
+def _is_users(cell: Raw) -> bool:
     """A code cell with an id the user wrote: not an ask, not a step an ask generated."""
-    record = (cell.get("metadata") or {}).get(METADATA_KEY)
+    record = as_object(cell.get("metadata")).get(METADATA_KEY)
     generated = isinstance(record, dict) and "step" in record
     ask = _source(cell).lstrip().startswith(("%%ask", "%ask"))
     return (cell.get("cell_type") == "code" and isinstance(cell.get("id"), str)

@@ -34,12 +34,18 @@ from jupyter_ci.kernel.headless_cells import headless_cells
 from jupyter_ci.kernel.history import running_count
 from jupyter_ci.kernel.instructions import standing_instructions
 from jupyter_ci.kernel.options import AskOptions, help_text, parse_options
-from jupyter_ci.kernel.protocol import AskInfo, RequestInfo, current_request, notebook_cells
+from jupyter_ci.kernel.protocol import (
+    AskInfo,
+    RequestInfo,
+    current_record,
+    current_request,
+    notebook_cells,
+)
 from jupyter_ci.kernel.questions import StdinQuestions, approval_mode, refuse_unanswerable
 from jupyter_ci.kernel.record import prompt_hash
 from jupyter_ci.kernel.restart_check import (
+    AskAbove,
     RanAsk,
-    asks_above,
     defined_above,
     kernel_only,
     restart_check,
@@ -96,10 +102,9 @@ class AskMagics(Magics):
         model = self._resolve(opts.model)
         if opts.new:
             self.memory.clear()
-        path = (info.frontend or {}).get("path")
         ask = AskInfo(uuid.uuid4().hex[:12], opts.prompt, model.id, info.cell_id,
-                      (info.record or {}).get("ask_id"), running_count(self.ipython),
-                      path if isinstance(path, str) else None)
+                      info.record_ask_id, running_count(self.ipython),
+                      info.frontend.path if info.frontend is not None else None)
         self._ask(opts, ask, model, phash, info, headless)
 
     def _ask(self, opts: AskOptions, ask: AskInfo, model: ChatModel, phash: str,
@@ -214,12 +219,12 @@ class AskMagics(Magics):
             # Headless runners run the cells above top to bottom in a new kernel: what they
             # defined is what a restart defines again.
             return frozenset(self.ipython.user_ns) if headless else None
-        frontend = info.frontend or {}
-        sources = frontend.get("above")
-        if not isinstance(sources, list) or not all(isinstance(s, str) for s in sources):
+        frontend = info.frontend
+        if frontend is None or frontend.above is None:
             return None
         # Run All queued this request before the asks above placed their steps.
-        sources = up_to_date(sources, asks_above(frontend.get("asks_above")), self.ran_asks)
+        asks = [AskAbove(a.cell_id, a.ask_id, a.cells) for a in frontend.asks_above]
+        sources = up_to_date(frontend.above, asks, self.ran_asks)
         return defined_above(sources, self.ipython.transform_cell)
 
     def _kernel_only_note(self, above: frozenset[str] | None) -> str:
@@ -353,9 +358,9 @@ class StaleCellSkipper:
         """Return the cell's lines, or a line saying it was skipped (its ask was replaced)."""
         if not self.magics.replaced_asks:
             return lines
-        record = current_request(self.magics.ipython).record
+        record = current_record(self.magics.ipython)
         # Generated cells carry a step; the re-asking %%ask cell itself does not.
-        if isinstance(record, dict) and "step" in record and (
+        if record is not None and "step" in record and (
                 record.get("ask_id") in self.magics.replaced_asks):
             return ["print('jupyter-ci: skipped: this cell belongs to an ask that was asked "
                     "again; the new answer is in the cells below the %%ask cell.')\n"]

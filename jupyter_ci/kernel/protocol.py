@@ -1,18 +1,30 @@
 """The kernel's side of the kernel <-> JupyterLab protocol (docs/protocol.md, version 2).
 
-The twin of labextension/src/protocol.ts: the names both sides use, and what a cell's
-execute_request carries, read once per ask.
+What a cell's execute_request carries, read once per ask: its cell id, its ask record as
+written, its source, and the labextension's announcement (wire/comm.Frontend, read strictly).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from IPython.core.interactiveshell import InteractiveShell
 
 from jupyter_ci.agent.approval import NotebookCell
+from jupyter_ci.agent.errors import AskError
 from jupyter_ci.wire.names import FRONTEND_KEY, METADATA_KEY, PROTOCOL_VERSION
+
+if TYPE_CHECKING:
+    from jupyter_ci.wire.comm import Frontend
+
+#: A JSON object as it came (a request's metadata, a cell's record): read with checks.
+Raw = Mapping[str, object]
+
+
+class FrontendUnreadable(AskError):
+    """The labextension's announcement in a request does not read as this kernel's protocol."""
 
 
 @dataclass(frozen=True)
@@ -20,8 +32,10 @@ class RequestInfo:
     """What the frontend sent with this cell's execute_request."""
 
     cell_id: str | None
-    record: dict[str, Any] | None
-    frontend: dict[str, Any] | None
+    #: The cell's `metadata.jupyter_ci` as written (a signature covers it so).
+    record: Raw | None
+    #: The labextension's announcement (None: no labextension, or another protocol version).
+    frontend: Frontend | None
     #: The cell's source as the runner sent it (headless runners send only this).
     source: str | None = None
     #: Whether the frontend can answer a question on stdin during this request.
@@ -30,7 +44,13 @@ class RequestInfo:
     @property
     def has_frontend(self) -> bool:
         """Tell whether the jupyter-ci labextension sent this request."""
-        return self.frontend is not None and self.frontend.get("protocol") == PROTOCOL_VERSION
+        return self.frontend is not None
+
+    @property
+    def record_ask_id(self) -> str | None:
+        """Return the ask id the cell's record names, if any."""
+        found = (self.record or {}).get("ask_id")
+        return found if isinstance(found, str) else None
 
 
 @dataclass(frozen=True)
@@ -48,84 +68,64 @@ class AskInfo:
     notebook: str | None = None
 
 
-def message(ask_id: str, event: dict[str, Any]) -> dict[str, Any]:
-    """Put an event's JSON form in the comm's envelope: the ask it belongs to, the version."""
-    return {**event, "ask_id": ask_id, "protocol": PROTOCOL_VERSION}
+def as_object(value: object) -> dict[str, object]:
+    """Return a JSON value that should be an object as one (anything else: empty)."""
+    return value if isinstance(value, dict) else {}
 
 
-def ask_start(info: AskInfo, event: dict[str, Any]) -> dict[str, Any]:
-    """The comm's opening message: the ask's start, and where the browser shows it."""
-    return message(info.ask_id, {
-        **event, "cell_id": info.cell_id, "replace_ask_id": info.replace_ask_id,
-        "execution_count": info.execution_count})
+def read_frontend(raw: object) -> Frontend | None:
+    """Read the labextension's announcement strictly; None without one of this version."""
+    if not isinstance(raw, dict) or raw.get("protocol") != PROTOCOL_VERSION:
+        return None
+    from jupyter_ci.wire.codec import WireError, decode
+    from jupyter_ci.wire.comm import Frontend
+
+    try:
+        return decode(Frontend, raw)
+    except WireError as exc:
+        raise FrontendUnreadable(
+            f"jupyter-ci: this cell's request carries a labextension announcement the kernel "
+            f"cannot read ({FRONTEND_KEY}.{exc}); nothing was asked.",
+            "JupyterLab's jupyter-ci and the kernel's differ: install the same version of "
+            "jupyter-ci in the kernel's environment, restart the kernel and reload the page."
+        ) from None
 
 
-def ask_state(info: AskInfo, comm_id: str, live: bool, log: list[str],
-              events: list[dict[str, Any]]) -> dict[str, Any]:
-    """Where an ask stands, for a page that missed its start (reloaded, or a second tab)."""
-    return message(info.ask_id, {
-        "type": "ask_state", "cell_id": info.cell_id, "notebook": info.notebook,
-        "comm_id": comm_id, "live": live, "log": log,
-        "messages": [ask_start(info, event) if event["type"] == "ask_start"
-                     else message(info.ask_id, event) for event in events]})
-
-
-@dataclass(frozen=True)
-class Reused:
-    """A re-run that reused its recorded answer, as the panel is told (`ask_reused`)."""
-
-    ask_id: str
-    cell_id: str | None
-    prompt: str
-    model: str
-    answer: str
-    steps: int
-    pin: str
-
-    def to_json(self) -> dict[str, Any]:
-        """Return the comm message."""
-        return message(self.ask_id, {
-            "type": "ask_reused", "cell_id": self.cell_id, "prompt": self.prompt,
-            "model": self.model, "answer": self.answer, "steps": self.steps, "pin": self.pin})
-
-
-def request_info(parent: dict[str, Any]) -> RequestInfo:
+def request_info(parent: Raw) -> RequestInfo:
     """Read the cell id, ask record, frontend announcement and source of a request."""
-    meta = parent.get("metadata") or {}
-    content = parent.get("content") or {}
-    record, frontend, source = meta.get(METADATA_KEY), meta.get(FRONTEND_KEY), content.get("code")
+    meta, content = as_object(parent.get("metadata")), as_object(parent.get("content"))
+    cell_id, record, source = meta.get("cellId"), meta.get(METADATA_KEY), content.get("code")
     return RequestInfo(
-        cell_id=meta.get("cellId") if isinstance(meta.get("cellId"), str) else None,
+        cell_id=cell_id if isinstance(cell_id, str) else None,
         record=record if isinstance(record, dict) else None,
-        frontend=frontend if isinstance(frontend, dict) else None,
+        frontend=read_frontend(meta.get(FRONTEND_KEY)),
         source=source if isinstance(source, str) else None,
         allow_stdin=bool(content.get("allow_stdin")),
     )
 
 
 def notebook_cells(info: RequestInfo) -> list[NotebookCell]:
-    """Read the notebook's code cells the labextension sent with an ask (`cells`)."""
-    found = (info.frontend or {}).get("cells")
-    cells = []
-    for item in found if isinstance(found, list) else []:
-        if isinstance(item, dict) and isinstance(item.get("id"), str) and isinstance(
-                item.get("source"), str):
-            error = item.get("error")
-            cells.append(NotebookCell(item["id"], item["source"],
-                                      error if isinstance(error, str) else ""))
-    return cells
+    """Return the notebook's code cells the labextension sent with an ask (`cells`)."""
+    sent = info.frontend.cells if info.frontend is not None else ()
+    return [NotebookCell(cell.id, cell.source, cell.error) for cell in sent]
 
 
-def parent_header(shell: InteractiveShell) -> dict[str, Any]:
+def parent_header(shell: InteractiveShell) -> Raw:
     """Return the request being executed (JupyterLab puts cell metadata in it)."""
     kernel = getattr(shell, "kernel", None)
     if kernel is not None and hasattr(kernel, "get_parent"):
         parent = kernel.get_parent("shell")
     else:
         parent = getattr(shell, "parent_header", None)
-    return parent if isinstance(parent, dict) else {}
+    return as_object(parent)
 
 
 def current_request(shell: InteractiveShell) -> RequestInfo:
-    """Read what the request being executed carries."""
+    """Read what the request being executed carries (FrontendUnreadable: a bad announcement)."""
     return request_info(parent_header(shell))
+
+
+def current_record(shell: InteractiveShell) -> Raw | None:
+    """Return the `metadata.jupyter_ci` of the request being executed, as written."""
+    record = as_object(parent_header(shell).get("metadata")).get(METADATA_KEY)
+    return record if isinstance(record, dict) else None

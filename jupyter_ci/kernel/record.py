@@ -10,14 +10,14 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from jupyter_ci.agent.errors import RecordWouldFail
 from jupyter_ci.agent.events import Outcome
-from jupyter_ci.kernel.protocol import AskInfo, RequestInfo
+from jupyter_ci.kernel.protocol import AskInfo, Raw, RequestInfo
 from jupyter_ci.wire.codec import encode
 from jupyter_ci.wire.names import METADATA_KEY
 from jupyter_ci.wire.record import RECORD_VERSION, AskRecord, read_record
@@ -43,33 +43,33 @@ def record_of(ask: AskInfo, phash: str, outcome: Outcome) -> AskRecord:
         unresolved=ended.unresolved, edits=ended.edits or None, usage=ended.usage)
 
 
-def signed(record: AskRecord, prompt: str) -> dict[str, Any]:
+def signed(record: AskRecord, prompt: str) -> AskRecord:
     """Return the record signed by this user's kernel for `prompt` (the one place)."""
-    from jupyter_ci.kernel.signing import sign
+    from jupyter_ci.kernel.signing import signature
 
-    return sign(encode(replace(record, signature=None)), prompt)
+    return replace(record, signature=signature(encode(replace(record, signature=None)), prompt))
 
 
-def verified(raw: dict[str, Any], prompt: str) -> bool:
+def verified(raw: Raw, prompt: str) -> bool:
     """Tell whether this user's kernel signed this metadata, as it was written, for `prompt`."""
     from jupyter_ci.kernel.signing import verify
 
     return verify(raw, prompt)
 
 
-def _record_of(cell: object) -> dict[str, Any] | None:
+def _record_of(cell: object) -> Raw | None:
     """Return a cell's jupyter-ci metadata when it has an ask id (any other shape: None)."""
     metadata = cell.get("metadata") if isinstance(cell, dict) else None
     record = metadata.get(METADATA_KEY) if isinstance(metadata, dict) else None
     return record if isinstance(record, dict) and record.get("ask_id") else None
 
 
-def _step_of(record: dict[str, Any] | None) -> int | None:
+def _step_of(record: Raw | None) -> int | None:
     step = None if record is None else record.get("step")
     return step if isinstance(step, int) and not isinstance(step, bool) else None
 
 
-def generated_after(cells: list[Any], index: int) -> list[int]:
+def generated_after(cells: Sequence[object], index: int) -> list[int]:
     """Return the indices of the generated cells of the ask cell at `index` (the one rule).
 
     They are the later cells whose record has the ask's id and a step, in notebook order;
@@ -135,7 +135,7 @@ def reusable_from_request(info: RequestInfo, phash: str, prompt: str) -> Reuse:
         return Reuse()
     if not verified(info.record or {}, prompt):
         return Reuse(unverified=True)  # not written by this user's kernel: ask the model
-    generated = (info.frontend or {}).get("generated") or []
+    generated = info.frontend.generated if info.frontend is not None else ()
     return Reuse(record if len(generated) == record.steps else None)
 
 
@@ -154,20 +154,22 @@ def notebook_candidates(cwd: Path) -> list[Path]:
     return unique
 
 
-def _source(cell: dict[str, Any]) -> str:
+def _source(cell: Raw) -> str:
     source = cell.get("source", "")
     if isinstance(source, list):
         return "".join(line for line in source if isinstance(line, str))
     return str(source)
 
 
-def _matching_records(cells: list[Any], phash: str, code: str, cell_id: str | None
-                      ) -> list[tuple[AskRecord, dict[str, Any]]]:
+def _matching_records(cells: list[object], phash: str, code: str, cell_id: str | None
+                      ) -> list[tuple[AskRecord, Raw]]:
     """Return the done records of this very cell (same source and id) with all its cells,
     each with the metadata it was read from (a signature covers that, as it was written)."""
     found = []
     for index, cell in enumerate(cells):
-        raw = _record_of(cell) if isinstance(cell, dict) else None
+        if not isinstance(cell, dict):
+            continue
+        raw = _record_of(cell)
         record = read_record(raw)
         if (raw is not None and record is not None and record.done_for(phash)
                 and _source(cell) == code and (cell_id is None or cell.get("id") == cell_id)

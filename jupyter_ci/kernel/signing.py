@@ -16,6 +16,7 @@ import logging
 import os
 import secrets
 import stat
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -66,22 +67,27 @@ def _secret_at(path: Path) -> bytes | None:
     return data if len(data) >= _SECRET_BYTES else None
 
 
-def _payload(record: dict[str, Any], prompt: str) -> bytes:
+def _payload(record: Mapping[str, object], prompt: str) -> bytes:
     """Serialise what a signature covers, the same way every time."""
     fields = {name: record.get(name) for name in SIGNED_FIELDS}
     return json.dumps([fields, prompt.strip()], sort_keys=True, ensure_ascii=False).encode()
 
 
-def sign(record: dict[str, Any], prompt: str) -> dict[str, Any]:
-    """Return the record with this user's signature added (unchanged if there is no secret)."""
+def signature(record: Mapping[str, object], prompt: str) -> str | None:
+    """Return this user's signature of a record for `prompt` (None: there is no secret)."""
     key = _secret_at(secret_path())
     if key is None:
-        return record
-    digest = hmac.new(key, _payload(record, prompt), hashlib.sha256).hexdigest()
-    return {**record, "signature": f"{SCHEME}:{digest}"}
+        return None
+    return f"{SCHEME}:{hmac.new(key, _payload(record, prompt), hashlib.sha256).hexdigest()}"
 
 
-def verify(record: dict[str, Any], prompt: str) -> bool:
+def sign(record: Mapping[str, object], prompt: str) -> dict[str, object]:
+    """Return the record with this user's signature added (unchanged if there is no secret)."""
+    found = signature(record, prompt)
+    return {**record} if found is None else {**record, "signature": found}
+
+
+def verify(record: Mapping[str, object], prompt: str) -> bool:
     """Tell whether this user's kernel signed this record for this exact prompt."""
     signature = record.get("signature")
     if not isinstance(signature, str) or not signature.startswith(f"{SCHEME}:"):
