@@ -20,19 +20,26 @@ from jupyter_ci.client.formats import (
     Tools,
     aevents,
     answer_body,
+    approvals_of,
+    as_json,
     ask_body,
     auth_headers,
     body_of,
     code_of,
     execute_body,
     executions_of,
+    files_of,
     gave_up,
     http_timeout,
+    info_of,
     raise_for,
+    read,
     tool_result,
 )
 from jupyter_ci.client.results import Execution
 from jupyter_ci.client.sync import Timeout
+from jupyter_ci.wire.events import JSONObject
+from jupyter_ci.wire.rest import ApprovalReply, FileEntry, SessionInfo
 
 
 async def _checked(response: httpx.Response) -> httpx.Response:
@@ -50,8 +57,10 @@ class AsyncSession(Tools):
     the run it was waiting for.
     """
 
-    def __init__(self, http: httpx.AsyncClient, info: dict[str, Any]) -> None:
-        self.http, self.info, self.id = http, info, str(info["id"])
+    def __init__(self, http: httpx.AsyncClient, info: JSONObject) -> None:
+        #: The session's info as the server said it (SessionInfo's fields, and any newer).
+        self.info: JSONObject = info
+        self.http, self.id = http, read(SessionInfo, info).id
         self._base = f"jupyter-ci/sessions/{self.id}"
         self._answered: set[str] = set()  # approvals answered through this object
 
@@ -64,7 +73,7 @@ class AsyncSession(Tools):
     @property
     def cwd(self) -> str | None:
         """The session's working directory on the server (as its info said)."""
-        return self.info.get("cwd")
+        return read(SessionInfo, self.info).cwd or None
 
     async def execute(self, code: str, *, timeout: Timeout = SERVER_DEFAULT,
                       envs: dict[str, str] | None = None, on_stdout: OnText | None = None,
@@ -97,7 +106,7 @@ class AsyncSession(Tools):
         except httpx.TimeoutException as error:
             raise gave_up(error) from error
 
-    async def _stream(self, body: dict[str, Any], limit: httpx.Timeout, stream: Stream
+    async def _stream(self, body: JSONObject, limit: httpx.Timeout, stream: Stream
                       ) -> list[Execution]:
         """Run a streaming execute, awaiting the callbacks that are coroutines."""
         async with self.http.stream("POST", f"{self._base}/execute", json=body,
@@ -112,7 +121,7 @@ class AsyncSession(Tools):
 
     async def ask(self, prompt: str, *, approve: str | None = None,
                   on_approval: OnApproval | None = None, **options: Any
-                  ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+                  ) -> AsyncIterator[tuple[str, JSONObject]]:
         """Ask the model; yield its events as they come, ending with ("ask_end", result).
 
         ("result", result), the same data, follows (a deprecated alias). Approval as in
@@ -133,33 +142,33 @@ class AsyncSession(Tools):
                 gate.check()
 
     async def approve(self, approval_id: str, decision: Any = "run", *,
-                      code: str | None = None, plan: str | None = None) -> dict[str, Any]:
+                      code: str | None = None, plan: str | None = None) -> JSONObject:
         """Answer a question by its approval_id: run, edit (`code` or `plan`), skip or stop."""
         body = answer_body(approval_id, decision)
         body.update({k: v for k, v in (("code", code), ("plan", plan)) if v is not None})
         response = await self.http.post(f"{self._base}/approvals", json=body)
         raise_for(response)
         self._answered.add(approval_id)
-        return dict(response.json())
+        return as_json(read(ApprovalReply, response.json()))
 
-    async def approvals(self) -> list[dict[str, Any]]:
+    async def approvals(self) -> list[JSONObject]:
         """List the questions (waiting_for_user events) that wait in this session."""
         response = await self.http.get(f"{self._base}/approvals")
         raise_for(response)
-        return list(response.json())
+        return approvals_of(response.json())
 
-    async def refresh(self) -> dict[str, Any]:
+    async def refresh(self) -> JSONObject:
         """Read the session's info again (status, executions, cwd) and return it."""
         response = await self.http.get(self._base)
         raise_for(response)
-        self.info = dict(response.json())
+        self.info = info_of(response.json())
         return self.info
 
-    async def upload(self, path: str, data: bytes | str | os.PathLike[str]) -> dict[str, Any]:
+    async def upload(self, path: str, data: bytes | str | os.PathLike[str]) -> JSONObject:
         """Put a file into the session's directory; return its listing entry."""
         response = await self.http.put(f"{self._base}/files/{path}", content=body_of(data))
         raise_for(response)
-        return dict(response.json())
+        return as_json(read(FileEntry, response.json()))
 
     async def download(self, path: str) -> bytes:
         """Return a file's bytes."""
@@ -167,11 +176,11 @@ class AsyncSession(Tools):
         raise_for(response)
         return response.content
 
-    async def files(self) -> list[dict[str, Any]]:
+    async def files(self) -> list[JSONObject]:
         """List the session's files (path, size, mime)."""
         response = await self.http.get(f"{self._base}/files")
         raise_for(response)
-        return list(response.json())
+        return files_of(response.json())
 
     async def remove(self, path: str) -> None:
         """Delete a file."""
@@ -181,9 +190,9 @@ class AsyncSession(Tools):
         """Restart the kernel: variables cleared, files kept."""
         response = await self.http.post(f"{self._base}/restart")
         raise_for(response)
-        self.info = dict(response.json())
+        self.info = info_of(response.json())
 
-    async def notebook(self) -> dict[str, Any]:
+    async def notebook(self) -> JSONObject:
         """Return the session's history as an nbformat v4 notebook."""
         response = await self.http.get(f"{self._base}/notebook")
         raise_for(response)
@@ -223,13 +232,13 @@ class AsyncClient:
         else:
             response = await self.http.post("jupyter-ci/sessions", json=options)
         raise_for(response)
-        return AsyncSession(self.http, response.json())
+        return AsyncSession(self.http, info_of(response.json()))
 
-    async def sessions(self) -> list[dict[str, Any]]:
+    async def sessions(self) -> list[JSONObject]:
         """List the server's sessions."""
         response = await self.http.get("jupyter-ci/sessions")
         raise_for(response)
-        return list(response.json())
+        return [info_of(s) for s in response.json()]
 
     async def close(self) -> None:
         """Close the connection pool."""

@@ -7,13 +7,21 @@ from __future__ import annotations
 
 import json
 import os
+import typing
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
 from jupyter_ci.client.results import Execution
+from jupyter_ci.wire.codec import decode, encode
+from jupyter_ci.wire.events import JSONObject, WaitingForUser
+from jupyter_ci.wire.requests import SERVER_TIMEOUT, Execute
+from jupyter_ci.wire.rest import ErrorReply, ExecutionOfCells, FileEntry, SessionInfo
+from jupyter_ci.wire.rest import Execution as WireExecution
+
+T = TypeVar("T")
 
 TOOL_NAME = "python"
 TOOL_DESCRIPTION = (
@@ -25,7 +33,7 @@ _SCHEMA = {"type": "object", "properties": {"code": {
     "type": "string", "description": "The Python code to run."}}, "required": ["code"]}
 #: Callbacks of a streaming execute; the async client awaits those that are `async def`.
 OnText = Callable[[str], Any]
-OnOutput = Callable[[dict[str, Any]], Any]
+OnOutput = Callable[[JSONObject], Any]
 #: Seconds the client waits past a run's own timeout: the server's interrupt, its grace for
 #: the kernel to settle (10 s) and the look at the session's files take that much at most.
 TIMEOUT_MARGIN_S = 15.0
@@ -89,7 +97,7 @@ class _EventParser:
     def __init__(self) -> None:
         self.name, self.data = "message", list[str]()
 
-    def feed(self, line: str) -> tuple[str, dict[str, Any]] | None:
+    def feed(self, line: str) -> tuple[str, JSONObject] | None:
         """Take one line; return the event it completes, if any."""
         if line.startswith("event:"):
             self.name = line[6:].strip()
@@ -102,7 +110,7 @@ class _EventParser:
         return None
 
 
-def events(lines: Iterable[str]) -> Iterator[tuple[str, dict[str, Any]]]:
+def events(lines: Iterable[str]) -> Iterator[tuple[str, JSONObject]]:
     """Parse server-sent events from their lines into (event, data)."""
     parser = _EventParser()
     for line in lines:
@@ -110,7 +118,7 @@ def events(lines: Iterable[str]) -> Iterator[tuple[str, dict[str, Any]]]:
             yield event
 
 
-async def aevents(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+async def aevents(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, JSONObject]]:
     """Parse server-sent events as their lines arrive."""
     parser = _EventParser()
     async for line in lines:
@@ -125,7 +133,7 @@ class Stream:
                  on_output: OnOutput | None) -> None:
         self.callbacks = {"stdout": on_stdout, "stderr": on_stderr}
         self.on_output = on_output
-        self.reply: dict[str, Any] | None = None  # the `result` event's data
+        self.reply: JSONObject | None = None  # the `result` event's data
 
     @property
     def listens(self) -> bool:
@@ -138,7 +146,7 @@ class Stream:
         assert self.reply is not None, "the stream ended without a result"
         return executions_of(self.reply)
 
-    def take(self, event: str, data: dict[str, Any]) -> list[Any]:
+    def take(self, event: str, data: JSONObject) -> list[Any]:
         """Take one event; return what the callbacks returned (awaitables, for async ones)."""
         called = []
         if event == "output":
@@ -150,9 +158,9 @@ class Stream:
         elif event == "result":
             self.reply = data
         elif event == "error":
-            reason = str(data.get("reason"))
-            raise error_of(404 if reason == "unknown_session" else 409, reason,
-                           str(data.get("message")))
+            said = read(ErrorReply, data)
+            raise error_of(404 if said.reason == "unknown_session" else 409, said.reason,
+                           said.message)
         return called
 
 
@@ -161,19 +169,19 @@ DECISIONS = ("run", "edit", "skip", "stop")
 #: What `on_approval` gets (the waiting_for_user event, with its approval_id) and returns:
 #: a decision ("run", "skip", "stop"), a body ({"decision": "edit", "code": ...}), or None
 #: to leave the question to be answered elsewhere (`approve()` from another connection).
-OnApproval = Callable[[dict[str, Any]], Any]
+OnApproval = Callable[[JSONObject], Any]
 
 
 class ApprovalRequired(CodeInterpreterError):
     """An ask waited for an approval that nothing answered (no `on_approval`, no `approve`)."""
 
 
-def ask_body(prompt: str, approve: str | None, options: dict[str, Any]) -> dict[str, Any]:
+def ask_body(prompt: str, approve: str | None, options: JSONObject) -> JSONObject:
     """Return an ask's body: the prompt, its approval mode if given, and the other options."""
     return {"prompt": prompt, **({"approve": approve} if approve else {}), **options}
 
 
-def answer_body(approval_id: str, decision: Any) -> dict[str, Any]:
+def answer_body(approval_id: str, decision: Any) -> JSONObject:
     """Return the body answering an approval with what a callback (or a caller) decided."""
     body = {"decision": decision} if isinstance(decision, str) else decision
     if not isinstance(body, dict) or body.get("decision") not in DECISIONS:
@@ -199,7 +207,7 @@ class Approving:
         self.answered: set[str] = set()
         self.asked: str | None = None
 
-    def take(self, event: str, data: dict[str, Any]) -> Any:
+    def take(self, event: str, data: JSONObject) -> Any:
         """Note a question; return the callback's answer (maybe awaitable), or None."""
         if event != "waiting_for_user" or "approval_id" not in data:
             return None
@@ -225,30 +233,58 @@ def raise_for(response: httpx.Response) -> None:
         body = json.loads(response.read())
     except (ValueError, httpx.ResponseNotRead):
         body = {}
-    reason = str(body.get("reason", "error"))
-    message = str(body.get("message", response.reason_phrase))
+    said = read(ErrorReply, {"message": response.reason_phrase, "reason": "error",
+                             **(body if isinstance(body, dict) else {})})
+    reason, message = said.reason, said.message
     if response.status_code == 403 and (reason == "invalid_token" or "_xsrf" in message):
         raise TokenRejected(403, "invalid_token", message if "token" in message else NO_TOKEN)
     raise error_of(response.status_code, reason, message)
 
 
 def execute_body(code: str | list[str], timeout: float | ServerDefault | None,
-                 envs: dict[str, str] | None) -> dict[str, Any]:
+                 envs: dict[str, str] | None) -> JSONObject:
     """Return an execute's body (a list of cells: `cells`); a timeout of None or 0 is sent
     as null: no deadline."""
-    body: dict[str, Any] = {"code": code} if isinstance(code, str) else {"cells": code}
-    if not isinstance(timeout, ServerDefault):
-        body["timeout"] = timeout or None
-    if envs:
-        body["env"] = dict(envs)
-    return body
+    body = Execute(code if isinstance(code, str) else None,
+                   None if isinstance(code, str) else tuple(code),
+                   SERVER_TIMEOUT if isinstance(timeout, ServerDefault) else timeout or None,
+                   dict(envs) if envs else None)
+    return typing.cast(JSONObject, encode(body))
 
 
-def executions_of(reply: dict[str, Any]) -> list[Execution]:
+def read(cls: type[T], reply: object) -> T:
+    """Read a reply as its wire class, leniently: a newer server may add fields."""
+    return decode(cls, reply, lenient=True)
+
+
+def as_json(obj: object) -> JSONObject:
+    """Return a wire object's JSON form (the dicts the client's methods return)."""
+    return typing.cast(JSONObject, encode(obj))
+
+
+def info_of(reply: object) -> JSONObject:
+    """Return a session's info, read as SessionInfo (kept whole: a newer server's fields too)."""
+    read(SessionInfo, reply)
+    return dict(typing.cast(JSONObject, reply))
+
+
+def files_of(reply: object) -> list[JSONObject]:
+    """Return a listing of files (path, size, mime), read as FileEntry."""
+    entries: tuple[FileEntry, ...] = decode(tuple[FileEntry, ...], reply, lenient=True)
+    return [as_json(entry) for entry in entries]
+
+
+def approvals_of(reply: object) -> list[JSONObject]:
+    """Return the questions that wait, read as waiting_for_user events."""
+    waiting: tuple[WaitingForUser, ...] = decode(tuple[WaitingForUser, ...], reply, lenient=True)
+    return [as_json(event) for event in waiting]
+
+
+def executions_of(reply: JSONObject) -> list[Execution]:
     """Return an execute's Executions: one for `code`, one per cell run for `cells`."""
     if "results" in reply:
-        return [Execution.from_json(result) for result in reply["results"]]
-    return [Execution.from_json(reply)]
+        return [Execution.of(result) for result in read(ExecutionOfCells, reply).results]
+    return [Execution.of(read(WireExecution, reply))]
 
 
 def http_timeout(default: httpx.Timeout, timeout: float | ServerDefault | None, cells: int = 1

@@ -12,6 +12,9 @@ from typing import Any
 
 from jupyter_ci.agent.feedback import format_result
 from jupyter_ci.agent.types import CodeResult, ErrorInfo, RunStatus
+from jupyter_ci.wire import rest
+from jupyter_ci.wire.codec import decode, encode
+from jupyter_ci.wire.events import JSONObject
 
 #: Characters of a run's text given back to the model (head and tail kept).
 TOOL_TEXT_CHARS = 20_000
@@ -116,23 +119,26 @@ class Execution:
     """The result of one execute: status, nbformat outputs, count, duration and files."""
 
     status: str
-    outputs: list[dict[str, Any]] = field(default_factory=list)
+    outputs: list[JSONObject] = field(default_factory=list)
     execution_count: int | None = None
     duration_ms: float = 0.0
-    files: list[dict[str, Any]] = field(default_factory=list)
+    files: list[JSONObject] = field(default_factory=list)
     #: The directory held more than the server looks at: `files` may miss some.
     files_cut: bool = False
 
     @classmethod
-    def from_json(cls, data: dict[str, Any] | str) -> Execution:
+    def from_json(cls, data: JSONObject | str) -> Execution:
         """Build from the API's result object (or its JSON text, as to_json gives it)."""
-        if isinstance(data, str):
-            data = dict(json.loads(data))
-        return cls(data["status"], list(data.get("outputs", [])), data.get("execution_count"),
-                   float(data.get("duration_ms", 0.0)), list(data.get("files", [])),
-                   bool(data.get("files_cut", False)))
+        value = json.loads(data) if isinstance(data, str) else data
+        return cls.of(decode(rest.Execution, value, lenient=True))
 
-    def to_dict(self) -> dict[str, Any]:
+    @classmethod
+    def of(cls, run: rest.Execution) -> Execution:
+        """Build from the API's result as its wire class."""
+        return cls(run.status, list(run.outputs), run.execution_count, run.duration_ms,
+                   [encode(f) for f in run.files], run.files_cut)
+
+    def to_dict(self) -> JSONObject:
         """Return the API's result object (status, outputs, execution_count, ...)."""
         return {"status": self.status, "outputs": self.outputs,
                 "execution_count": self.execution_count, "duration_ms": self.duration_ms,

@@ -19,6 +19,8 @@ from jupyter_ci.client.formats import (
     Stream,
     Tools,
     answer_body,
+    approvals_of,
+    as_json,
     ask_body,
     auth_headers,
     body_of,
@@ -26,12 +28,17 @@ from jupyter_ci.client.formats import (
     events,
     execute_body,
     executions_of,
+    files_of,
     gave_up,
     http_timeout,
+    info_of,
     raise_for,
+    read,
     tool_result,
 )
 from jupyter_ci.client.results import Execution
+from jupyter_ci.wire.events import JSONObject
+from jupyter_ci.wire.rest import ApprovalReply, FileEntry, SessionInfo
 
 Timeout = float | ServerDefault | None
 
@@ -47,8 +54,10 @@ class Session(Tools):
     call does not wait behind it. `envs` are environment variables for one run, put back after.
     """
 
-    def __init__(self, http: httpx.Client, info: dict[str, Any]) -> None:
-        self.http, self.info, self.id = http, info, str(info["id"])
+    def __init__(self, http: httpx.Client, info: JSONObject) -> None:
+        #: The session's info as the server said it (SessionInfo's fields, and any newer).
+        self.info: JSONObject = info
+        self.http, self.id = http, read(SessionInfo, info).id
         self._base = f"jupyter-ci/sessions/{self.id}"
         self._answered: set[str] = set()  # approvals answered through this object
 
@@ -61,7 +70,7 @@ class Session(Tools):
     @property
     def cwd(self) -> str | None:
         """The session's working directory on the server (as its info said)."""
-        return self.info.get("cwd")
+        return read(SessionInfo, self.info).cwd or None
 
     def execute(self, code: str, *, timeout: Timeout = SERVER_DEFAULT,
                 envs: dict[str, str] | None = None, on_stdout: OnText | None = None,
@@ -95,7 +104,7 @@ class Session(Tools):
         except httpx.TimeoutException as error:
             raise gave_up(error) from error
 
-    def _stream(self, body: dict[str, Any], limit: httpx.Timeout, stream: Stream
+    def _stream(self, body: JSONObject, limit: httpx.Timeout, stream: Stream
                 ) -> list[Execution]:
         """Run a streaming execute, calling back as its events come."""
         with self.http.stream("POST", f"{self._base}/execute", json=body, timeout=limit,
@@ -107,7 +116,7 @@ class Session(Tools):
 
     def ask(self, prompt: str, *, approve: str | None = None,
             on_approval: OnApproval | None = None, **options: Any
-            ) -> Iterator[tuple[str, dict[str, Any]]]:
+            ) -> Iterator[tuple[str, JSONObject]]:
         """Ask the model (the %%ask loop); yield its events, ending with ("ask_end", result).
 
         ("result", result), the same data, follows: a deprecated alias kept for one release.
@@ -133,33 +142,33 @@ class Session(Tools):
                 gate.check()
 
     def approve(self, approval_id: str, decision: Any = "run", *, code: str | None = None,
-                plan: str | None = None) -> dict[str, Any]:
+                plan: str | None = None) -> JSONObject:
         """Answer a question by its approval_id: run, edit (`code` or `plan`), skip or stop."""
         body = answer_body(approval_id, decision)
         body.update({k: v for k, v in (("code", code), ("plan", plan)) if v is not None})
         response = self.http.post(f"{self._base}/approvals", json=body)
         raise_for(response)
         self._answered.add(approval_id)
-        return dict(response.json())
+        return as_json(read(ApprovalReply, response.json()))
 
-    def approvals(self) -> list[dict[str, Any]]:
+    def approvals(self) -> list[JSONObject]:
         """List the questions (waiting_for_user events) that wait in this session."""
         response = self.http.get(f"{self._base}/approvals")
         raise_for(response)
-        return list(response.json())
+        return approvals_of(response.json())
 
-    def refresh(self) -> dict[str, Any]:
+    def refresh(self) -> JSONObject:
         """Read the session's info again (status, executions, cwd) and return it."""
         response = self.http.get(self._base)
         raise_for(response)
-        self.info = dict(response.json())
+        self.info = info_of(response.json())
         return self.info
 
-    def upload(self, path: str, data: bytes | str | os.PathLike[str]) -> dict[str, Any]:
+    def upload(self, path: str, data: bytes | str | os.PathLike[str]) -> JSONObject:
         """Put a file into the session's directory; return its listing entry."""
         response = self.http.put(f"{self._base}/files/{path}", content=body_of(data))
         raise_for(response)
-        return dict(response.json())
+        return as_json(read(FileEntry, response.json()))
 
     def download(self, path: str) -> bytes:
         """Return a file's bytes."""
@@ -167,11 +176,11 @@ class Session(Tools):
         raise_for(response)
         return response.content
 
-    def files(self) -> list[dict[str, Any]]:
+    def files(self) -> list[JSONObject]:
         """List the session's files (path, size, mime)."""
         response = self.http.get(f"{self._base}/files")
         raise_for(response)
-        return list(response.json())
+        return files_of(response.json())
 
     def remove(self, path: str) -> None:
         """Delete a file."""
@@ -181,9 +190,9 @@ class Session(Tools):
         """Restart the kernel: variables cleared, files kept."""
         response = self.http.post(f"{self._base}/restart")
         raise_for(response)
-        self.info = dict(response.json())
+        self.info = info_of(response.json())
 
-    def notebook(self) -> dict[str, Any]:
+    def notebook(self) -> JSONObject:
         """Return the session's history as an nbformat v4 notebook."""
         response = self.http.get(f"{self._base}/notebook")
         raise_for(response)
@@ -230,13 +239,13 @@ class Client:
         else:
             response = self.http.post("jupyter-ci/sessions", json=options)
         raise_for(response)
-        return Session(self.http, response.json())
+        return Session(self.http, info_of(response.json()))
 
-    def sessions(self) -> list[dict[str, Any]]:
+    def sessions(self) -> list[JSONObject]:
         """List the server's sessions."""
         response = self.http.get("jupyter-ci/sessions")
         raise_for(response)
-        return list(response.json())
+        return [info_of(s) for s in response.json()]
 
     def close(self) -> None:
         """Close the connection pool."""

@@ -148,7 +148,17 @@ class ApprovalReply:
     plan: str | None = field(default=None, metadata={OMIT_IF: None})
 
 
+@dataclass(frozen=True)
+class ErrorReply:
+    """A refusal (a 4xx or 5xx reply's body, a stream's `error` event): what and why."""
+
+    #: What happened and what to do.
+    message: str
+    #: A stable word a client can branch on (`unknown_session`, `bad_field`, ...).
+    reason: str
+
+
 #: The classes whose schemas scripts/gen_wire.py writes into openapi.json, by schema name.
-SCHEMAS: dict[str, type] = {"File": FileEntry, "Execution": Execution,
+SCHEMAS: dict[str, type] = {"Error": ErrorReply, "File": FileEntry, "Execution": Execution,
                             "ExecutionOfCells": ExecutionOfCells, "Session": SessionInfo,
                             "ApprovalAnswered": ApprovalReply}

@@ -30,6 +30,7 @@ from jupyter_ci.server.sessions.results import notebook_pieces
 from jupyter_ci.wire.codec import encode
 from jupyter_ci.wire.events import JSONObject
 from jupyter_ci.wire.requests import NewSession
+from jupyter_ci.wire.rest import ErrorReply
 
 SID = r"(?P<sid>[^/]+)"  # any id: an unknown one gets our JSON 404
 #: The document of the sessions API, beside the route table in server/.
@@ -51,7 +52,7 @@ class SessionAPIHandler(APIHandler):
         """Answer a domain error with its status and a JSON body."""
         self.set_status(error.status)
         self.set_header("Content-Type", "application/json")
-        self.finish(json.dumps({"message": error.message, "reason": error.reason}))
+        self.finish(json.dumps(encode(ErrorReply(error.message, error.reason))))
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         """Answer a domain error with its own status, and tornado's own errors (and any bug)
@@ -68,7 +69,7 @@ class SessionAPIHandler(APIHandler):
         if status_code == 405:  # the methods this route has (RFC 9110 requires it)
             self.set_header("Allow", allowed_methods(type(self)))
         self.set_header("Content-Type", "application/json")
-        self.finish(json.dumps({"message": message, "reason": reason}))
+        self.finish(json.dumps(encode(ErrorReply(str(message), str(reason)))))
 
     def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
         """Log bugs; a domain error is the client's to read, not the server log's."""

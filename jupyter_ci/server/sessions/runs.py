@@ -26,7 +26,7 @@ from jupyter_ci.server.streams import ServerSentEvent, ServerSentEvents, StreamW
 from jupyter_ci.wire.codec import encode
 from jupyter_ci.wire.events import JSONObject
 from jupyter_ci.wire.requests import SERVER_TIMEOUT, Execute
-from jupyter_ci.wire.rest import CellResult, CellStart, Execution, ExecutionOfCells
+from jupyter_ci.wire.rest import CellResult, CellStart, ErrorReply, Execution, ExecutionOfCells
 
 #: Seconds of silence after which a stream sends an SSE comment, so that proxies and clients'
 #: read timeouts (httpx, nginx: 60 s) do not cut a long quiet run, which would interrupt it.
@@ -73,15 +73,15 @@ class StreamingHandler(SessionAPIHandler):
         await asyncio.wait([task])
         if task.cancelled():
             if session.closed:  # deleted (or culled) while it ran: say so, if anyone listens
-                writer.end(ServerSentEvent("error", {
-                    "message": "The session was deleted while this ran; its kernel is gone.",
-                    "reason": "unknown_session"}))
+                writer.end(ServerSentEvent("error", encode(ErrorReply(
+                    "The session was deleted while this ran; its kernel is gone.",
+                    "unknown_session"))))
             return
         try:
             writer.end(ServerSentEvent("result", encode(task.result())))
         except SessionError as error:
-            writer.end(ServerSentEvent("error", {"message": error.message,
-                                                 "reason": error.reason}))
+            writer.end(ServerSentEvent("error", encode(ErrorReply(error.message,
+                                                                  error.reason))))
 
     async def answer(self, session: Session, work: Work) -> Reply | None:
         """Run `work` under the session's lock for one JSON reply; a hang-up interrupts it."""
