@@ -28,7 +28,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
+from typing import TYPE_CHECKING, ClassVar, Literal, cast
 
 from jupyter_ci.agent.types import (
     Image,
@@ -40,10 +40,8 @@ from jupyter_ci.agent.types import (
 )
 from jupyter_ci.models.base import OnText, Usage
 from jupyter_ci.models.sdk_client import ClientOptions, SdkChatModel, afold, fold
+from jupyter_ci.models.stream_json import ContentBlock, Delta, StreamEvent
 from jupyter_ci.models.transport import REHEARSAL_URL, rehearsal_client, sse_body
-
-#: An event of the stream, decoded (sdk_client.as_json).
-JSON = dict[str, Any]
 
 ImageMime = Literal["image/jpeg", "image/png", "image/gif", "image/webp"]
 #: Image types the Messages API accepts.
@@ -128,14 +126,14 @@ class AnthropicChatModel(SdkChatModel["anthropic.Anthropic", "anthropic.AsyncAnt
         return kwargs
 
 
-def _block(index: int, block: dict[str, Any], *deltas: dict[str, Any]
-           ) -> list[tuple[str, dict[str, Any]]]:
+def _block(index: int, block: ContentBlock, *deltas: Delta) -> list[tuple[str, StreamEvent]]:
     """Write the canned events of one content block for the rehearsal."""
-    return [("content_block_start", {"type": "content_block_start", "index": index,
-                                     "content_block": block}),
-            *(("content_block_delta", {"type": "content_block_delta", "index": index,
-                                       "delta": delta}) for delta in deltas),
-            ("content_block_stop", {"type": "content_block_stop", "index": index})]
+    start: StreamEvent = {"type": "content_block_start", "index": index, "content_block": block}
+    pieces: list[StreamEvent] = [{"type": "content_block_delta", "index": index, "delta": delta}
+                                 for delta in deltas]
+    stop: StreamEvent = {"type": "content_block_stop", "index": index}
+    return [("content_block_start", start), *(("content_block_delta", p) for p in pieces),
+            ("content_block_stop", stop)]
 
 
 _USAGE = {"input_tokens": 1, "output_tokens": 1}
@@ -172,7 +170,7 @@ class _Turn:
     finished: bool = False
     end_mark: ClassVar[str] = "message_stop"
 
-    def add(self, event: JSON, on_text: OnText) -> None:
+    def add(self, event: StreamEvent, on_text: OnText) -> None:
         """Fold one stream event into the turn; report usage and tool input as they come."""
         kind = event.get("type")
         if not isinstance(kind, str):
@@ -199,7 +197,7 @@ class _Turn:
                             usage.get("cache_read_input_tokens"))
             self._report_usage()
 
-    def _start(self, index: int, block: JSON, on_text: OnText) -> None:
+    def _start(self, index: int, block: ContentBlock, on_text: OnText) -> None:
         """Open a content block: text may start in it; a tool call is named in it."""
         if block["type"] == "text" and block.get("text"):
             self._text(block["text"], on_text)
@@ -208,7 +206,7 @@ class _Turn:
             start = [json.dumps(block["input"])] if block.get("input") else []
             self.calls[index] = (block["id"], block["name"], start)
 
-    def _delta(self, index: int, delta: JSON, on_text: OnText) -> None:
+    def _delta(self, index: int, delta: Delta, on_text: OnText) -> None:
         """Fold a piece of a content block: text, or a tool call's input JSON."""
         if delta["type"] == "text_delta":
             self._text(delta["text"], on_text)

@@ -25,7 +25,7 @@ import json
 import uuid
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from jupyter_ci.agent.types import (
     Image,
@@ -37,10 +37,8 @@ from jupyter_ci.agent.types import (
 )
 from jupyter_ci.models.base import OnText, Usage
 from jupyter_ci.models.sdk_client import ClientOptions, SdkChatModel, afold, fold
+from jupyter_ci.models.stream_json import Choice, ChoiceDelta, Chunk, ChunkUsage, ToolCallDelta
 from jupyter_ci.models.transport import REHEARSAL_URL, rehearsal_client, sse_body
-
-#: A chunk of the stream, decoded.
-JSON = dict[str, Any]
 
 if TYPE_CHECKING:
     import openai
@@ -191,10 +189,11 @@ def has_images(messages: tuple[Message, ...]) -> bool:
     return any(m.result is not None and m.result.images for m in messages)
 
 
-def _chunk(delta: dict[str, Any] | None, finish: str | None = None,
-           usage: dict[str, int] | None = None) -> tuple[None, dict[str, Any]]:
+def _chunk(delta: ChoiceDelta | None, finish: str | None = None,
+           usage: ChunkUsage | None = None) -> tuple[None, Chunk]:
     """Write one canned `chat.completion.chunk` for the rehearsal."""
-    choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
+    choices: list[Choice] = ([] if delta is None else
+                             [{"index": 0, "delta": delta, "finish_reason": finish}])
     return None, {"id": "r", "object": "chat.completion.chunk", "created": 0, "model": "r",
                   "choices": choices, "usage": usage}
 
@@ -209,7 +208,7 @@ _REHEARSAL_STREAM = sse_body(
 )
 
 
-def _has_arguments(chunk: JSON) -> bool:
+def _has_arguments(chunk: Chunk) -> bool:
     """Tell whether a chunk carries a piece of tool-call arguments."""
     return any((d.get("function") or {}).get("arguments")
                for c in (chunk.get("choices") or [])[:1]
@@ -249,7 +248,7 @@ class _Turn:
     finished: bool = False
     end_mark: ClassVar[str] = "a finish_reason"
 
-    def add(self, chunk: JSON, on_text: OnText) -> None:
+    def add(self, chunk: Chunk, on_text: OnText) -> None:
         """Fold one chunk into the turn; report usage and arguments as they come."""
         choices, usage = chunk.get("choices"), chunk.get("usage")
         if not isinstance(choices, list) and usage is None:
@@ -269,7 +268,7 @@ class _Turn:
             call = self.calls[-1]
             self.on_tool_input(call.name, "".join(call.arguments))
 
-    def _usage(self, usage: JSON) -> None:
+    def _usage(self, usage: ChunkUsage) -> None:
         """Keep a usage report (cumulative), and pass it on."""
         self.input_tokens = usage.get("prompt_tokens") or 0
         self.output_tokens = usage.get("completion_tokens") or 0
@@ -278,14 +277,14 @@ class _Turn:
         if self.usage is not None:
             self.usage.set(self.input_tokens, self.output_tokens, self.cached_tokens)
 
-    def _call_delta(self, delta: JSON) -> None:
+    def _call_delta(self, delta: ToolCallDelta) -> None:
         """Fold one tool call's delta into the call it continues (or a new one)."""
         fn = delta.get("function") or {}
         call = self._slot(delta.get("index"), delta.get("id"))
         call.id = call.id or delta.get("id") or ""
         call.name = call.name or fn.get("name") or ""
-        if fn.get("arguments"):
-            call.arguments.append(fn["arguments"])
+        if arguments := fn.get("arguments"):
+            call.arguments.append(arguments)
 
     def _slot(self, index: int | None, call_id: str | None) -> _Call:
         """Find the call a delta continues; a new id at a used index starts a new call."""
