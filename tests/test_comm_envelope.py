@@ -120,3 +120,36 @@ def test_an_ask_with_an_unreadable_announcement_fails_clearly_and_asks_nothing(
     assert "jupyter_ci_frontend.cells[0].id: expected a string, got 3" in reply["evalue"]
     assert fake.calls() == 0 and run.comm_data() == []
     assert after.of_type("stream")[0]["content"]["text"] == "still here\n"
+
+
+class Comm:
+    """The kernel side of a comm, keeping what it sent."""
+
+    def __init__(self) -> None:
+        self.sent: list[object] = []
+
+    def send(self, data: object) -> None:
+        self.sent.append(data)
+
+
+@pytest.mark.parametrize("bad", [
+    {"type": "external_ack", "id": 5},
+    {"type": "external_ack"},
+    {"type": "external_ack", "id": "cell-1", "extra": True},
+    {"id": "cell-1"},
+])
+def test_a_pages_ack_that_does_not_read_is_logged_and_runs_nothing(
+    bad: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    from jupyter_ci.kernel.external import ExternalCells, Pending
+
+    pending = Pending("cell-1", "print(1)", Comm())
+    ExternalCells._on_msg(pending, {"content": {"data": bad}})
+    assert not pending.acked and pending.comm.sent == []
+    said = " ".join(r.getMessage() for r in caplog.records)
+    assert "cannot read" in said and "cell-1" in said and "same version" in said
+    # The page's own answer is echoed as it always was.
+    ExternalCells._on_msg(pending, {"content": {"data": {"type": "external_ack",
+                                                         "id": "cell-1"}}})
+    assert pending.acked and json.dumps(pending.comm.sent) == (
+        '[{"type": "external_acked", "id": "cell-1"}]')

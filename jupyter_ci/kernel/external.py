@@ -16,11 +16,15 @@ fails, and the server runs nothing.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
-from jupyter_ci.kernel.protocol import as_object, current_request, parent_header
-from jupyter_ci.wire.names import COMM_TARGET, PROTOCOL_VERSION
+from jupyter_ci.kernel.protocol import Raw, as_object, current_request, parent_header
+from jupyter_ci.wire.codec import WireError, decode, encode
+from jupyter_ci.wire.names import COMM_TARGET
+
+log = logging.getLogger(__name__)
 
 #: The key of the execute_request metadata that marks an MCP client's request.
 EXTERNAL_KEY = "jupyter_ci_external"
@@ -49,33 +53,46 @@ class ExternalCells:
         """Open the comm that asks the pages to show the cell; return the comm's id."""
         from comm import create_comm
 
+        from jupyter_ci.wire.comm import ExternalCell
+
         meta = as_object(parent_header(shell).get("metadata")).get(EXTERNAL_KEY)
         if not isinstance(meta, dict) or not all(
                 isinstance(meta.get(k), str) for k in ("id", "code", "source")):
             raise ValueError("no external cell in this request's metadata")
         cell_id, code = meta["id"], meta["code"]
-        comm = create_comm(target_name=COMM_TARGET, data={
-            "type": "external_cell", "id": cell_id, "source": meta["source"],
-            "path": meta.get("path"), "code": code, "protocol": PROTOCOL_VERSION})
+        comm = create_comm(target_name=COMM_TARGET, data=encode(
+            ExternalCell(cell_id, meta["source"], meta.get("path"), code)))
         pending = Pending(cell_id, code, comm)
         comm.on_msg(lambda msg: self._on_msg(pending, msg))
         self.pending[cell_id] = pending
         return str(comm.comm_id)
 
     @staticmethod
-    def _on_msg(pending: Pending, msg: dict[str, Any]) -> None:
-        data = (msg.get("content") or {}).get("data") or {}
-        if data.get("type") == "external_ack" and data.get("id") == pending.id and (
-                not pending.acked):
+    def _on_msg(pending: Pending, msg: Raw) -> None:
+        """Read a page's acknowledgement (strictly) and echo it for the server."""
+        from jupyter_ci.wire.comm import ExternalAck, ExternalAcked
+
+        try:
+            ack = decode(ExternalAck, as_object(msg.get("content")).get("data"))
+        except WireError as exc:
+            log.warning("jupyter-ci: a page answered the MCP client's cell %s with a message "
+                        "this kernel cannot read (%s); the cell stays unacknowledged and its "
+                        "code does not run. Install the same version of jupyter-ci in "
+                        "JupyterLab's environment and the kernel's, then reload the page.",
+                        pending.id, exc)
+            return
+        if ack.id == pending.id and not pending.acked:
             pending.acked = True
-            pending.comm.send({"type": "external_acked", "id": pending.id})
+            pending.comm.send(encode(ExternalAcked(pending.id)))
 
     def cancel(self, cell_id: str) -> bool:
         """Drop an announced cell (no page acknowledged it in time); the pages remove it."""
         pending = self.pending.pop(cell_id, None)
         if pending is None:
             return False
-        pending.comm.close({"type": "external_cancelled", "id": cell_id})
+        from jupyter_ci.wire.comm import ExternalCancelled
+
+        pending.comm.close(encode(ExternalCancelled(cell_id)))
         return True
 
     def gate(self, shell: Any, lines: list[str]) -> list[str]:
@@ -95,8 +112,10 @@ class ExternalCells:
         self.passed.add(msg_id)
         # Sent in this request: the page reads the request's id from this message's parent
         # (its execute_input came before: the count is here).
-        pending.comm.send({"type": "external_run", "id": pending.id,
-                           "execution_count": getattr(shell, "execution_count", None)})
+        from jupyter_ci.wire.comm import ExternalRun
+
+        pending.comm.send(encode(ExternalRun(pending.id,
+                                             getattr(shell, "execution_count", None))))
         pending.comm.close()
         return lines
 

@@ -125,3 +125,51 @@ class AskReused:
     pin: str
     ask_id: str
     protocol: int = PROTOCOL_VERSION
+
+
+@dataclass(frozen=True)
+class ExternalCell:
+    """An MCP client's code, for a page to show as a new cell first (docs/protocol.md §5)."""
+
+    type: ClassVar[Literal["external_cell"]] = "external_cell"
+    id: str
+    #: Who sent it ("mcp").
+    source: str
+    #: The notebook it is for.
+    path: str | None
+    code: str
+    protocol: int = PROTOCOL_VERSION
+
+
+@dataclass(frozen=True)
+class ExternalAck:
+    """A page's answer: it shows the cell (the one message a page sends the kernel)."""
+
+    type: ClassVar[Literal["external_ack"]] = "external_ack"
+    id: str
+
+
+@dataclass(frozen=True)
+class ExternalAcked:
+    """The kernel's echo of an acknowledgement, which the server waits for on IOPub."""
+
+    type: ClassVar[Literal["external_acked"]] = "external_acked"
+    id: str
+
+
+@dataclass(frozen=True)
+class ExternalRun:
+    """Sent in the code's own request, just before it runs: its outputs are the cell's."""
+
+    type: ClassVar[Literal["external_run"]] = "external_run"
+    id: str
+    #: The request's count (its execute_input came before).
+    execution_count: int | None
+
+
+@dataclass(frozen=True)
+class ExternalCancelled:
+    """The comm's close data when no page acknowledged the cell in time."""
+
+    type: ClassVar[Literal["external_cancelled"]] = "external_cancelled"
+    id: str
