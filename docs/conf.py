@@ -37,6 +37,8 @@ autodoc_default_options = {"members": True, "show-inheritance": True}
 nitpick_ignore_regex = [
     ("py:class", r"(collections\.abc|os|typing|httpx)\..*"),
     ("py:class", r"jupyter_ci\.client\.formats\.(ServerDefault|Tools)"),
+    # The wire's classes (jupyter_ci/wire; their JSON is in rest-api.md and protocol.md).
+    ("py:class", r"(JSONObject|jupyter_ci\.wire\..*)"),
 ]
 
 html_theme = "pydata_sphinx_theme"

@@ -1,7 +1,8 @@
 """The REST API's request bodies that have a fixed shape (server/openapi.json names them).
 
 The server reads each with the codec, strictly; what a value may hold beyond its type (a
-directory's name, the variables a session may set) the server checks after.
+directory's name, the variables a session may set) the server checks after. A field's
+`SCHEMA` metadata says it for openapi.json too; BODIES adds each body's own keywords.
 """
 
 from __future__ import annotations
@@ -10,19 +11,40 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from jupyter_ci.wire.codec import OMIT_IF
+from jupyter_ci.wire.rest import SCHEMA
+
+_ENV_NAME = {"$ref": "#/components/schemas/EnvName"}
+_NO_NUL = {"type": "string", "pattern": "^[^\\u0000]*$"}
 
 
 @dataclass(frozen=True)
 class NewSession:
     """POST /jupyter-ci/api/sessions: every field optional."""
 
-    #: A kernelspec name; omitted: the server's default.
+    #: A kernelspec name; omitted: the server's default. Where a box can run
+    #: (c.JupyterCI.session_sandbox 'auto' or 'always'), the kernel's `<name>-sandboxed`
+    #: kernelspec is started (`python3-sandboxed` for python3), or the kernelspec named if it
+    #: names the sandbox provisioner itself; a kernel without one is refused: 400 with reason
+    #: `sandbox_required`, naming the kernelspec to install and the setting that allows
+    #: unboxed sessions.
     kernel_name: str | None = None
     #: Extra environment variables of the session's kernel.
-    env: dict[str, str] | None = None
+    env: dict[str, str] | None = field(default=None, metadata={SCHEMA: {
+        "additionalProperties": {**_NO_NUL, "description": "No NUL character: a value with "
+                                 "one is a 400 (reason `bad_request`) naming its variable."},
+        "propertyNames": _ENV_NAME}})
     #: A plain name for the session's directory.
-    cwd_name: str | None = None
-    #: The language of the session's kernel ("python", "bash", "typescript", "r").
+    cwd_name: str | None = field(default=None, metadata={SCHEMA: {
+        "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"}})
+    #: The language of the session's kernel: the `language` of an installed kernelspec
+    #: ("python", "bash", "typescript", "r"), case-insensitive; "javascript", "js" and "ts"
+    #: name Deno's TypeScript kernel, "sh" bash. The server's default kernel is taken when it
+    #: runs that language. Unknown, or not the language of `kernel_name`: 400 with reason
+    #: `unknown_language` listing the installed languages. Only Python sessions take asks; a
+    #: session's `env` and directory apply in every language. Boxing
+    #: (c.JupyterCI.session_sandbox) takes the kernel's `<name>-sandboxed` kernelspec
+    #: (scripts/install-languages.sh writes them); where a box can run, a language whose
+    #: kernel has none is refused (400, `sandbox_required`), as a `kernel_name` is.
     language: str | None = None
 
 
@@ -36,14 +58,24 @@ class Execute:
 
     #: One cell's code: the reply is an Execution.
     code: str | None = field(default=None, metadata={OMIT_IF: None})
-    #: Several cells, run in order in one request, up to the first that does not end `ok`:
-    #: the reply is an ExecutionOfCells.
-    cells: tuple[str, ...] | None = field(default=None, metadata={OMIT_IF: None})
-    #: Seconds after which the run is interrupted; absent: the server's c.JupyterCI.timeout;
-    #: 0 or null: no deadline at all.
-    timeout: float | None = field(default=SERVER_TIMEOUT, metadata={OMIT_IF: SERVER_TIMEOUT})
-    #: Environment variables for this run only.
-    env: dict[str, str] | None = field(default=None, metadata={OMIT_IF: None})
+    #: Several cells, run in order in one request, back to back (no other request's run
+    #: between them), up to the first that does not end `ok`: the reply is an
+    #: ExecutionOfCells. `timeout` and `env` apply to each cell. All the cells together count
+    #: against c.JupyterCI.max_code_bytes (413 `code_too_large`, as over 1000 cells).
+    cells: tuple[str, ...] | None = field(default=None, metadata={
+        OMIT_IF: None, SCHEMA: {"minItems": 1, "maxItems": 1000}})
+    #: Seconds after which the run is interrupted (the session stays usable; status
+    #: `timeout`). Absent: the server's c.JupyterCI.timeout (60 s). 0 or null: no deadline at
+    #: all.
+    timeout: float | None = field(default=SERVER_TIMEOUT, metadata={
+        OMIT_IF: SERVER_TIMEOUT, SCHEMA: {"minimum": 0, "maximum": 86400}})
+    #: Environment variables for this run only: set before the code (Python: os.environ;
+    #: bash, JavaScript/TypeScript and R kernels: their own environment) and what they
+    #: replaced put back after it, also when it fails or times out. Checked as a session's
+    #: `env`; never recorded in the session's notebook. In a kernel of another language: 400
+    #: `env_not_supported`.
+    env: dict[str, str] | None = field(default=None, metadata={
+        OMIT_IF: None, SCHEMA: {"additionalProperties": _NO_NUL, "propertyNames": _ENV_NAME}})
 
 
 @dataclass(frozen=True)
@@ -51,11 +83,23 @@ class ApprovalAnswer:
     """POST .../approvals: the answer to a waiting question."""
 
     #: The waiting_for_user event's.
-    approval_id: str
-    #: run: as shown; edit: run `code` (or carry out `plan`) instead; skip: not this step;
-    #: stop: end the ask.
+    approval_id: str = field(metadata={SCHEMA: {"minLength": 1}})
+    #: run: run the code (or carry out the plan) as shown; edit: run `code` (or carry out
+    #: `plan`) instead, and the model is told it was edited; skip: do not run this step, the
+    #: model is told (not for a plan); stop: end the ask, nothing more runs.
     decision: Literal["run", "edit", "skip", "stop"]
     #: The edited code, with decision edit on a step.
     code: str | None = field(default=None, metadata={OMIT_IF: None})
     #: The edited plan, with decision edit on a plan.
     plan: str | None = field(default=None, metadata={OMIT_IF: None})
+
+
+#: The bodies whose schemas scripts/gen_wire.py writes into openapi.json, by schema name,
+#: with the keywords of the body as a whole (any other field is a 400).
+BODIES: dict[str, tuple[type, dict[str, object]]] = {
+    "NewSession": (NewSession, {"additionalProperties": False}),
+    "Execute": (Execute, {"additionalProperties": False,
+                          "oneOf": [{"required": ["code"]}, {"required": ["cells"]}],
+                          "description": "Exactly one of `code` and `cells` (else 400 "
+                          "`bad_field`)."}),
+    "ApprovalAnswer": (ApprovalAnswer, {"additionalProperties": False})}
