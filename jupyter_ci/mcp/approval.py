@@ -7,11 +7,16 @@ approve: the tool refuses an ask that would wait, and nothing runs.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from mcp.server.fastmcp import Context
 from mcp.types import ClientCapabilities, ElicitationCapability
 from pydantic import BaseModel, Field
+
+from jupyter_ci.mcp.shapes import Answer
+from jupyter_ci.wire.codec import WireError, decode
+from jupyter_ci.wire.events import WaitingForUser
 
 NEEDS_ELICITATION = (
     "This ask needs the user's approval before its code runs ({mode}), and this "
@@ -49,15 +54,14 @@ def can_elicit(ctx: Context[Any, Any, Any]) -> bool:
     return bool(ctx.session.check_client_capability(wanted))
 
 
-def message(event: dict[str, Any]) -> str:
+def message(event: WaitingForUser) -> str:
     """Return what the elicitation shows: the question and the code or plan it is about."""
-    question = str(event.get("question") or "Approve this step?")
-    if event.get("kind") == "plan":
-        return f"{question}\n\nProposed plan:\n{_cut(str(event.get('plan') or ''))}"
-    step = event.get("step")
-    title = f"Step {step}" if step is not None else "The next step"
+    question = event.question or "Approve this step?"
+    if event.kind == "plan":
+        return f"{question}\n\nProposed plan:\n{_cut(event.plan or '')}"
+    title = f"Step {event.step}" if event.step is not None else "The next step"
     return f"{question}\n\n{title} would run this code:\n```python\n" \
-        f"{_cut(str(event.get('code') or ''))}\n```"
+        f"{_cut(event.code or '')}\n```"
 
 
 def _cut(text: str) -> str:
@@ -66,9 +70,9 @@ def _cut(text: str) -> str:
     return text[:SHOWN_CHARS] + f"\n… [{len(text) - SHOWN_CHARS} more characters]"
 
 
-async def elicit(ctx: Context[Any, Any, Any], event: dict[str, Any]) -> dict[str, Any]:
+async def elicit(ctx: Context[Any, Any, Any], event: WaitingForUser) -> Answer:
     """Ask the MCP client's user; return the approval's answer (declined or dismissed: stop)."""
-    plan = event.get("kind") == "plan"
+    plan = event.kind == "plan"
     schema: type[StepAnswer] | type[PlanAnswer] = PlanAnswer if plan else StepAnswer
     text_field = "plan" if plan else "code"
     shown = message(event)
@@ -80,12 +84,15 @@ async def elicit(ctx: Context[Any, Any, Any], event: dict[str, Any]) -> dict[str
         decision = str(data.get("decision", "")).strip().lower()
         text = str(data.get(text_field) or "")
         if decision == "edit" and text.strip():
-            return {"decision": "edit", text_field: text}
+            return {"decision": "edit", "plan": text} if plan else \
+                {"decision": "edit", "code": text}
         if decision == "edit":  # said edit, gave nothing: asked again, not run as shown
             shown = f"An edit needs the new {text_field} in `{text_field}`.\n\n{message(event)}"
             continue
-        if decision == "run" or (decision == "skip" and not plan):
-            return {"decision": decision}
+        if decision == "run":
+            return {"decision": "run"}
+        if decision == "skip" and not plan:
+            return {"decision": "skip"}
         break
     return {"decision": "stop"}  # anything else runs nothing
 
@@ -96,11 +103,17 @@ class Approver:
     def __init__(self, ctx: Context[Any, Any, Any]) -> None:
         self.ctx, self.elicits = ctx, can_elicit(ctx)
         #: Questions that came though the client cannot elicit (the server's setting asked).
-        self.refused: list[dict[str, Any]] = []
+        self.refused: list[Mapping[str, object]] = []
 
-    async def __call__(self, event: dict[str, Any]) -> dict[str, Any]:
+    async def __call__(self, event: Mapping[str, object]) -> Answer:
         """Return the answer to one question (a waiting_for_user event with its approval_id)."""
-        if self.elicits:
-            return await elicit(self.ctx, event)
-        self.refused.append(event)
-        return {"decision": "stop"}
+        if not self.elicits:
+            self.refused.append(event)
+            return {"decision": "stop"}
+        try:
+            # Leniently, as the client reads a reply: a newer server may add fields.
+            question = decode(WaitingForUser, {**event, "type": "waiting_for_user"},
+                              lenient=True)
+        except WireError:
+            return {"decision": "stop"}  # a question we cannot show runs nothing
+        return await elicit(self.ctx, question)

@@ -206,6 +206,6 @@ class MCPHandler(ASGIHandler):
         await self._serve()
 
 
-def routes(door: MCPDoor) -> list[tuple[str, type[web.RequestHandler], dict[str, Any]]]:
+def routes(door: MCPDoor) -> list[tuple[str, type[web.RequestHandler], dict[str, MCPDoor]]]:
     """Return the MCP door's route, relative to the server's base_url."""
     return [(ROUTE, MCPHandler, {"door": door})]

@@ -18,6 +18,14 @@ from pydantic import Field
 from jupyter_ci.client import Execution
 from jupyter_ci.client.formats import raise_for
 from jupyter_ci.mcp import results
+from jupyter_ci.mcp.shapes import (
+    Contents,
+    JupyterSession,
+    Notebook,
+    OpenNotebook,
+    Output,
+    RunInNotebook,
+)
 from jupyter_ci.mcp.tools import Backend, Connection
 
 #: Characters of one output's text given back, and of one cell's source.
@@ -25,7 +33,7 @@ OUTPUT_CHARS = 4_000
 _IMAGES = ("image/png", "image/jpeg")
 
 
-def _joined(value: Any) -> str:
+def _joined(value: object) -> str:
     return "".join(value) if isinstance(value, list) else str(value or "")
 
 
@@ -36,7 +44,7 @@ def _clipped(value: str, limit: int = OUTPUT_CHARS) -> str:
     return f"{value[:half]}\n[… {len(value) - limit} characters cut …]\n{value[-half:]}"
 
 
-def output_text(output: dict[str, Any]) -> str:
+def output_text(output: Output) -> str:
     """Return what one nbformat output shows as text (images and HTML noted)."""
     kind = output.get("output_type")
     if kind == "stream":
@@ -49,7 +57,7 @@ def output_text(output: dict[str, Any]) -> str:
     return "[" + ", ".join(data) + " output]"
 
 
-def cells_content(notebook: dict[str, Any]) -> list[ContentBlock]:
+def cells_content(notebook: Notebook) -> list[ContentBlock]:
     """Render a notebook's cells and outputs as text, its images as image content."""
     lines: list[str] = []
     images: list[ContentBlock] = []
@@ -70,19 +78,26 @@ def cells_content(notebook: dict[str, Any]) -> list[ContentBlock]:
     return [TextContent(type="text", text=text), *images]
 
 
+def _open_notebook(session: JupyterSession) -> OpenNotebook:
+    kernel = session.get("kernel") or {}
+    return {"path": session.get("path"), "name": session.get("name"),
+            "type": session.get("type"),
+            "kernel": {"id": kernel.get("id"), "name": kernel.get("name"),
+                       "execution_state": kernel.get("execution_state"),
+                       "last_activity": kernel.get("last_activity")}}
+
+
 def notebook_tools(server: FastMCP[Connection], backend: Backend) -> None:
     """Add the tools over the user's own notebooks."""
 
     @server.tool(annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False))
-    async def list_notebooks(ctx: Context[Any, Connection, Any]) -> list[dict[str, Any]]:
+    async def list_notebooks(ctx: Context[Any, Connection, Any]) -> list[OpenNotebook]:
         """List the notebooks open in Jupyter with a running kernel (path, kernel name,
         kernel state)."""
         response = await backend.client(ctx).http.get("api/sessions")
         raise_for(response)
-        return [{"path": s.get("path"), "name": s.get("name"), "type": s.get("type"),
-                 "kernel": {k: (s.get("kernel") or {}).get(k) for k in (
-                     "id", "name", "execution_state", "last_activity")}}
-                for s in response.json()]
+        sessions: list[JupyterSession] = response.json()
+        return [_open_notebook(s) for s in sessions]
 
     @server.tool(annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False))
     async def read_notebook(ctx: Context[Any, Connection, Any], path: Annotated[
@@ -93,7 +108,7 @@ def notebook_tools(server: FastMCP[Connection], backend: Backend) -> None:
         response = await backend.client(ctx).http.get(
             f"api/contents/{quote(path.lstrip('/'))}", params={"content": "1"})
         raise_for(response)
-        model = response.json()
+        model: Contents = response.json()
         if model.get("type") != "notebook":
             return results.text(f"{path} is a {model.get('type')}, not a notebook.", True)
         return CallToolResult(content=cells_content(model.get("content") or {}))
@@ -112,7 +127,7 @@ def _run_tool(server: FastMCP[Connection], backend: Backend) -> None:
         is added as a new cell at the end of that notebook, with its outputs, so the user
         sees it; outputs come back as text and images. Refused, running nothing, when no
         JupyterLab page has the notebook open or jupyter-ci is not loaded in its kernel."""
-        body: dict[str, Any] = {"path": path, "code": code}
+        body: RunInNotebook = {"path": path, "code": code}
         if timeout:
             body["timeout"] = timeout
         response = await backend.client(ctx).http.post(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import base64
 import json
 import mimetypes
-from typing import Any
+from collections.abc import Mapping
 
 from mcp.types import (
     BlobResourceContents,
@@ -22,6 +22,7 @@ from pydantic import AnyUrl
 
 from jupyter_ci.agent.cost import AskUsage
 from jupyter_ci.client import Execution
+from jupyter_ci.mcp.shapes import Cell, Notebook
 
 #: Images of one run given back (PNG or JPEG), and the base64 characters of one at most.
 MAX_IMAGES = 8
@@ -71,20 +72,21 @@ def file_result(path: str, data: bytes) -> CallToolResult:
         return CallToolResult(content=[EmbeddedResource(type="resource", resource=blob)])
 
 
-def notebook_text(notebook: dict[str, Any]) -> str:
+def notebook_text(notebook: Notebook) -> str:
     """Return a session's notebook as JSON, its outputs dropped when it is too long to send."""
     whole = json.dumps(notebook)
     if len(whole) <= MAX_TEXT_CHARS:
         return whole
-    cells = [{**cell, "outputs": []} if cell.get("cell_type") == "code" else cell
-             for cell in notebook.get("cells", [])]
+    cells: list[Cell] = [{**cell, "outputs": []} if cell.get("cell_type") == "code" else cell
+                         for cell in notebook.get("cells", [])]
+    # nbformat's markdown cell: its metadata is a key shapes.Cell does not read.
     note = {"cell_type": "markdown", "metadata": {}, "source":
             f"[outputs dropped: the notebook is {len(whole)} characters, over the "
             f"{MAX_TEXT_CHARS} this tool sends; download files or re-run code to see them]"}
     return json.dumps({**notebook, "cells": [note, *cells]})[:MAX_TEXT_CHARS]
 
 
-def ask_result(result: dict[str, Any]) -> CallToolResult:
+def ask_result(result: Mapping[str, object]) -> CallToolResult:
     """Give an ask's final `result` event back: the answer, and how it ended."""
     status = str(result.get("status", "failed"))
     answer = str(result.get("answer") or "")
@@ -93,7 +95,7 @@ def ask_result(result: dict[str, Any]) -> CallToolResult:
         problem = result.get("error") or result.get("unresolved") or {}
         lines.append(f"[ask {status}: {_problem(problem)}]")
     steps = result.get("steps", 0)
-    count = steps if isinstance(steps, int) else len(steps)
+    count = steps if isinstance(steps, int) else len(steps) if isinstance(steps, list) else 0
     lines.append(f"[{count} step(s) ran in the session]")
     usage = result.get("usage")
     spent = AskUsage.from_json(usage).line() if isinstance(usage, dict) else ""
@@ -102,7 +104,7 @@ def ask_result(result: dict[str, Any]) -> CallToolResult:
     return text("\n".join(lines), error=status == "failed")
 
 
-def _problem(problem: Any) -> str:
+def _problem(problem: object) -> str:
     """Say why an ask did not end done: an error's type, message and hint as text."""
     if not isinstance(problem, dict) or not isinstance(problem.get("message"), str):
         return json.dumps(problem)
@@ -111,19 +113,24 @@ def _problem(problem: Any) -> str:
         f"\n{hint}" if isinstance(hint, str) and hint else "")
 
 
+def _seconds(milliseconds: object) -> float:
+    return milliseconds / 1000 if isinstance(milliseconds, int | float) else 0.0
+
+
 def _clip(value: str) -> str:
     value = " ".join(value.split())
     return value if len(value) <= PROGRESS_CHARS else value[:PROGRESS_CHARS - 1] + "…"
 
 
-def _output_message(data: dict[str, Any]) -> str:
-    output = data.get("output", {})
+def _output_message(data: Mapping[str, object]) -> str:
+    output = data.get("output")
+    output = output if isinstance(output, dict) else {}
     if output.get("output_type") == "stream":
         return f"step {data.get('step')} {output.get('name')}: {_clip(str(output['text']))}"
     if output.get("output_type") == "error":
         return f"step {data.get('step')} error: {output.get('ename')}: " \
             f"{_clip(str(output.get('evalue')))}"
-    mimes = ", ".join(output.get("data", {})) or "output"
+    mimes = ", ".join(output.get("data") or {}) or "output"
     return f"step {data.get('step')} displayed {mimes}"
 
 
@@ -133,7 +140,7 @@ class Narrator:
     def __init__(self) -> None:
         self.pending = ""
 
-    def messages(self, event: str, data: dict[str, Any]) -> list[str]:
+    def messages(self, event: str, data: Mapping[str, object]) -> list[str]:
         """Return the progress messages this event makes (often none, a few at most)."""
         if event == "text":
             self.pending += str(data.get("delta", ""))
@@ -144,7 +151,7 @@ class Narrator:
         return [*said, message] if message else said
 
     @staticmethod
-    def _message(event: str, data: dict[str, Any]) -> str | None:
+    def _message(event: str, data: Mapping[str, object]) -> str | None:
         if event == "ask_start":
             return f"asking {data.get('model')}"
         if event == "thinking":
@@ -156,7 +163,7 @@ class Narrator:
             return _output_message(data)
         if event == "step_end":
             return f"step {data.get('step')} ended: {data.get('status')} " \
-                f"({float(data.get('duration_ms', 0)) / 1000:.1f} s)"
+                f"({_seconds(data.get('duration_ms')):.1f} s)"
         if event == "warning":
             return f"warning: {_clip(str(data.get('message', '')))}"
         if event == "waiting_for_user":

@@ -12,10 +12,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, Protocol
+from typing import Annotated, Any, Literal, Protocol, cast
 
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.types import CallToolResult, ToolAnnotations
@@ -25,6 +25,7 @@ from jupyter_ci.client import AsyncClient, AsyncSession, CodeInterpreterError
 from jupyter_ci.client.formats import raise_for
 from jupyter_ci.mcp import results
 from jupyter_ci.mcp.approval import NEEDS_ELICITATION, Approver
+from jupyter_ci.mcp.shapes import FileEntry, SessionInfo
 
 INSTRUCTIONS = (
     "jupyter-ci runs Python in stateful Jupyter kernels (sessions): variables, imports and "
@@ -123,21 +124,22 @@ def _session_tools(server: FastMCP[Connection], backend: Backend) -> None:
             str | None, Field(description="A kernelspec name; omitted: the server's "
                               "default. Where the sandbox works every session is boxed: a "
                               "kernel without a sandboxed kernelspec is refused.")] = None,
-    ) -> dict[str, Any]:
+    ) -> SessionInfo:
         """Start a new Python session (a kernel with a working directory of its own) and
         make it this connection's default; return its info (id, sandboxed, ...)."""
         session = await backend.client(ctx).session(
             **({"kernel_name": kernel_name} if kernel_name else {}))
         _connection(ctx).default = session.id
         _connection(ctx).started.add(session.id)
-        return session.info
+        return cast(SessionInfo, session.info)  # the server's JSON (shapes.py)
 
     @server.tool(annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False))
-    async def list_sessions(ctx: Context[Any, Connection, Any]) -> list[dict[str, Any]]:
+    async def list_sessions(ctx: Context[Any, Connection, Any]) -> list[SessionInfo]:
         """List the server's sessions (id, kernel, status, sandboxed, ...)."""
         response = await backend.client(ctx).http.get("jupyter-ci/sessions")
         raise_for(response)
-        return list(response.json())
+        sessions: list[SessionInfo] = response.json()
+        return sessions
 
     @server.tool(annotations=ToolAnnotations(destructiveHint=True, openWorldHint=False))
     async def close_session(ctx: Context[Any, Connection, Any],
@@ -197,7 +199,7 @@ def _ask_tool(server: FastMCP[Connection], backend: Backend) -> None:
 
 
 async def _asked(ctx: Context[Any, Connection, Any],
-                 stream: AsyncIterator[tuple[str, dict[str, Any]]], approver: Approver
+                 stream: AsyncIterator[tuple[str, Mapping[str, object]]], approver: Approver
                  ) -> CallToolResult:
     """Report an ask's events as progress; return its result (or why it has none)."""
     narrator, sent = results.Narrator(), 0
@@ -222,14 +224,15 @@ def _file_tools(server: FastMCP[Connection], backend: Backend) -> None:
                                           "when `is_base64` is true.")],
             is_base64: Annotated[bool, Field(
                 description="Whether `content` is base64 (for binary files).")] = False,
-            session_id: SessionId = None) -> dict[str, Any]:
+            session_id: SessionId = None) -> FileEntry:
         """Write a file into the session's working directory; return its entry."""
         try:
             data = base64.b64decode(content, validate=True) if is_base64 \
                 else content.encode()
         except binascii.Error as error:
             raise ValueError(f"`content` is not valid base64: {error}") from None
-        return await (await _session(ctx, backend, session_id)).upload(path, data)
+        entry = await (await _session(ctx, backend, session_id)).upload(path, data)
+        return cast(FileEntry, entry)  # the server's JSON (shapes.py)
 
     @server.tool(annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False))
     async def download_file(ctx: Context[Any, Connection, Any], path: Annotated[
@@ -244,12 +247,13 @@ def _file_tools(server: FastMCP[Connection], backend: Backend) -> None:
 def _read_tools(server: FastMCP[Connection], backend: Backend) -> None:
     @server.tool(annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False))
     async def list_files(ctx: Context[Any, Connection, Any],
-                         session_id: SessionId = None) -> list[dict[str, Any]]:
+                         session_id: SessionId = None) -> list[FileEntry]:
         """List the files of the session's directory (path, size, mime)."""
         session = await _session(ctx, backend, session_id)
         response = await session.http.get(f"jupyter-ci/sessions/{session.id}/files")
         raise_for(response)
-        return list(response.json())
+        files: list[FileEntry] = response.json()
+        return files
 
     @server.tool(annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False))
     async def get_notebook(ctx: Context[Any, Connection, Any],
