@@ -39,7 +39,7 @@ from jupyter_ci.client.formats import (
 from jupyter_ci.client.results import Execution
 from jupyter_ci.client.sync import Timeout
 from jupyter_ci.wire.events import JSONObject
-from jupyter_ci.wire.rest import ApprovalReply, FileEntry, SessionInfo
+from jupyter_ci.wire.rest import ApprovalReply, FileEntry
 
 
 async def _checked(response: httpx.Response) -> httpx.Response:
@@ -58,9 +58,10 @@ class AsyncSession(Tools):
     """
 
     def __init__(self, http: httpx.AsyncClient, info: JSONObject) -> None:
-        #: The session's info as the server said it (SessionInfo's fields, and any newer).
+        #: The session's info as the server said it (SessionInfo's fields, and any newer);
+        #: attaching by id alone, {"id": ...} (refresh() reads the rest).
         self.info: JSONObject = info
-        self.http, self.id = http, read(SessionInfo, info).id
+        self.http, self.id = http, str(info["id"])
         self._base = f"jupyter-ci/sessions/{self.id}"
         self._answered: set[str] = set()  # approvals answered through this object
 
@@ -73,7 +74,8 @@ class AsyncSession(Tools):
     @property
     def cwd(self) -> str | None:
         """The session's working directory on the server (as its info said)."""
-        return read(SessionInfo, self.info).cwd or None
+        cwd = self.info.get("cwd")
+        return cwd if isinstance(cwd, str) else None
 
     async def execute(self, code: str, *, timeout: Timeout = SERVER_DEFAULT,
                       envs: dict[str, str] | None = None, on_stdout: OnText | None = None,
