@@ -20,9 +20,12 @@ import shutil
 import signal
 import time
 import uuid
+from dataclasses import dataclass, replace
 from logging import Logger
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
+
+from jupyter_ci.wire.codec import WireError, decode, encode
 
 try:
     import fcntl
@@ -32,6 +35,30 @@ except ImportError:  # Windows: no orphan handling
 KERNELS, SERVERS, LOST = ".kernels", ".servers", ".lost"
 #: Lost sessions remembered (for their 404) at most; the oldest are forgotten first.
 LOST_KEPT = 1024
+R = TypeVar("R", "KernelRecord", "LostRecord")
+
+
+@dataclass(frozen=True)
+class KernelRecord:
+    """A running session kernel, as `.kernels/<kernel id>.json` records it."""
+
+    server: str = ""
+    session: str = ""
+    directory: str = ""
+    connection_file: str = ""
+    started: float | None = None
+
+
+@dataclass(frozen=True)
+class LostRecord:
+    """A session lost to a server restart, as `.lost/<session id>.json` remembers it."""
+
+    session: str = ""
+    lost: float | None = None
+    #: Where its files are kept (None: removed, or their time is up).
+    kept: str | None = None
+    until: float | None = None
+    started: float | None = None
 
 
 class Orphans:
@@ -53,8 +80,8 @@ class Orphans:
             return
         try:
             self._claim()
-            entry = {"server": self.server, "session": sid, "directory": str(directory),
-                     "connection_file": connection_file or "", "started": time.time()}
+            entry = KernelRecord(self.server, sid, str(directory), connection_file or "",
+                                 time.time())
             _write(self.root / KERNELS / f"{kernel_id}.json", entry)
         except OSError as error:  # a record is a courtesy to the next start, not a need
             self.log.warning("jupyter-ci: cannot record session kernel %s: %s", kernel_id,
@@ -93,8 +120,8 @@ class Orphans:
             return self.lost()
         dead: dict[str, bool] = {}
         for path in sorted((self.root / KERNELS).glob("*.json")):
-            entry = _read(path)
-            server = str(entry.get("server", ""))
+            entry = _read(path, KernelRecord)
+            server = entry.server
             if server == self.server:
                 continue
             if server not in dead:
@@ -108,10 +135,10 @@ class Orphans:
         self.prune()
         return self.lost()
 
-    def _clear(self, kernel_id: str, entry: dict[str, Any]) -> None:
+    def _clear(self, kernel_id: str, entry: KernelRecord) -> None:
         """Kill a dead server's kernel, remove its connection file, keep or drop its files."""
-        connection = str(entry.get("connection_file") or "")
-        sid = str(entry.get("session") or kernel_id)
+        connection = entry.connection_file
+        sid = entry.session or kernel_id
         if connection:
             _kill_users(_private_folder(connection) or connection)
             with contextlib.suppress(OSError):
@@ -119,7 +146,7 @@ class Orphans:
             private = _private_folder(connection)
             if private:
                 shutil.rmtree(private, ignore_errors=True)
-        directory = Path(str(entry.get("directory") or ""))
+        directory = Path(entry.directory)
         kept: Path | None = None
         if directory.is_dir() and directory.parent == self.root:
             if self.keep_s > 0:
@@ -130,10 +157,9 @@ class Orphans:
                     kept = None
             shutil.rmtree(directory, ignore_errors=True)
         now = time.time()
-        _write(self.root / LOST / f"{sid}.json", {
-            "session": sid, "lost": now, "kept": str(kept) if kept else None,
-            "until": now + self.keep_s if kept else None,
-            "started": entry.get("started")})
+        _write(self.root / LOST / f"{sid}.json", LostRecord(
+            sid, now, str(kept) if kept else None, now + self.keep_s if kept else None,
+            entry.started))
         self.log.warning("jupyter-ci: session %s was left by a server that did not stop "
                          "(killed?): its kernel is cleared, its files %s", sid,
                          f"kept in {kept}" if kept else "removed")
@@ -143,15 +169,13 @@ class Orphans:
         folder = self.root / LOST
         if not folder.is_dir():
             return
-        records = sorted(folder.glob("*.json"), key=lambda p: _read(p).get("lost") or 0)
+        records = sorted(folder.glob("*.json"), key=lambda p: _read(p, LostRecord).lost or 0)
         now = time.time()
         for index, path in enumerate(records):
-            entry = _read(path)
-            until = entry.get("until")
-            if entry.get("kept") and isinstance(until, (int, float)) and until <= now:
+            entry = _read(path, LostRecord)
+            if entry.kept and entry.until is not None and entry.until <= now:
                 shutil.rmtree(folder / path.stem, ignore_errors=True)
-                entry["kept"] = None
-                _write(path, entry)
+                _write(path, replace(entry, kept=None))
             if index < len(records) - LOST_KEPT:
                 shutil.rmtree(folder / path.stem, ignore_errors=True)
                 path.unlink(missing_ok=True)
@@ -161,24 +185,23 @@ class Orphans:
         folder = self.root / LOST
         found = {}
         for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-            entry = _read(path)
-            found[path.stem] = _message(path.stem, entry)
+            found[path.stem] = _message(path.stem, _read(path, LostRecord))
         return found
 
 
-def _message(sid: str, entry: dict[str, Any]) -> str:
+def _message(sid: str, entry: LostRecord) -> str:
     """Tell a client what became of a session lost to a restart."""
-    when = _iso(entry.get("lost"))
-    files = (f"its files were kept in {entry['kept']} until {_iso(entry.get('until'))} "
-             "(c.JupyterCI.session_orphans_kept)" if entry.get("kept") else
+    when = _iso(entry.lost)
+    files = (f"its files were kept in {entry.kept} until {_iso(entry.until)} "
+             "(c.JupyterCI.session_orphans_kept)" if entry.kept else
              "its files are gone")
     return (f"The session {sid!r} was lost when the server restarted (at {when}; the server "
             "before was stopped without shutting its sessions down: killed or crashed): its "
             f"kernel and variables are gone, {files}. Start a new session.")
 
 
-def _iso(stamp: Any) -> str:
-    if not isinstance(stamp, (int, float)):
+def _iso(stamp: float | None) -> str:
+    if stamp is None:
         return "an unknown time"
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(stamp))
 
@@ -218,17 +241,17 @@ def _kill_users(needle: str) -> None:
             continue
 
 
-def _read(path: Path) -> dict[str, Any]:
+def _read(path: Path, kind: type[R]) -> R:
+    """Read a record (an unreadable or damaged one reads as empty: another server's crash)."""
     try:
-        found = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return found if isinstance(found, dict) else {}
+        return decode(kind, json.loads(path.read_text()), lenient=True)
+    except (OSError, ValueError, WireError):
+        return kind()
 
 
-def _write(path: Path, entry: dict[str, Any]) -> None:
+def _write(path: Path, entry: KernelRecord | LostRecord) -> None:
     """Write a record whole (a reader never sees half of it)."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     temp = path.with_name(f".{path.name}.{os.getpid()}")
-    temp.write_text(json.dumps(entry))
+    temp.write_text(json.dumps(encode(entry)))
     os.replace(temp, path)
