@@ -20,7 +20,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from jupyter_ci.kernel.protocol import Raw, as_object, current_request, parent_header
+from jupyter_ci.kernel.protocol import Raw, as_object, parent_header
 from jupyter_ci.wire.codec import WireError, decode, encode
 from jupyter_ci.wire.names import COMM_TARGET
 
@@ -105,7 +105,8 @@ class ExternalCells:
         if msg_id in self.passed:
             return lines
         pending = self.pending.get(str(meta.get("id")))
-        if pending is None or not pending.acked or current_request(shell).source != pending.code:
+        code = as_object(header.get("content")).get("code")
+        if pending is None or not pending.acked or code != pending.code:
             return ["raise RuntimeError('jupyter-ci: refused: this code was not shown as a "
                     "cell of the notebook first; nothing ran')\n"]
         del self.pending[pending.id]
