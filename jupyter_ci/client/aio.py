@@ -38,7 +38,9 @@ from jupyter_ci.client.formats import (
 )
 from jupyter_ci.client.results import Execution
 from jupyter_ci.client.sync import Timeout
+from jupyter_ci.wire.codec import encode
 from jupyter_ci.wire.events import JSONObject
+from jupyter_ci.wire.requests import Execute
 from jupyter_ci.wire.rest import ApprovalReply, FileEntry
 
 
@@ -100,7 +102,7 @@ class AsyncSession(Tools):
         limit = http_timeout(self.http.timeout, timeout, 1 if isinstance(code, str) else len(code))
         try:
             if not stream.listens:
-                response = await self.http.post(f"{self._base}/execute", json=body,
+                response = await self.http.post(f"{self._base}/execute", json=encode(body),
                                                 timeout=limit)
                 raise_for(response)
                 return executions_of(response.json())
@@ -108,10 +110,10 @@ class AsyncSession(Tools):
         except httpx.TimeoutException as error:
             raise gave_up(error) from error
 
-    async def _stream(self, body: JSONObject, limit: httpx.Timeout, stream: Stream
+    async def _stream(self, body: Execute, limit: httpx.Timeout, stream: Stream
                       ) -> list[Execution]:
         """Run a streaming execute, awaiting the callbacks that are coroutines."""
-        async with self.http.stream("POST", f"{self._base}/execute", json=body,
+        async with self.http.stream("POST", f"{self._base}/execute", json=encode(body),
                                     timeout=limit,
                                     headers={"Accept": "text/event-stream"}) as response:
             await _checked(response)
@@ -146,9 +148,8 @@ class AsyncSession(Tools):
     async def approve(self, approval_id: str, decision: Any = "run", *,
                       code: str | None = None, plan: str | None = None) -> JSONObject:
         """Answer a question by its approval_id: run, edit (`code` or `plan`), skip or stop."""
-        body = answer_body(approval_id, decision)
-        body.update({k: v for k, v in (("code", code), ("plan", plan)) if v is not None})
-        response = await self.http.post(f"{self._base}/approvals", json=body)
+        body = answer_body(approval_id, decision, code, plan)
+        response = await self.http.post(f"{self._base}/approvals", json=encode(body))
         raise_for(response)
         self._answered.add(approval_id)
         return as_json(read(ApprovalReply, response.json()))

@@ -17,7 +17,7 @@ import httpx
 from jupyter_ci.client.results import Execution
 from jupyter_ci.wire.codec import decode, encode
 from jupyter_ci.wire.events import JSONObject, WaitingForUser
-from jupyter_ci.wire.requests import SERVER_TIMEOUT, Execute
+from jupyter_ci.wire.requests import SERVER_TIMEOUT, ApprovalAnswer, Execute
 from jupyter_ci.wire.rest import ErrorReply, ExecutionOfCells, FileEntry, SessionInfo
 from jupyter_ci.wire.rest import Execution as WireExecution
 
@@ -133,7 +133,7 @@ class Stream:
                  on_output: OnOutput | None) -> None:
         self.callbacks = {"stdout": on_stdout, "stderr": on_stderr}
         self.on_output = on_output
-        self.reply: JSONObject | None = None  # the `result` event's data
+        self.result: WireExecution | ExecutionOfCells | None = None  # its `result` event's
 
     @property
     def listens(self) -> bool:
@@ -143,8 +143,8 @@ class Stream:
 
     def executions(self) -> list[Execution]:
         """Return the streamed run's Executions (its `result`), once it ended."""
-        assert self.reply is not None, "the stream ended without a result"
-        return executions_of(self.reply)
+        assert self.result is not None, "the stream ended without a result"
+        return runs_of(self.result)
 
     def take(self, event: str, data: JSONObject) -> list[Any]:
         """Take one event; return what the callbacks returned (awaitables, for async ones)."""
@@ -156,7 +156,7 @@ class Stream:
             if self.on_output is not None:
                 called.append(self.on_output(data))
         elif event == "result":
-            self.reply = data
+            self.result = result_of(data)
         elif event == "error":
             said = read(ErrorReply, data)
             raise error_of(404 if said.reason == "unknown_session" else 409, said.reason,
@@ -181,13 +181,17 @@ def ask_body(prompt: str, approve: str | None, options: JSONObject) -> JSONObjec
     return {"prompt": prompt, **({"approve": approve} if approve else {}), **options}
 
 
-def answer_body(approval_id: str, decision: Any) -> JSONObject:
+def answer_body(approval_id: str, decision: Any, code: str | None = None,
+                plan: str | None = None) -> ApprovalAnswer:
     """Return the body answering an approval with what a callback (or a caller) decided."""
     body = {"decision": decision} if isinstance(decision, str) else decision
     if not isinstance(body, dict) or body.get("decision") not in DECISIONS:
         raise ValueError(f"An approval's answer is one of {', '.join(DECISIONS)}, or a dict "
                          f"such as {{'decision': 'edit', 'code': '...'}}; not {decision!r}.")
-    return {**body, "approval_id": approval_id}
+    texts = {k: v for k, v in (("code", code), ("plan", plan)) if v is not None}
+    # Strict: a field the server does not know, or a code that is no string, is a
+    # ValueError naming it here rather than a 400 from the server.
+    return decode(ApprovalAnswer, {**body, **texts, "approval_id": approval_id})
 
 
 class Approving:
@@ -242,14 +246,13 @@ def raise_for(response: httpx.Response) -> None:
 
 
 def execute_body(code: str | list[str], timeout: float | ServerDefault | None,
-                 envs: dict[str, str] | None) -> JSONObject:
+                 envs: dict[str, str] | None) -> Execute:
     """Return an execute's body (a list of cells: `cells`); a timeout of None or 0 is sent
     as null: no deadline."""
-    body = Execute(code if isinstance(code, str) else None,
+    return Execute(code if isinstance(code, str) else None,
                    None if isinstance(code, str) else tuple(code),
                    SERVER_TIMEOUT if isinstance(timeout, ServerDefault) else timeout or None,
                    dict(envs) if envs else None)
-    return typing.cast(JSONObject, encode(body))
 
 
 def read(cls: type[T], reply: object) -> T:
@@ -280,11 +283,22 @@ def approvals_of(reply: object) -> list[JSONObject]:
     return [as_json(event) for event in waiting]
 
 
-def executions_of(reply: JSONObject) -> list[Execution]:
+def result_of(reply: object) -> WireExecution | ExecutionOfCells:
+    """Read an execute's reply: an ExecutionOfCells for `cells`, else one Execution."""
+    if isinstance(reply, dict) and "results" in reply:
+        return read(ExecutionOfCells, reply)
+    return read(WireExecution, reply)
+
+
+def runs_of(result: WireExecution | ExecutionOfCells) -> list[Execution]:
     """Return an execute's Executions: one for `code`, one per cell run for `cells`."""
-    if "results" in reply:
-        return [Execution.of(result) for result in read(ExecutionOfCells, reply).results]
-    return [Execution.of(read(WireExecution, reply))]
+    runs = result.results if isinstance(result, ExecutionOfCells) else (result,)
+    return [Execution.of(run) for run in runs]
+
+
+def executions_of(reply: object) -> list[Execution]:
+    """Return the Executions of an execute's JSON reply."""
+    return runs_of(result_of(reply))
 
 
 def http_timeout(default: httpx.Timeout, timeout: float | ServerDefault | None, cells: int = 1

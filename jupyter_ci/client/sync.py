@@ -37,7 +37,9 @@ from jupyter_ci.client.formats import (
     tool_result,
 )
 from jupyter_ci.client.results import Execution
+from jupyter_ci.wire.codec import encode
 from jupyter_ci.wire.events import JSONObject
+from jupyter_ci.wire.requests import Execute
 from jupyter_ci.wire.rest import ApprovalReply, FileEntry
 
 Timeout = float | ServerDefault | None
@@ -99,17 +101,17 @@ class Session(Tools):
         limit = http_timeout(self.http.timeout, timeout, 1 if isinstance(code, str) else len(code))
         try:
             if not stream.listens:
-                response = self.http.post(f"{self._base}/execute", json=body, timeout=limit)
+                response = self.http.post(f"{self._base}/execute", json=encode(body), timeout=limit)
                 raise_for(response)
                 return executions_of(response.json())
             return self._stream(body, limit, stream)
         except httpx.TimeoutException as error:
             raise gave_up(error) from error
 
-    def _stream(self, body: JSONObject, limit: httpx.Timeout, stream: Stream
+    def _stream(self, body: Execute, limit: httpx.Timeout, stream: Stream
                 ) -> list[Execution]:
         """Run a streaming execute, calling back as its events come."""
-        with self.http.stream("POST", f"{self._base}/execute", json=body, timeout=limit,
+        with self.http.stream("POST", f"{self._base}/execute", json=encode(body), timeout=limit,
                               headers={"Accept": "text/event-stream"}) as response:
             raise_for(response)
             for event, data in events(response.iter_lines()):
@@ -146,9 +148,8 @@ class Session(Tools):
     def approve(self, approval_id: str, decision: Any = "run", *, code: str | None = None,
                 plan: str | None = None) -> JSONObject:
         """Answer a question by its approval_id: run, edit (`code` or `plan`), skip or stop."""
-        body = answer_body(approval_id, decision)
-        body.update({k: v for k, v in (("code", code), ("plan", plan)) if v is not None})
-        response = self.http.post(f"{self._base}/approvals", json=body)
+        body = answer_body(approval_id, decision, code, plan)
+        response = self.http.post(f"{self._base}/approvals", json=encode(body))
         raise_for(response)
         self._answered.add(approval_id)
         return as_json(read(ApprovalReply, response.json()))

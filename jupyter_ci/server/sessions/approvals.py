@@ -127,16 +127,16 @@ class Approvals:
             self.answered.popitem(last=False)
 
 
-def _no_id(body: JSONObject) -> None:
+def _no_id(body: object) -> None:
     raise Refused(400, "bad_field", "'approval_id' (the waiting_for_user event's) is required.")
 
 
-def _bad_decision(body: JSONObject) -> None:
+def _bad_decision(body: object) -> None:
     raise Refused(400, "bad_field", f"'decision' must be one of {', '.join(DECISIONS)}.")
 
 
 def _not_text(name: str) -> Check:
-    def check(body: JSONObject) -> None:
+    def check(body: object) -> None:
         raise Refused(400, "bad_field", f"'{name}' must be a string.")
     return check
 

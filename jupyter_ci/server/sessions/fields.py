@@ -123,7 +123,7 @@ def validate_env(env: Any) -> dict[str, str]:
 MAX_CELLS = 1000
 
 
-def _cells_check(body: JSONObject) -> None:
+def _cells_check(body: object) -> None:
     """Refuse `cells` that are not a non-empty list of strings."""
     raise Refused(400, "bad_field", "'cells' must be a non-empty list of strings, each a cell's "
                   "code.")
