@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from jupyter_ci._version import __version__
+
+if TYPE_CHECKING:
+    from jupyter_server.extension.application import ExtensionApp
 
 __all__ = ["__version__"]
 
@@ -20,7 +23,14 @@ def _jupyter_labextension_paths() -> list[dict[str, str]]:
     return [{"src": "labextension", "dest": "jupyter-ci"}]
 
 
-def _jupyter_server_extension_points() -> list[dict[str, Any]]:
+class _ExtensionPoint(TypedDict):
+    """What Jupyter Server loads: the module, and its extension app."""
+
+    module: str
+    app: type[ExtensionApp]
+
+
+def _jupyter_server_extension_points() -> list[_ExtensionPoint]:
     from jupyter_ci.server.app import JupyterCIApp
 
     return [{"module": "jupyter_ci.server.app", "app": JupyterCIApp}]

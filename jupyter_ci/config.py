@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
 
 from traitlets import (
     Bool,
@@ -189,7 +188,7 @@ class JupyterCI(Settings):
     ).tag(config=True)
 
     @validate("prices")
-    def _check_prices(self, proposal: Bunch) -> dict[str, Any]:
+    def _check_prices(self, proposal: Bunch) -> dict[str, object]:
         try:
             parse_prices(proposal["value"])
         except PriceError as error:
@@ -237,7 +236,7 @@ class JupyterCI(Settings):
         return os.environ.get("JUPYTER_CI_RECORD_DIR", "")
 
     @default("prices")
-    def _prices_default(self) -> dict[str, Any]:
+    def _prices_default(self) -> dict[str, object]:
         # A kernel under a server prices as the server does (app.py publishes its table).
         try:
             published = json.loads(os.environ.get(ENV_PRICES, "") or "{}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from traitlets import Bool, Enum, Float, Int, List, Unicode, Union
+from traitlets import Bool, Enum, Float, Int, List, TraitType, Unicode, Union
 from traitlets.config import Config, Configurable
 
 #: The config section every jupyter-ci setting is read from.
@@ -27,7 +27,7 @@ class Settings(Configurable):
         return [SECTION]
 
     def _load_config(self, cfg: Config, section_names: list[str] | None = None,
-                     traits: dict[str, Any] | None = None) -> None:
+                     traits: dict[str, TraitType[Any, Any]] | None = None) -> None:
         # Another service's setting in the shared section is not "unrecognized" here.
         section = cfg.get(SECTION)
         if isinstance(section, Config):

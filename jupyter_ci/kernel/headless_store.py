@@ -20,9 +20,9 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from jupyter_ci.kernel.signing import mac, mac_ok
 from jupyter_ci.wire.names import DATA_FOLDER
@@ -80,7 +80,7 @@ def key_of(source: str) -> str:
     return hashlib.sha256(source.strip().encode("utf-8", "surrogatepass")).hexdigest()[:40]
 
 
-def _body(entry: dict[str, Any]) -> bytes:
+def _body(entry: Mapping[str, object]) -> bytes:
     return json.dumps(entry, sort_keys=True, ensure_ascii=False).encode()
 
 
@@ -123,13 +123,14 @@ def load(source: str) -> Kept | None:
     return Kept(tuple(steps), tuple(_answers(entry)))
 
 
-def _answers(entry: dict[str, Any]) -> list[KeptAnswer]:
+def _answers(entry: Mapping[str, object]) -> list[KeptAnswer]:
     """Read the kept answers; version 1 kept one, with nothing to tell what it describes."""
     if entry.get("version") == 1:
         return [KeptAnswer(str(entry.get("answer", "")), str(entry.get("model", "")), "", (),
                            str(entry.get("created", "")))]
     found = []
-    for item in entry.get("answers") or []:
+    items = entry.get("answers")
+    for item in items if isinstance(items, list) else []:
         outputs = item.get("outputs") if isinstance(item, dict) else None
         if isinstance(outputs, list) and all(isinstance(o, str) for o in outputs):
             found.append(KeptAnswer(str(item.get("answer", "")), str(item.get("model", "")),

@@ -26,6 +26,7 @@ from jupyter_ci.agent.loop import AskLoop, CallModel, Limits
 from jupyter_ci.agent.memory import Memory
 from jupyter_ci.agent.prompts import system_prompt
 from jupyter_ci.agent.secrets import Redactor
+from jupyter_ci.agent.types import CodeResult
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.kernel import headless_store, rerun, reuse, safe_markdown
 from jupyter_ci.kernel.answer_links import link_files
@@ -116,7 +117,7 @@ class AskMagics(Magics):
         journal = self._journal(ask, phash, info.has_frontend, opts.show_context)
         life = AskLife(ask.ask_id, ask.prompt, model.id, loop, journal, self.memory)
         life.start(retiring.note(model.id))
-        results: dict[str, Any] = {}
+        results: dict[str, CodeResult] = {}
         outcome = self._drive(life, model, folder, results)
         self._ran(info, ask, loop)
         if outcome.error is not None:
@@ -244,7 +245,7 @@ class AskMagics(Magics):
                 "notebook still runs top to bottom after a restart.")
 
     def _drive(self, life: AskLife, model: ChatModel, folder: Path | None,
-               results: dict[str, Any]) -> Outcome:
+               results: dict[str, CodeResult]) -> Outcome:
         """Drive the ask in this kernel: its steps run here, its questions go to stdin."""
         from jupyter_ci.kernel.executor import ShellExecutor
 

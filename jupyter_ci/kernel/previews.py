@@ -13,7 +13,7 @@ import itertools
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -229,7 +229,7 @@ def _is_records(value: Any) -> bool:
         isinstance(item, dict) for item in value[:INFER_ROWS])
 
 
-def _columnar(data: dict[str, Any]) -> bool:
+def _columnar(data: Mapping[str, object]) -> bool:
     lengths = {len(v) for v in data.values() if isinstance(v, list)}
     return bool(data) and len(lengths) == 1 and all(isinstance(v, list) for v in data.values())
 

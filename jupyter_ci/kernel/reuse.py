@@ -8,8 +8,8 @@ with none at hand a `--pin` that matches the prompt stands for it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from jupyter_ci.agent.memory import Memory
 from jupyter_ci.kernel.options import AskOptions
@@ -41,7 +41,7 @@ UNVERIFIED_NOTE = ("*The answer saved with this cell was not signed by your jupy
                    "written elsewhere or edited), so it is not reused: asking the model.*")
 
 
-def reuse(opts: AskOptions, info: RequestInfo, phash: str, namespace: dict[str, Any],
+def reuse(opts: AskOptions, info: RequestInfo, phash: str, namespace: Mapping[str, object],
           memory: Memory) -> bool:
     """Show the recorded answer and say so to memory; False when the model must be asked.
 

@@ -13,9 +13,13 @@ from __future__ import annotations
 
 import base64
 import re
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from jupyter_ci.kernel.safe_markdown import is_local_url, to_html
+
+if TYPE_CHECKING:
+    from jupyter_ci.wire.nbformat import MimeBundle
 
 #: MIME types that are data for a renderer, never code: kept as they are.
 _DATA = re.compile(
@@ -61,7 +65,7 @@ def _text(value: Any) -> str:
     return "".join(value) if isinstance(value, list) else str(value)
 
 
-def inert_bundle(data: dict[str, Any]) -> dict[str, Any]:
+def inert_bundle(data: Mapping[str, object]) -> MimeBundle:
     """Return a display's MIME bundle with nothing in it that runs as code."""
     kept = {mime: value for mime, value in data.items() if _DATA.fullmatch(mime)}
     if "text/html" in data:

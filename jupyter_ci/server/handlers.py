@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from logging import Logger
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tornado import web
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 def routes(
     ci: ServerSettings, service: ModelService, client: httpx.AsyncClient, log: Logger,
     sessions: SessionManager, publish: Callable[[], None], mcp: MCPDoor | None = None,
-) -> list[tuple[str, type[web.RequestHandler], dict[str, Any]]]:
+) -> list[tuple[str, type[web.RequestHandler], dict[str, object]]]:
     """Return the extension's routes, relative to the server's base_url."""
     return [*broker_routes(ci, service, client, log, publish), *session_routes(ci, sessions),
             *(mcp_routes(mcp) if mcp is not None else [])]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+from collections.abc import MutableMapping
 from typing import Any
 
 from jupyter_server.gateway.connections import GatewayWebSocketConnection
@@ -109,7 +110,7 @@ class KernelWebsockets(Configurable):
         "delayed ACK (default: True)."))
 
 
-def install_low_latency(settings: dict[str, Any], enabled: bool = True) -> None:
+def install_low_latency(settings: MutableMapping[str, object], enabled: bool = True) -> None:
     """Make the server's kernel websockets send at once (its web app's settings)."""
     from jupyter_ci.server import gateway  # its client reads the same switch
 

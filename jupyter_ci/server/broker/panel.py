@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TypedDict
 
 from jupyter_ci import providers
 from jupyter_ci.server.broker.broker import Provider
@@ -31,6 +31,24 @@ def no_model(names: Sequence[str]) -> str:
     )
 
 
+class KeyableProvider(TypedDict):
+    """A provider the panel's key form offers."""
+
+    name: str
+    label: str
+    configured: bool
+    keyless_with_url: bool
+
+
+class PanelJSON(TypedDict):
+    """The JSON of GET /jupyter-ci/config."""
+
+    models: list[str]
+    default_model: str | None
+    problem: str | None
+    providers: list[KeyableProvider]
+
+
 @dataclass(frozen=True)
 class PanelConfig:
     """The body of GET /jupyter-ci/config."""
@@ -38,12 +56,14 @@ class PanelConfig:
     models: list[str] = field(default_factory=list)
     default_model: str | None = None
     problem: str | None = None
-    #: What the panel's key form offers: {name, label, configured, keyless_with_url}.
-    providers: list[dict[str, Any]] = field(default_factory=list)
+    #: What the panel's key form offers.
+    providers: list[KeyableProvider] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
-        """Return the JSON-ready dict."""
-        return asdict(self)
+    def to_json(self) -> PanelJSON:
+        """Return the JSON-ready dict (copies: the caller may add to it)."""
+        return {"models": list(self.models), "default_model": self.default_model,
+                "problem": self.problem,
+                "providers": [KeyableProvider(**p) for p in self.providers]}
 
 
 def panel_config(model: str, models: Sequence[str], configured: Sequence[Provider]
@@ -62,6 +82,7 @@ def panel_config(model: str, models: Sequence[str], configured: Sequence[Provide
     elif not offered:
         problem = no_model([p.name for p in configured])
     names = {p.name for p in configured}
-    keyable = [{"name": spec.name, "label": spec.label, "configured": spec.name in names,
-                "keyless_with_url": spec.keyless_with_url} for spec in providers.configurable()]
+    keyable = [KeyableProvider(name=spec.name, label=spec.label, configured=spec.name in names,
+                               keyless_with_url=spec.keyless_with_url)
+               for spec in providers.configurable()]
     return PanelConfig(offered, default, problem, keyable)

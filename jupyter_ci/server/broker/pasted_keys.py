@@ -8,10 +8,10 @@ own words: never the key, nor the provider's error text (which may quote part of
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from logging import Logger
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from jupyter_ci.config import JupyterCI
 from jupyter_ci.server.broker.broker import Broker, Provider
@@ -23,7 +23,7 @@ from jupyter_ci.server.broker.keys import (
     read_key_file,
     remember_keys,
 )
-from jupyter_ci.server.broker.panel import panel_config
+from jupyter_ci.server.broker.panel import PanelJSON, panel_config
 from jupyter_ci.server.broker.upstream import why_failed
 
 if TYPE_CHECKING:
@@ -32,6 +32,26 @@ if TYPE_CHECKING:
 #: Seconds the check may take: the Save button waits for it.
 CHECK_TIMEOUT = 10.0
 KEYS_BODY = 'Send JSON {"provider": "openai", "key": "…", "base_url": "", "remember": false}.'
+
+
+class KeyCheckJSON(TypedDict):
+    """The JSON of a KeyCheck."""
+
+    ok: bool
+    message: str
+
+
+class KeyAccepted(PanelJSON):
+    """The reply to a pasted key: the panel config, where it was saved, what the check said."""
+
+    saved: str
+    check: KeyCheckJSON
+
+
+class KeyRemoved(PanelJSON):
+    """The reply to a removed key: the panel config and what was removed where."""
+
+    removed: str
 
 
 class KeyRefused(BadRequest):
@@ -45,9 +65,9 @@ class KeyCheck:
     ok: bool
     message: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> KeyCheckJSON:
         """Return the JSON-ready dict."""
-        return asdict(self)
+        return {"ok": self.ok, "message": self.message}
 
 
 def _models_path(provider: Provider) -> str | None:
@@ -115,8 +135,8 @@ def _remember(ci: JupyterCI, provider: Provider, log: Logger) -> str:
     return f"saved to {path}"
 
 
-async def accept_key(body: Any, ci: JupyterCI, broker: Broker, client: httpx.AsyncClient,
-                     log: Logger) -> dict[str, Any]:
+async def accept_key(body: object, ci: JupyterCI, broker: Broker, client: httpx.AsyncClient,
+                     log: Logger) -> KeyAccepted:
     """Check a pasted key, hold it (and remember it on request); return the panel's reply.
 
     Raise BadRequest (a 400 whose message names no value) when it cannot work.
@@ -131,10 +151,8 @@ async def accept_key(body: Any, ci: JupyterCI, broker: Broker, client: httpx.Asy
     saved = _remember(ci, provider, log) if body.get("remember") is True else ""
     log.info("jupyter-ci: %s credentials set from the panel (in memory%s)",
              provider.spec.label, f"; {saved}" if saved else "")
-    reply = panel_config(ci.model, ci.models, broker.configured()).to_json()
-    reply["saved"] = saved
-    reply["check"] = check.to_json()
-    return reply
+    return KeyAccepted(**panel_config(ci.model, ci.models, broker.configured()).to_json(),
+                       saved=saved, check=check.to_json())
 
 
 def _unremember(ci: JupyterCI, provider: Provider, log: Logger) -> str:
@@ -154,7 +172,7 @@ def _unremember(ci: JupyterCI, provider: Provider, log: Logger) -> str:
     return f" Removed from {path} too."
 
 
-def remove_key(name: str, ci: JupyterCI, broker: Broker, log: Logger) -> dict[str, Any]:
+def remove_key(name: str, ci: JupyterCI, broker: Broker, log: Logger) -> KeyRemoved:
     """Forget a provider's key and base URL, in memory and in the key file; return the reply.
 
     Raise BadRequest for an unknown provider.
@@ -166,6 +184,5 @@ def remove_key(name: str, ci: JupyterCI, broker: Broker, log: Logger) -> dict[st
                f"the environment that starts JupyterLab ({spec.key_var}, "
                f"{spec.url_var}) comes back when it restarts.")
     log.info("jupyter-ci: %s credentials removed from the panel", spec.label)
-    reply = panel_config(ci.model, ci.models, broker.configured()).to_json()
-    reply["removed"] = removed
-    return reply
+    return KeyRemoved(**panel_config(ci.model, ci.models, broker.configured()).to_json(),
+                      removed=removed)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from logging import Logger
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tornado import web
 
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 def routes(ci: JupyterCI, service: ModelService, client: httpx.AsyncClient, log: Logger,
            publish: Callable[[], None]
-           ) -> list[tuple[str, type[web.RequestHandler], dict[str, Any]]]:
+           ) -> list[tuple[str, type[web.RequestHandler], dict[str, object]]]:
     """Return the broker's routes; `publish` tells new kernels what a pasted key changed."""
     broker = service.broker
     return [

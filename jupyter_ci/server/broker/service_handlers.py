@@ -25,13 +25,15 @@ from jupyter_ci.server.broker.errors import BodyTooLarge, BrokerError
 from jupyter_ci.server.broker.model_service import TOOLS, ModelService
 from jupyter_ci.server.jsonbody import BadJSON, parse_json
 from jupyter_ci.server.streams import JsonLines, StreamWriter
+from jupyter_ci.wire.codec import encode
+from jupyter_ci.wire.turn import ErrorLine, TurnError
 
 #: HTTP status of an ask error answered before the stream starts.
 _STATUS = {LimitReached: 429, ModelConfigError: 400}
 
 
 class _KernelRoute(web.RequestHandler):
-    """A route kernels call with their credential; errors are JSON {"error": {...}}."""
+    """A route kernels call with their credential; errors are JSON wire.turn.ErrorLine."""
 
     def check_xsrf_cookie(self) -> None:
         """Skip XSRF: these routes never read cookies, so a forged request has no credential."""
@@ -40,7 +42,7 @@ class _KernelRoute(web.RequestHandler):
         """Finish with an error body the kernel's client turns into the ask error `kind`."""
         self.set_status(status)
         self.set_header("Content-Type", "application/json")
-        self.finish(json.dumps({"error": {"type": kind, "message": message, "hint": hint}}))
+        self.finish(json.dumps(encode(ErrorLine(TurnError(kind, message, hint)))))
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         """Answer tornado's own errors (bad method, a bug) in JSON, without details."""
@@ -181,7 +183,7 @@ class TurnHandler(_KernelRoute):
 
 
 def service_routes(ci: JupyterCI, service: ModelService, log: Logger
-                   ) -> list[tuple[str, type[web.RequestHandler], dict[str, Any]]]:
+                   ) -> list[tuple[str, type[web.RequestHandler], dict[str, object]]]:
     """Return the kernels' routes (also served on the private socket of sandboxed kernels)."""
     return [
         (rf"/{BROKER_ROUTE}/{INFO_PATH}", InfoHandler, {"ci": ci, "broker": service.broker}),

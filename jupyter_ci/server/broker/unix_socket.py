@@ -50,7 +50,7 @@ LOG_EVERY = 60.0
 #: The peer's address of a box's connections, as tornado's logs would name it.
 BOX_PEER = ("a jupyter-ci box",)
 
-Routes = list[tuple[str, type[web.RequestHandler], dict[str, Any]]]
+Routes = list[tuple[str, type[web.RequestHandler], dict[str, object]]]
 
 
 class _Shortage:

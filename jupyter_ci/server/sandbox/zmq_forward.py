@@ -24,8 +24,9 @@ import json
 import os
 import socket
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from jupyter_ci.server.sandbox.forward import die_with, splice
 
@@ -50,13 +51,21 @@ def free_ports(count: int) -> list[int]:
             sock.close()
 
 
-def tcp_connection(info: dict[str, Any], ports: list[int]) -> dict[str, Any]:
+def port_of(info: Mapping[str, object], key: str) -> int:
+    """Return a channel's port in a connection file (a number, or its digits)."""
+    port = info[key]
+    if not isinstance(port, int | str):
+        raise ValueError(f"the connection file's {key} is not a port: {port!r}")
+    return int(port)
+
+
+def tcp_connection(info: Mapping[str, object], ports: list[int]) -> dict[str, object]:
     """Return the kernel's connection info: the ipc one's key, over TCP on `ports`."""
     return {**info, "transport": "tcp", "ip": "127.0.0.1",
             **dict(zip(CHANNELS, ports, strict=True))}
 
 
-def bind_ipc(info: dict[str, Any]) -> dict[int, socket.socket]:
+def bind_ipc(info: Mapping[str, object]) -> dict[int, socket.socket]:
     """Listen on the ipc path of each channel (`<ip>-<port>`), replacing stale sockets."""
     listeners: dict[int, socket.socket] = {}
     for key in CHANNELS:
@@ -67,7 +76,7 @@ def bind_ipc(info: dict[str, Any]) -> dict[int, socket.socket]:
         sock.bind(path)
         os.chmod(path, 0o600)
         sock.listen(64)
-        listeners[int(info[key])] = sock
+        listeners[port_of(info, key)] = sock
     return listeners
 
 
@@ -123,13 +132,14 @@ def main(argv: list[str] | None = None) -> NoReturn:
     parser.add_argument("--tcp", required=True, help="the TCP connection file to write")
     parser.add_argument("command", nargs="+", help="the kernel's command (after --)")
     args = parser.parse_args(argv)
-    info = json.loads(Path(args.conn).read_text())
+    info: Mapping[str, object] = json.loads(Path(args.conn).read_text())
     ports = free_ports(len(CHANNELS))
     tcp = Path(args.tcp)
     tcp.write_text(json.dumps(tcp_connection(info, ports)))
     tcp.chmod(0o600)
     listeners = bind_ipc(info)
-    routes = {listeners[int(info[key])]: port for key, port in zip(CHANNELS, ports, strict=True)}
+    routes = {listeners[port_of(info, key)]: port
+              for key, port in zip(CHANNELS, ports, strict=True)}
     kernel = os.getpid()
     if os.fork() == 0:
         _child(routes, kernel)
