@@ -5,6 +5,7 @@
 import type { ICellModel, ICodeCellModel } from '@jupyterlab/cells';
 import type * as nbformat from '@jupyterlab/nbformat';
 import type { INotebookModel } from '@jupyterlab/notebook';
+import type { PartialJSONObject } from '@lumino/coreutils';
 
 import { attemptOf, generatedRecordJSON, IGeneratedRecord, newGeneratedRecord } from './cells';
 import {
@@ -16,6 +17,7 @@ import {
   writeGeneratedRecord
 } from './notebookcells';
 import { IStepEnd, METADATA_KEY, ProgressMessage } from './protocol';
+import type { IWireAskRecord } from './protocol.generated';
 import type { TrustGuard } from './trust';
 
 /**
@@ -241,7 +243,7 @@ export class AskCells {
   }
 
   /** Write the ask record into the `%%ask` cell's metadata (putting the cell back if gone). */
-  writeRecord(record: Record<string, unknown> | null): void {
+  writeRecord(record: IWireAskRecord | null): void {
     if (findCell(this._model, this.askCellId) === null) {
       // Deleted after its steps were placed: back above them, so they stay its cells.
       const first = this._firstStepIndex();
@@ -249,7 +251,7 @@ export class AskCells {
     }
     const cell = findCell(this._model, this.askCellId);
     if (cell !== null && record !== null && typeof record === 'object') {
-      cell.setMetadata(METADATA_KEY, record);
+      cell.setMetadata(METADATA_KEY, record as unknown as PartialJSONObject); // plain JSON
     }
   }
 

@@ -8,6 +8,7 @@
 import type { PartialJSONObject } from '@lumino/coreutils';
 
 import { IStepEnd, METADATA_KEY, StepStatus } from './protocol';
+import type { IWireAskAbove } from './protocol.generated';
 
 /** One entry of a generated cell's `metadata.jupyter_ci.attempts`. */
 export interface IAttempt {
@@ -34,13 +35,7 @@ export interface IGeneratedRecord {
  * every request before the asks above place their steps, so the kernel adds the steps it
  * ran for them since to the stale `above`.
  */
-export interface IAskAbove {
-  cell_id: string;
-  /** The ask its record names now; null before it was answered. */
-  ask_id: string | null;
-  /** Where its generated cells are in `above`. */
-  cells: number[];
-}
+export type IAskAbove = Required<IWireAskAbove>;
 
 /** Return the generated-cell record in a cell's metadata value, if it is one. */
 export function asGeneratedRecord(value: unknown): IGeneratedRecord | null {

@@ -190,6 +190,9 @@ export class NotebookComm implements IDisposable {
     if (!here && (state.notebook === null || state.notebook !== this._session.path)) {
       return;
     }
+    if (start.cell_id === null) {
+      return; // an ask no cell asked (a request without a cell id): nothing to show here
+    }
     // Steps saved mid-ask come again in the replay, with their outputs as they are now.
     deleteAskCells(model, state.ask_id, start.cell_id);
     this._guard(model, start.cell_id);
@@ -238,7 +241,7 @@ export class NotebookComm implements IDisposable {
   /** A re-run reused its answer: show it, and give the cell the pin and load cell it lacks. */
   private _reused(msg: IAskReused): void {
     const model = this._model();
-    const cell = model === null ? null : findCell(model, msg.cell_id);
+    const cell = model === null || msg.cell_id === null ? null : findCell(model, msg.cell_id);
     if (model !== null && cell !== null) {
       this._conversation.reused(msg);
       // A notebook answered before pins (and load cells) existed gets them at its next reuse.
@@ -271,8 +274,8 @@ export class NotebookComm implements IDisposable {
 
   private _start(msg: IAskStart): void {
     const model = this._model();
-    if (model === null || findCell(model, msg.cell_id) === null) {
-      return; // the %%ask cell lives in another notebook on this kernel
+    if (model === null || msg.cell_id === null || findCell(model, msg.cell_id) === null) {
+      return; // the %%ask cell lives in another notebook on this kernel (or none named it)
     }
     if (msg.replace_ask_id) {
       deleteAskCells(model, msg.replace_ask_id, msg.cell_id);

@@ -123,6 +123,9 @@ export class Conversation {
   }
 
   start(msg: IAskStart): void {
+    if (msg.cell_id === null) {
+      return; // an ask no cell asked: the comm shows none
+    }
     // A resumed ask (the page reloaded) has its entry from before the reload.
     const ask = this._find(msg.ask_id) ?? this._entryFor(msg.cell_id, msg.prompt, msg.model);
     ask.askId = msg.ask_id;
@@ -281,6 +284,9 @@ export class Conversation {
    * entry when the conversation has one (each Run All reuses it again), else a new one.
    */
   reused(msg: IAskReused): void {
+    if (msg.cell_id === null) {
+      return; // a reuse no cell asked: the comm shows none
+    }
     const ask = this._find(msg.ask_id) ?? this._entryFor(msg.cell_id, msg.prompt, msg.model);
     ask.askId = msg.ask_id;
     ask.status = 'done';

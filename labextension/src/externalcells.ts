@@ -16,18 +16,11 @@ import type { Kernel, KernelMessage as KM } from '@jupyterlab/services';
 
 import { cellIndex, findCell, isCode } from './notebookcells';
 import { METADATA_KEY } from './protocol';
+import type { IWireExternalAck, IWireExternalCell } from './protocol.generated';
 import type { TrustGuard } from './trust';
 
-/** The first message of an external cell's comm. */
-export interface IExternalCell {
-  type: 'external_cell';
-  id: string;
-  /** Who sent the code ("mcp"). */
-  source: string;
-  /** The notebook's path as the server found it (null: any notebook of this kernel). */
-  path: string | null;
-  code: string;
-}
+/** The first message of an external cell's comm (wire.comm.ExternalCell). */
+export type IExternalCell = IWireExternalCell;
 
 /** Return the message if `data` announces an external cell, else null. */
 export function parseExternal(data: unknown): IExternalCell | null {
@@ -87,7 +80,7 @@ export class ExternalCell {
     trust?.place(cell);
     _kernel.iopubMessage.connect(this._onIOPub, this);
     _comm.onClose = () => this._onClose();
-    _comm.send({ type: 'external_ack', id: msg.id });
+    _comm.send({ type: 'external_ack', id: msg.id } satisfies IWireExternalAck);
   }
 
   /** The cell's id in the notebook model. */

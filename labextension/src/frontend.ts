@@ -17,6 +17,7 @@ import { KernelFollower } from './kernelfollower';
 import { cellsAboveAsk, generatedAfter } from './notebookcells';
 import { readCells, sentCells } from './notebookcontext';
 import { FRONTEND_KEY, PROTOCOL_VERSION } from './protocol';
+import type { IWireFrontend } from './protocol.generated';
 
 type RequestExecute = Kernel.IKernelConnection['requestExecute'];
 
@@ -92,7 +93,7 @@ export function announce(
   const cellId = metadata?.cellId;
   const known = model !== null && typeof cellId === 'string';
   const generated = known ? generatedAfter(model, cellId) : [];
-  const frontend: JSONObject = { protocol: PROTOCOL_VERSION, generated };
+  const frontend: IWireFrontend = { protocol: PROTOCOL_VERSION, generated };
   if (path) {
     // An ask's notebook, for a page reloaded mid-ask whose %%ask cell was never saved.
     frontend.path = path;
@@ -104,14 +105,15 @@ export function announce(
     const above = codeAbove(cells, cells.length);
     frontend.above = above;
     if (above !== null) {
-      frontend.asks_above = asksAbove(cells, cells.length) as unknown as JSONObject[];
+      frontend.asks_above = asksAbove(cells, cells.length);
     }
     // The notebook's code cells: the model may propose a new source for one (edit_cell).
     if (model !== null) {
-      frontend.cells = sentCells(readCells(model), cells.length) as unknown as JSONObject[];
+      frontend.cells = sentCells(readCells(model), cells.length);
     }
   }
-  return { ...(metadata ?? {}), [FRONTEND_KEY]: frontend };
+  // The announcement is plain JSON data (wire.comm.Frontend, which the kernel reads strictly).
+  return { ...(metadata ?? {}), [FRONTEND_KEY]: frontend as unknown as JSONObject };
 }
 
 /**

@@ -9,6 +9,7 @@ import type { INotebookModel } from '@jupyterlab/notebook';
 
 import { isAskSource } from './cells';
 import { isCode } from './notebookcells';
+import type { IWireSentCell } from './protocol.generated';
 
 /** The most cells sent with an ask (those nearest the `%%ask` cell). */
 export const MAX_SENT_CELLS = 100;
@@ -27,11 +28,7 @@ export function fixPrompt(cellId: string): string {
 }
 
 /** One cell as sent: its id, source and, when its outputs hold an error, "ename: evalue". */
-export interface ISentCell {
-  id: string;
-  source: string;
-  error?: string;
-}
+export type ISentCell = IWireSentCell;
 
 /** A cell as plain data: what the list is made of. */
 export interface ICellRead {

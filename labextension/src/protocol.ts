@@ -8,9 +8,12 @@
  * record) is cells.ts's.
  */
 import type {
+  IWireAskClosed,
   IWireAskEnd,
   IWireAskFailure,
-  IWireAskStart,
+  IWireAskOpened,
+  IWireAskRecord,
+  IWireAskReused,
   IWireClearOutput,
   IWireCodePreview,
   IWireEditOutcome,
@@ -56,12 +59,8 @@ interface IEnvelope {
   protocol?: number;
 }
 
-export interface IAskStart extends IEnvelope, IWireAskStart {
-  cell_id: string;
-  replace_ask_id: string | null;
-  /** The `%%ask` cell's own execution count (its reply reports the last step's). */
-  execution_count: number | null;
-}
+/** The comm's open data: the ask's start, and the cell that shows it. */
+export interface IAskStart extends IEnvelope, IWireAskOpened {}
 
 export interface IStepStart extends IEnvelope, IWireStepStart {}
 
@@ -138,25 +137,14 @@ export type IUnresolved = IWireUnresolvedStep;
  */
 export interface IAskEnd
   extends IEnvelope,
-    Omit<IWireAskEnd, 'usage' | 'edits'> {
-  record: Record<string, unknown> | null;
-  /** With status "done": what to write as `--pin` into the `%%ask` line. */
-  pin?: string | null;
+    Omit<IWireAskClosed, 'usage' | 'edits' | 'record'> {
+  record: IWireAskRecord | null;
   usage?: IAskUsage | null;
   edits?: IEditOutcome[] | null;
 }
 
 /** Sent (on a comm opened and closed at once) when a re-run reuses its answer. */
-export interface IAskReused extends IEnvelope {
-  type: 'ask_reused';
-  cell_id: string;
-  prompt: string;
-  model: string;
-  answer: string;
-  steps: number;
-  /** What to write as `--pin` into the `%%ask` line. */
-  pin?: string | null;
-}
+export interface IAskReused extends IEnvelope, IWireAskReused {}
 
 /**
  * Sent (on a comm opened and closed at once) after each step starts and ends, and before the

@@ -7,6 +7,7 @@ import { describe, test } from 'node:test';
 import { Conversation } from '../src/conversation';
 import { parseMessage } from '../src/protocol';
 import type { IAskReused } from '../src/protocol';
+import type { IWireAskRecord } from '../src/protocol.generated';
 import type { IRecordedAsk } from '../src/records';
 
 import { askEnd, askStart, stepEnd, stepStart } from './messages';
@@ -205,7 +206,8 @@ describe('Conversation', () => {
       prompt: 'plot it',
       model: 'openai:m',
       answer: 'Done before.',
-      steps: 2
+      steps: 2,
+      pin: 'p1'
     };
     conversation.reused(msg);
     assert.equal(conversation.asks.length, 1);
@@ -227,7 +229,8 @@ describe('Conversation', () => {
       prompt: 'plot it',
       model: 'openai:m',
       answer: 'Made.',
-      steps: 0
+      steps: 0,
+      pin: 'p1'
     };
     conversation.reused(msg);
     conversation.reused(msg);
@@ -238,7 +241,18 @@ describe('Conversation', () => {
   test('asks read from the notebook are added once, placed by when they ended, as unverified', () => {
     const { conversation, changes } = watched();
     conversation.start(askStart('c2', 'a2', 'later'));
-    conversation.end({ ...askEnd('a2', 'done', 'Two.'), record: { created: '2026-11-02T00:00:00+00:00' } });
+    const record: IWireAskRecord = {
+      version: 1,
+      ask_id: 'a2',
+      prompt_hash: 'h2',
+      model: 'openai:m',
+      status: 'done',
+      answer: 'Two.',
+      steps: 0,
+      tokens: 0,
+      created: '2026-11-02T00:00:00+00:00'
+    };
+    conversation.end({ ...askEnd('a2', 'done', 'Two.'), record });
     const recorded: IRecordedAsk = {
       cellId: 'c1',
       askId: 'a1',
@@ -267,10 +281,27 @@ describe('Conversation', () => {
       prompt: 'earlier',
       model: 'openai:m',
       answer: '**One.**',
-      steps: 0
+      steps: 0,
+      pin: 'p1'
     });
     assert.equal(conversation.asks.length, 2);
     assert.equal(conversation.asks[0].fromNotebook, false);
+  });
+
+  test('an ask or a reuse no cell asked (cell_id null, as a kernel may send) adds no entry', () => {
+    const { conversation } = watched();
+    conversation.start({ ...askStart('c1', 'a1'), cell_id: null });
+    conversation.reused({
+      type: 'ask_reused',
+      ask_id: 'a2',
+      cell_id: null,
+      prompt: 'plot it',
+      model: 'openai:m',
+      answer: 'Made.',
+      steps: 0,
+      pin: 'p1'
+    });
+    assert.equal(conversation.asks.length, 0);
   });
 
   test('settlePending fails only the pending entry of that cell', () => {
