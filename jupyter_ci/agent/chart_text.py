@@ -1,14 +1,19 @@
 """Render a chart's JSON (kernel/structured) as a few lines of text the model reads.
 
 The model then learns a chart's numbers instead of guessing them from pixels. The JSON comes
-from the kernel, where model-written code could have put anything under this MIME type: every
-field is read defensively and every part of the text is bounded.
+from the kernel, where model-written code could have put anything under this MIME type: each
+axis and series is read leniently as wire/charts.py declares it (one that does not read is
+told as "?" or left out), the rest as a Mapping, and every part of the text is bounded.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from jupyter_ci.wire.charts import ChartValue, Series
 
 #: The MIME type of a matplotlib figure's data (schema: jupyter_ci/kernel/structured).
 CHART_MIME = "application/vnd.jupyter-ci.chart+json"
@@ -51,14 +56,15 @@ def _bounded(lines: list[str]) -> str:
     return "\n".join(kept)
 
 
-def _axes(number: int, ax: dict[str, Any]) -> list[str]:
+def _axes(number: int, ax: Mapping[str, object]) -> list[str]:
     kind = _label(ax.get("type")) or "unknown"
     title = _label(ax.get("title"))
     head = f"Axes {number}: {kind} chart{f' {title!r}' if title else ''}"
     parts = [head, *(f"{name}: {_axis(ax.get(name))}" for name in ("x", "y"))]
     lines = ["; ".join(parts)]
     series = _list(ax.get("series"))
-    lines.extend(f"- {_series(s)}" for s in series[:MAX_SERIES] if isinstance(s, dict))
+    read = (_read_series(s) for s in series[:MAX_SERIES] if isinstance(s, dict))
+    lines.extend(f"- {_series(s)}" for s in read if s is not None)
     total = ax.get("series_count")
     hidden = (total if isinstance(total, int) else len(series)) - min(len(series), MAX_SERIES)
     if hidden > 0:
@@ -66,39 +72,56 @@ def _axes(number: int, ax: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _axis(axis: object) -> str:
-    if not isinstance(axis, dict):
+def _axis(value: object) -> str:
+    """Describe an axis as wire.charts.Axis declares it; "?" when it does not read as one."""
+    from jupyter_ci.wire.charts import Axis
+    from jupyter_ci.wire.codec import WireError, decode
+
+    try:
+        axis = decode(Axis, value, lenient=True)
+    except WireError:
         return "?"
-    label = _label(axis.get("label"))
-    scale = _label(axis.get("scale")) or "linear"
-    limits = _list(axis.get("limits"))
-    span = f", {_value(limits[0])} to {_value(limits[1])}" if len(limits) == 2 else ""
-    if categories := _list(axis.get("categories")):
-        scale, span = "categories:", f" {_few(categories)}"
+    label = _label(axis.label)
+    scale = _label(axis.scale) or "linear"
+    low, high = axis.limits
+    span = f", {_value(low)} to {_value(high)}"
+    if axis.categories:
+        scale, span = "categories:", f" {_few(axis.categories)}"
     return f"{label!r} ({scale}{span})" if label else f"({scale}{span})"
 
 
-def _series(series: dict[str, Any]) -> str:
-    kind = _label(series.get("type")) or "series"
-    label = _label(series.get("label"))
-    name = f"{kind} {label!r}" if label else kind
-    count = series.get("count")
-    cut = " (sampled)" if series.get("truncated") else ""
-    if kind == "histogram":
-        edges, heights = _list(series.get("edges")), _list(series.get("heights"))
+def _read_series(value: object) -> Series | None:
+    """Read a series as wire.charts declares it (None when it does not read as one)."""
+    from jupyter_ci.wire.charts import Series
+    from jupyter_ci.wire.codec import WireError, decode
+
+    try:
+        found: Series = decode(Series, value, lenient=True)
+    except WireError:
+        return None
+    return found
+
+
+def _series(series: Series) -> str:
+    from jupyter_ci.wire.charts import HistogramSeries, PieSeries, Points
+
+    label = _label(series.label)
+    name = f"{series.type} {label!r}" if label else series.type
+    cut = " (sampled)" if series.truncated else ""
+    if isinstance(series, HistogramSeries):
+        edges, heights = series.edges, series.heights
         span = f" from {_value(edges[0])} to {_value(edges[-1])}" if edges else ""
         return f"{name} ({len(heights)} bins{span}): counts {_few(heights)}{cut}"
-    if kind == "pie":
-        pairs = zip(_list(series.get("labels")), _list(series.get("fractions")), strict=False)
+    if isinstance(series, PieSeries):
+        pairs = zip(series.labels, series.fractions, strict=False)
         return f"{name}: " + _bars([(n, f"{_value(v, 100)}%") for n, v in pairs])
-    if "heights" in series:
-        pairs = zip(_list(series.get("labels")), _list(series.get("heights")), strict=False)
-        return f"{name} ({count} bars{cut}): " + _bars([(n, _value(v)) for n, v in pairs])
-    points = [p for p in _list(series.get("points")) if isinstance(p, list) and len(p) == 2]
-    return f"{name} ({count} points{cut}): {_points(points)}"
+    if not isinstance(series, Points):
+        bars = zip(series.labels, series.heights, strict=False)
+        return f"{name} ({series.count} bars{cut}): " + _bars([(n, _value(v)) for n, v in bars])
+    return f"{name} ({series.count} points{cut}): {_points(series.points)}"
 
 
-def _points(points: list[list[Any]]) -> str:
+def _points(points: Sequence[tuple[ChartValue, ChartValue]]) -> str:
     """Show a few points (head and tail of many) and the range of y."""
     if len(points) <= MAX_POINTS:
         shown = [_point(p) for p in points]
@@ -110,18 +133,18 @@ def _points(points: list[list[Any]]) -> str:
     return ", ".join(shown) + span
 
 
-def _point(point: list[Any]) -> str:
+def _point(point: tuple[ChartValue, ChartValue]) -> str:
     return f"({_value(point[0])}, {_value(point[1])})"
 
 
-def _bars(pairs: list[tuple[Any, str]]) -> str:
+def _bars(pairs: list[tuple[object, str]]) -> str:
     shown = [f"{_value(name)}={value}" for name, value in pairs[:MAX_BARS]]
     if len(pairs) > MAX_BARS:
         shown.append(f"… {len(pairs) - MAX_BARS} more")
     return ", ".join(shown)
 
 
-def _few(values: list[Any]) -> str:
+def _few(values: Sequence[object]) -> str:
     shown = [_value(v) for v in values[:MAX_BARS]]
     return ", ".join(shown + ([f"… {len(values) - MAX_BARS} more"]
                               if len(values) > MAX_BARS else []))
@@ -141,5 +164,5 @@ def _label(value: object) -> str:
     return text if len(text) <= MAX_LABEL else text[:MAX_LABEL - 1] + "…"
 
 
-def _list(value: object) -> list[Any]:
+def _list(value: object) -> list[object]:
     return value if isinstance(value, list) else []

@@ -17,7 +17,7 @@ import tempfile
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from jupyter_ci.agent.types import ModelReply, ModelRequest, OnText, ToolCall
 from jupyter_ci.models.base import ChatModel
@@ -28,6 +28,34 @@ VERSION = 1
 SUFFIX = ".json"
 # A recording is a few kilobytes; a bound keeps a named device or a huge file from being read.
 MAX_BYTES = 5_000_000
+
+
+class ToolCallJSON(TypedDict):
+    """A recorded tool call."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+class TurnJSON(TypedDict):
+    """A recorded turn: the model's reply and its token usage."""
+
+    text: str
+    tool_calls: list[ToolCallJSON]
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+
+
+class RecordingJSON(TypedDict):
+    """A recording file."""
+
+    format: str
+    version: int
+    prompt: str
+    model: str
+    turns: list[TurnJSON]
 
 
 class RecordingError(ValueError):
@@ -52,7 +80,7 @@ class Recording:
     model: str
     turns: tuple[ModelReply, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> RecordingJSON:
         """Return the JSON form written to disk."""
         return {"format": FORMAT, "version": VERSION, "prompt": self.prompt,
                 "model": self.model, "turns": [_turn_json(turn) for turn in self.turns]}
@@ -74,7 +102,7 @@ class Recording:
         return cls(prompt, model, tuple(_turn(item, n) for n, item in enumerate(turns, 1)))
 
 
-def _turn_json(reply: ModelReply) -> dict[str, Any]:
+def _turn_json(reply: ModelReply) -> TurnJSON:
     return {"text": reply.text,
             "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments}
                            for c in reply.tool_calls],
