@@ -22,7 +22,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from logging import Logger
-from typing import Any, cast
+from typing import cast
 
 from jupyter_ci import secret_rules
 from jupyter_ci.agent.cost import EXAMPLE, PriceTable, Rates
@@ -66,7 +66,7 @@ IMAGE_TOKENS = 2000
 #: Tokens of framing a message may add (roles, separators), at most.
 FRAMING_TOKENS = 16
 #: Sends one event of a turn to its caller (a line to a kernel; nothing for a REST ask).
-EmitLine = Callable[[dict[str, Any]], None]
+EmitLine = Callable[[dict[str, object]], None]
 
 
 @dataclass
