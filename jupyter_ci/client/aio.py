@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -13,6 +13,7 @@ import httpx
 from jupyter_ci.client.formats import (
     SERVER_DEFAULT,
     Approving,
+    EventData,
     OnApproval,
     OnOutput,
     OnText,
@@ -21,7 +22,6 @@ from jupyter_ci.client.formats import (
     aevents,
     answer_body,
     approvals_of,
-    as_json,
     ask_body,
     auth_headers,
     body_of,
@@ -39,9 +39,15 @@ from jupyter_ci.client.formats import (
 from jupyter_ci.client.results import Execution
 from jupyter_ci.client.sync import Timeout
 from jupyter_ci.wire.codec import encode
-from jupyter_ci.wire.events import JSONObject
 from jupyter_ci.wire.requests import Execute
 from jupyter_ci.wire.rest import ApprovalReply, FileEntry
+from jupyter_ci.wire.shapes import (
+    ApprovalReplyJSON,
+    FileEntryJSON,
+    SessionInfoJSON,
+    WaitingForUserJSON,
+    shape_of,
+)
 
 
 async def _checked(response: httpx.Response) -> httpx.Response:
@@ -59,10 +65,10 @@ class AsyncSession(Tools):
     the run it was waiting for.
     """
 
-    def __init__(self, http: httpx.AsyncClient, info: JSONObject) -> None:
+    def __init__(self, http: httpx.AsyncClient, info: Mapping[str, object]) -> None:
         #: The session's info as the server said it (SessionInfo's fields, and any newer);
         #: attaching by id alone, {"id": ...} (refresh() reads the rest).
-        self.info: JSONObject = info
+        self.info: Mapping[str, object] = info
         self.http, self.id = http, str(info["id"])
         self._base = f"jupyter-ci/sessions/{self.id}"
         self._answered: set[str] = set()  # approvals answered through this object
@@ -125,7 +131,7 @@ class AsyncSession(Tools):
 
     async def ask(self, prompt: str, *, approve: str | None = None,
                   on_approval: OnApproval | None = None, **options: Any
-                  ) -> AsyncIterator[tuple[str, JSONObject]]:
+                  ) -> AsyncIterator[tuple[str, EventData]]:
         """Ask the model; yield its events as they come, ending with ("ask_end", result).
 
         ("result", result), the same data, follows (a deprecated alias). Approval as in
@@ -146,32 +152,32 @@ class AsyncSession(Tools):
                 gate.check()
 
     async def approve(self, approval_id: str, decision: Any = "run", *,
-                      code: str | None = None, plan: str | None = None) -> JSONObject:
+                      code: str | None = None, plan: str | None = None) -> ApprovalReplyJSON:
         """Answer a question by its approval_id: run, edit (`code` or `plan`), skip or stop."""
         body = answer_body(approval_id, decision, code, plan)
         response = await self.http.post(f"{self._base}/approvals", json=encode(body))
         raise_for(response)
         self._answered.add(approval_id)
-        return as_json(read(ApprovalReply, response.json()))
+        return shape_of(read(ApprovalReply, response.json()))
 
-    async def approvals(self) -> list[JSONObject]:
+    async def approvals(self) -> list[WaitingForUserJSON]:
         """List the questions (waiting_for_user events) that wait in this session."""
         response = await self.http.get(f"{self._base}/approvals")
         raise_for(response)
         return approvals_of(response.json())
 
-    async def refresh(self) -> JSONObject:
+    async def refresh(self) -> SessionInfoJSON:
         """Read the session's info again (status, executions, cwd) and return it."""
         response = await self.http.get(self._base)
         raise_for(response)
-        self.info = info_of(response.json())
-        return self.info
+        self.info = info = info_of(response.json())
+        return info
 
-    async def upload(self, path: str, data: bytes | str | os.PathLike[str]) -> JSONObject:
+    async def upload(self, path: str, data: bytes | str | os.PathLike[str]) -> FileEntryJSON:
         """Put a file into the session's directory; return its listing entry."""
         response = await self.http.put(f"{self._base}/files/{path}", content=body_of(data))
         raise_for(response)
-        return as_json(read(FileEntry, response.json()))
+        return shape_of(read(FileEntry, response.json()))
 
     async def download(self, path: str) -> bytes:
         """Return a file's bytes."""
@@ -179,7 +185,7 @@ class AsyncSession(Tools):
         raise_for(response)
         return response.content
 
-    async def files(self) -> list[JSONObject]:
+    async def files(self) -> list[FileEntryJSON]:
         """List the session's files (path, size, mime)."""
         response = await self.http.get(f"{self._base}/files")
         raise_for(response)
@@ -195,7 +201,7 @@ class AsyncSession(Tools):
         raise_for(response)
         self.info = info_of(response.json())
 
-    async def notebook(self) -> JSONObject:
+    async def notebook(self) -> dict[str, Any]:
         """Return the session's history as an nbformat v4 notebook."""
         response = await self.http.get(f"{self._base}/notebook")
         raise_for(response)
@@ -237,7 +243,7 @@ class AsyncClient:
         raise_for(response)
         return AsyncSession(self.http, info_of(response.json()))
 
-    async def sessions(self) -> list[JSONObject]:
+    async def sessions(self) -> list[SessionInfoJSON]:
         """List the server's sessions."""
         response = await self.http.get("jupyter-ci/sessions")
         raise_for(response)

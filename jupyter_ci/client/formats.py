@@ -7,19 +7,20 @@ from __future__ import annotations
 
 import json
 import os
-import typing
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
 
-from jupyter_ci.client.results import Execution
-from jupyter_ci.wire.codec import decode, encode
-from jupyter_ci.wire.events import JSONObject, WaitingForUser
+from jupyter_ci.client.results import Execution, is_output
+from jupyter_ci.wire.codec import decode
+from jupyter_ci.wire.events import WaitingForUser
+from jupyter_ci.wire.nbformat import NbOutput
 from jupyter_ci.wire.requests import SERVER_TIMEOUT, ApprovalAnswer, Execute
 from jupyter_ci.wire.rest import ErrorReply, ExecutionOfCells, FileEntry, SessionInfo
 from jupyter_ci.wire.rest import Execution as WireExecution
+from jupyter_ci.wire.shapes import FileEntryJSON, SessionInfoJSON, WaitingForUserJSON, shape_of
 
 T = TypeVar("T")
 
@@ -33,7 +34,9 @@ _SCHEMA = {"type": "object", "properties": {"code": {
     "type": "string", "description": "The Python code to run."}}, "required": ["code"]}
 #: Callbacks of a streaming execute; the async client awaits those that are `async def`.
 OnText = Callable[[str], Any]
-OnOutput = Callable[[JSONObject], Any]
+OnOutput = Callable[[NbOutput], Any]
+#: A server-sent event's data: a JSON object, read through its wire class before use.
+EventData = dict[str, object]
 #: Seconds the client waits past a run's own timeout: the server's interrupt, its grace for
 #: the kernel to settle (10 s) and the look at the session's files take that much at most.
 TIMEOUT_MARGIN_S = 15.0
@@ -97,7 +100,7 @@ class _EventParser:
     def __init__(self) -> None:
         self.name, self.data = "message", list[str]()
 
-    def feed(self, line: str) -> tuple[str, JSONObject] | None:
+    def feed(self, line: str) -> tuple[str, EventData] | None:
         """Take one line; return the event it completes, if any."""
         if line.startswith("event:"):
             self.name = line[6:].strip()
@@ -110,7 +113,7 @@ class _EventParser:
         return None
 
 
-def events(lines: Iterable[str]) -> Iterator[tuple[str, JSONObject]]:
+def events(lines: Iterable[str]) -> Iterator[tuple[str, EventData]]:
     """Parse server-sent events from their lines into (event, data)."""
     parser = _EventParser()
     for line in lines:
@@ -118,7 +121,7 @@ def events(lines: Iterable[str]) -> Iterator[tuple[str, JSONObject]]:
             yield event
 
 
-async def aevents(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, JSONObject]]:
+async def aevents(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, EventData]]:
     """Parse server-sent events as their lines arrive."""
     parser = _EventParser()
     async for line in lines:
@@ -146,12 +149,12 @@ class Stream:
         assert self.result is not None, "the stream ended without a result"
         return runs_of(self.result)
 
-    def take(self, event: str, data: JSONObject) -> list[Any]:
+    def take(self, event: str, data: EventData) -> list[Any]:
         """Take one event; return what the callbacks returned (awaitables, for async ones)."""
         called = []
-        if event == "output":
+        if event == "output" and is_output(data):
             callback = self.callbacks.get(str(data.get("name")))
-            if data.get("output_type") == "stream" and callback is not None:
+            if data["output_type"] == "stream" and callback is not None:
                 called.append(callback(str(data.get("text", ""))))
             if self.on_output is not None:
                 called.append(self.on_output(data))
@@ -169,14 +172,15 @@ DECISIONS = ("run", "edit", "skip", "stop")
 #: What `on_approval` gets (the waiting_for_user event, with its approval_id) and returns:
 #: a decision ("run", "skip", "stop"), a body ({"decision": "edit", "code": ...}), or None
 #: to leave the question to be answered elsewhere (`approve()` from another connection).
-OnApproval = Callable[[JSONObject], Any]
+OnApproval = Callable[[EventData], Any]
 
 
 class ApprovalRequired(CodeInterpreterError):
     """An ask waited for an approval that nothing answered (no `on_approval`, no `approve`)."""
 
 
-def ask_body(prompt: str, approve: str | None, options: JSONObject) -> JSONObject:
+def ask_body(prompt: str, approve: str | None, options: Mapping[str, object]
+             ) -> dict[str, object]:
     """Return an ask's body: the prompt, its approval mode if given, and the other options."""
     return {"prompt": prompt, **({"approve": approve} if approve else {}), **options}
 
@@ -211,11 +215,11 @@ class Approving:
         self.answered: set[str] = set()
         self.asked: str | None = None
 
-    def take(self, event: str, data: JSONObject) -> Any:
+    def take(self, event: str, data: EventData) -> Any:
         """Note a question; return the callback's answer (maybe awaitable), or None."""
         if event != "waiting_for_user" or "approval_id" not in data:
             return None
-        self.asked = str(data.get("approval_id"))
+        self.asked = str(read(WaitingForUser, data).approval_id)
         return None if self.on_approval is None else self.on_approval(data)
 
     def check(self) -> None:
@@ -260,27 +264,24 @@ def read(cls: type[T], reply: object) -> T:
     return decode(cls, reply, lenient=True)
 
 
-def as_json(obj: object) -> JSONObject:
-    """Return a wire object's JSON form (the dicts the client's methods return)."""
-    return typing.cast(JSONObject, encode(obj))
+def info_of(reply: Any) -> SessionInfoJSON:
+    """Return a session's info (httpx's parsed JSON), read as SessionInfo; kept whole: a
+    newer server's fields too."""
+    read(SessionInfo, reply)  # raises unless the reply is a SessionInfo's JSON
+    checked: SessionInfoJSON = reply
+    return checked.copy()
 
 
-def info_of(reply: object) -> JSONObject:
-    """Return a session's info, read as SessionInfo (kept whole: a newer server's fields too)."""
-    read(SessionInfo, reply)
-    return dict(typing.cast(JSONObject, reply))
-
-
-def files_of(reply: object) -> list[JSONObject]:
+def files_of(reply: object) -> list[FileEntryJSON]:
     """Return a listing of files (path, size, mime), read as FileEntry."""
     entries: tuple[FileEntry, ...] = decode(tuple[FileEntry, ...], reply, lenient=True)
-    return [as_json(entry) for entry in entries]
+    return [shape_of(entry) for entry in entries]
 
 
-def approvals_of(reply: object) -> list[JSONObject]:
+def approvals_of(reply: object) -> list[WaitingForUserJSON]:
     """Return the questions that wait, read as waiting_for_user events."""
     waiting: tuple[WaitingForUser, ...] = decode(tuple[WaitingForUser, ...], reply, lenient=True)
-    return [as_json(event) for event in waiting]
+    return [shape_of(event) for event in waiting]
 
 
 def result_of(reply: object) -> WireExecution | ExecutionOfCells:
@@ -348,14 +349,14 @@ def tool_result(provider: str, call_id: str, run: Execution) -> Any:
     """Give a run back to the model in its provider's format, images included."""
     text = run.summary
     if provider == "anthropic":
-        content: list[dict[str, Any]] = [{"type": "text", "text": text}]
+        content: list[dict[str, object]] = [{"type": "text", "text": text}]
         content += [{"type": "image", "source": {"type": "base64", "media_type": mime,
                                                  "data": data}} for mime, data in run.images]
         return {"type": "tool_result", "tool_use_id": call_id, "content": content,
                 "is_error": run.status != "ok"}
     # Chat Completions tool messages hold text only: images follow in a user message.
-    messages: list[dict[str, Any]] = [{"role": "tool", "tool_call_id": call_id,
-                                       "content": text}]
+    messages: list[dict[str, object]] = [{"role": "tool", "tool_call_id": call_id,
+                                          "content": text}]
     if run.images:
         messages.append({"role": "user", "content": [
             {"type": "text", "text": f"The images the `{TOOL_NAME}` call displayed:"},

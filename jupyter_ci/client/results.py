@@ -7,14 +7,16 @@ Named as E2B's code-interpreter SDK names them (`execution.text`, `.results`, `.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from jupyter_ci.agent.feedback import format_result
 from jupyter_ci.agent.types import CodeResult, ErrorInfo, RunStatus
 from jupyter_ci.wire import rest
-from jupyter_ci.wire.codec import decode, encode
-from jupyter_ci.wire.events import JSONObject
+from jupyter_ci.wire.codec import decode
+from jupyter_ci.wire.nbformat import ErrorOutput, MimeBundle, NbOutput
+from jupyter_ci.wire.shapes import FileEntryJSON, shape_of
 
 #: Characters of a run's text given back to the model (head and tail kept).
 TOOL_TEXT_CHARS = 20_000
@@ -28,7 +30,16 @@ _DIED = ErrorInfo("KernelDied", "the kernel died (out of memory, a crash, or the
                   "what the task needs")
 
 
-def _joined(value: Any) -> str:
+#: The nbformat v4 output types (every output the server sends is one of them).
+OUTPUT_TYPES = ("stream", "display_data", "execute_result", "error")
+
+
+def is_output(value: Mapping[str, object]) -> TypeGuard[NbOutput]:
+    """Return whether a JSON object is an nbformat output (by its `output_type`)."""
+    return value.get("output_type") in OUTPUT_TYPES
+
+
+def _joined(value: object) -> str:
     """Return an nbformat multiline string (a string or a list of lines) as one string."""
     return "".join(value) if isinstance(value, list) else str(value)
 
@@ -37,9 +48,9 @@ def _joined(value: Any) -> str:
 class Result:
     """One value the code showed: the last expression's (`is_main_result`) or a display."""
 
-    data: dict[str, Any]
+    data: MimeBundle
     is_main_result: bool = False
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, object] = field(default_factory=dict)
 
     def _get(self, mime: str) -> str | None:
         value = self.data.get(mime)
@@ -95,7 +106,7 @@ class Logs:
     stderr: list[str] = field(default_factory=list)
 
 
-class ExecutionError(dict[str, Any]):
+class ExecutionError(dict[str, object]):
     """The error output of a run: `name`, `value`, `traceback` (also `["ename"]` and so on)."""
 
     @property
@@ -111,7 +122,13 @@ class ExecutionError(dict[str, Any]):
     @property
     def traceback(self) -> str:
         """The traceback as one plain-text string."""
-        return "\n".join(self.get("traceback", []))
+        return "\n".join(self.lines)
+
+    @property
+    def lines(self) -> list[str]:
+        """The traceback's lines (ANSI colours kept), as the kernel sent them."""
+        lines = self.get("traceback", [])
+        return [str(line) for line in lines] if isinstance(lines, list) else []
 
 
 @dataclass(frozen=True)
@@ -119,15 +136,15 @@ class Execution:
     """The result of one execute: status, nbformat outputs, count, duration and files."""
 
     status: str
-    outputs: list[JSONObject] = field(default_factory=list)
+    outputs: list[NbOutput] = field(default_factory=list)
     execution_count: int | None = None
     duration_ms: float = 0.0
-    files: list[JSONObject] = field(default_factory=list)
+    files: list[FileEntryJSON] = field(default_factory=list)
     #: The directory held more than the server looks at: `files` may miss some.
     files_cut: bool = False
 
     @classmethod
-    def from_json(cls, data: JSONObject | str) -> Execution:
+    def from_json(cls, data: Mapping[str, object] | str) -> Execution:
         """Build from the API's result object (or its JSON text, as to_json gives it)."""
         value = json.loads(data) if isinstance(data, str) else data
         return cls.of(decode(rest.Execution, value, lenient=True))
@@ -135,10 +152,10 @@ class Execution:
     @classmethod
     def of(cls, run: rest.Execution) -> Execution:
         """Build from the API's result as its wire class."""
-        return cls(run.status, list(run.outputs), run.execution_count, run.duration_ms,
-                   [encode(f) for f in run.files], run.files_cut)
+        return cls(run.status, [o for o in run.outputs if is_output(o)], run.execution_count,
+                   run.duration_ms, [shape_of(f) for f in run.files], run.files_cut)
 
-    def to_dict(self) -> JSONObject:
+    def to_dict(self) -> dict[str, object]:
         """Return the API's result object (status, outputs, execution_count, ...)."""
         return {"status": self.status, "outputs": self.outputs,
                 "execution_count": self.execution_count, "duration_ms": self.duration_ms,
@@ -151,7 +168,7 @@ class Execution:
     @property
     def error(self) -> ExecutionError | None:
         """The error (`.name`, `.value`, `.traceback`), if the code raised."""
-        found = next((o for o in self.outputs if o.get("output_type") == "error"), None)
+        found = next((o for o in self.outputs if _is_error(o)), None)
         return None if found is None else ExecutionError(found)
 
     @property
@@ -159,12 +176,12 @@ class Execution:
         """The values the code showed, in order: displays and the last expression's."""
         return [Result(dict(o.get("data", {})), o["output_type"] == "execute_result",
                        dict(o.get("metadata", {}))) for o in self.outputs
-                if o.get("output_type") in ("execute_result", "display_data")]
+                if o["output_type"] == "execute_result" or o["output_type"] == "display_data"]
 
     @property
     def logs(self) -> Logs:
         """What the code printed to stdout and stderr, one string per stream output."""
-        streams = [o for o in self.outputs if o.get("output_type") == "stream"]
+        streams = [o for o in self.outputs if o["output_type"] == "stream"]
         return Logs([_joined(o.get("text", "")) for o in streams if o.get("name") == "stdout"],
                     [_joined(o.get("text", "")) for o in streams if o.get("name") == "stderr"])
 
@@ -172,6 +189,7 @@ class Execution:
     def images(self) -> list[tuple[str, str]]:
         """(MIME type, base64 data) of every PNG or JPEG the code displayed."""
         return [(mime, _joined(o["data"][mime]).replace("\n", "")) for o in self.outputs
+                if o["output_type"] == "execute_result" or o["output_type"] == "display_data"
                 for mime in _IMAGE_TYPES if mime in o.get("data", {})]
 
     @property
@@ -184,8 +202,12 @@ class Execution:
     def summary(self) -> str:
         """What the run showed, as a model reads it: outputs, `Out:` value, error, images noted."""
         error = self.error
-        info = ErrorInfo(error.name, error.value, tuple(error.get("traceback", []))) \
+        info = ErrorInfo(error.name, error.value, tuple(error.lines)) \
             if error is not None else _DIED if self.status == "dead" else None
         result = CodeResult(_STATUS.get(self.status, "error"), self.outputs,
                             self.duration_ms / 1000, self.execution_count, info)
         return format_result(result, self.duration_ms / 1000, TOOL_TEXT_CHARS)
+
+
+def _is_error(output: NbOutput) -> TypeGuard[ErrorOutput]:
+    return output["output_type"] == "error"

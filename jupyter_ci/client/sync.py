@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -12,6 +12,7 @@ import httpx
 from jupyter_ci.client.formats import (
     SERVER_DEFAULT,
     Approving,
+    EventData,
     OnApproval,
     OnOutput,
     OnText,
@@ -20,7 +21,6 @@ from jupyter_ci.client.formats import (
     Tools,
     answer_body,
     approvals_of,
-    as_json,
     ask_body,
     auth_headers,
     body_of,
@@ -38,9 +38,15 @@ from jupyter_ci.client.formats import (
 )
 from jupyter_ci.client.results import Execution
 from jupyter_ci.wire.codec import encode
-from jupyter_ci.wire.events import JSONObject
 from jupyter_ci.wire.requests import Execute
 from jupyter_ci.wire.rest import ApprovalReply, FileEntry
+from jupyter_ci.wire.shapes import (
+    ApprovalReplyJSON,
+    FileEntryJSON,
+    SessionInfoJSON,
+    WaitingForUserJSON,
+    shape_of,
+)
 
 Timeout = float | ServerDefault | None
 
@@ -56,10 +62,10 @@ class Session(Tools):
     call does not wait behind it. `envs` are environment variables for one run, put back after.
     """
 
-    def __init__(self, http: httpx.Client, info: JSONObject) -> None:
+    def __init__(self, http: httpx.Client, info: Mapping[str, object]) -> None:
         #: The session's info as the server said it (SessionInfo's fields, and any newer);
         #: attaching by id alone, {"id": ...} (refresh() reads the rest).
-        self.info: JSONObject = info
+        self.info: Mapping[str, object] = info
         self.http, self.id = http, str(info["id"])
         self._base = f"jupyter-ci/sessions/{self.id}"
         self._answered: set[str] = set()  # approvals answered through this object
@@ -120,7 +126,7 @@ class Session(Tools):
 
     def ask(self, prompt: str, *, approve: str | None = None,
             on_approval: OnApproval | None = None, **options: Any
-            ) -> Iterator[tuple[str, JSONObject]]:
+            ) -> Iterator[tuple[str, EventData]]:
         """Ask the model (the %%ask loop); yield its events, ending with ("ask_end", result).
 
         ("result", result), the same data, follows: a deprecated alias kept for one release.
@@ -146,32 +152,32 @@ class Session(Tools):
                 gate.check()
 
     def approve(self, approval_id: str, decision: Any = "run", *, code: str | None = None,
-                plan: str | None = None) -> JSONObject:
+                plan: str | None = None) -> ApprovalReplyJSON:
         """Answer a question by its approval_id: run, edit (`code` or `plan`), skip or stop."""
         body = answer_body(approval_id, decision, code, plan)
         response = self.http.post(f"{self._base}/approvals", json=encode(body))
         raise_for(response)
         self._answered.add(approval_id)
-        return as_json(read(ApprovalReply, response.json()))
+        return shape_of(read(ApprovalReply, response.json()))
 
-    def approvals(self) -> list[JSONObject]:
+    def approvals(self) -> list[WaitingForUserJSON]:
         """List the questions (waiting_for_user events) that wait in this session."""
         response = self.http.get(f"{self._base}/approvals")
         raise_for(response)
         return approvals_of(response.json())
 
-    def refresh(self) -> JSONObject:
+    def refresh(self) -> SessionInfoJSON:
         """Read the session's info again (status, executions, cwd) and return it."""
         response = self.http.get(self._base)
         raise_for(response)
-        self.info = info_of(response.json())
-        return self.info
+        self.info = info = info_of(response.json())
+        return info
 
-    def upload(self, path: str, data: bytes | str | os.PathLike[str]) -> JSONObject:
+    def upload(self, path: str, data: bytes | str | os.PathLike[str]) -> FileEntryJSON:
         """Put a file into the session's directory; return its listing entry."""
         response = self.http.put(f"{self._base}/files/{path}", content=body_of(data))
         raise_for(response)
-        return as_json(read(FileEntry, response.json()))
+        return shape_of(read(FileEntry, response.json()))
 
     def download(self, path: str) -> bytes:
         """Return a file's bytes."""
@@ -179,7 +185,7 @@ class Session(Tools):
         raise_for(response)
         return response.content
 
-    def files(self) -> list[JSONObject]:
+    def files(self) -> list[FileEntryJSON]:
         """List the session's files (path, size, mime)."""
         response = self.http.get(f"{self._base}/files")
         raise_for(response)
@@ -195,7 +201,7 @@ class Session(Tools):
         raise_for(response)
         self.info = info_of(response.json())
 
-    def notebook(self) -> JSONObject:
+    def notebook(self) -> dict[str, Any]:
         """Return the session's history as an nbformat v4 notebook."""
         response = self.http.get(f"{self._base}/notebook")
         raise_for(response)
@@ -244,7 +250,7 @@ class Client:
         raise_for(response)
         return Session(self.http, info_of(response.json()))
 
-    def sessions(self) -> list[JSONObject]:
+    def sessions(self) -> list[SessionInfoJSON]:
         """List the server's sessions."""
         response = self.http.get("jupyter-ci/sessions")
         raise_for(response)

@@ -232,7 +232,7 @@ def _file_tools(server: FastMCP[Connection], backend: Backend) -> None:
         except binascii.Error as error:
             raise ValueError(f"`content` is not valid base64: {error}") from None
         entry = await (await _session(ctx, backend, session_id)).upload(path, data)
-        return cast(FileEntry, entry)  # the server's JSON (shapes.py)
+        return entry  # FileEntryJSON: the same keys and types as shapes.FileEntry
 
     @server.tool(annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False))
     async def download_file(ctx: Context[Any, Connection, Any], path: Annotated[
