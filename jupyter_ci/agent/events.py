@@ -92,8 +92,8 @@ class OutputsChanged:
     def to_wire(self) -> wire.Output | wire.ClearOutput | wire.SetOutputs:
         """Return the event's wire form: the change (the list is the sum of the changes)."""
         change = self.change
-        if change.kind == "add":
-            return wire.Output(self.step, change.output if change.output is not None else {})
+        if change.kind == "add" and change.output is not None:  # an add always carries one
+            return wire.Output(self.step, change.output)
         if change.kind == "clear":
             return wire.ClearOutput(self.step, change.wait)
         return wire.SetOutputs(self.step, tuple(change.outputs))

@@ -70,13 +70,13 @@ def _format_data(data: dict[str, object], image_note: str | None = None) -> str:
 
 def format_output(output: Output, image_note: str | None = None) -> str:
     """Render one nbformat output as text; `image_note` replaces the default image note."""
-    kind = output.get("output_type")
-    if kind == "stream":
-        text = output.get("text", "")
-        return "".join(text) if isinstance(text, list) else str(text)
-    if kind in ("display_data", "execute_result"):
-        rendered = _format_data(output.get("data", {}), image_note)
-        return f"Out: {rendered}" if kind == "execute_result" else rendered
+    if output["output_type"] == "stream":
+        text: object = output.get("text", "")  # a list of lines in a notebook's JSON
+        return "".join(map(str, text)) if isinstance(text, list) else str(text)
+    if output["output_type"] == "display_data":
+        return _format_data(output.get("data", {}), image_note)
+    if output["output_type"] == "execute_result":
+        return f"Out: {_format_data(output.get('data', {}), image_note)}"
     return ""  # errors are rendered from CodeResult.error
 
 

@@ -12,7 +12,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Literal, cast
 
 from jupyter_ci.agent.feedback import human_size
 from jupyter_ci.agent.types import Output
@@ -65,11 +65,12 @@ def output_from_msg(msg_type: str, content: OutputContent) -> Output:
         return {"output_type": "error", "ename": error["ename"], "evalue": error["evalue"],
                 "traceback": list(error["traceback"])}
     shown = cast("DisplayContent", content)
-    output: Output = {"output_type": msg_type, "data": shown["data"],
-                      "metadata": shown.get("metadata", {})}
     if msg_type == "execute_result":
-        output["execution_count"] = cast("ExecuteResultContent", content)["execution_count"]
-    return output
+        count = cast("ExecuteResultContent", content)["execution_count"]
+        return {"output_type": "execute_result", "data": shown["data"],
+                "metadata": shown.get("metadata", {}), "execution_count": count}
+    return {"output_type": "display_data", "data": shown["data"],
+            "metadata": shown.get("metadata", {})}
 
 
 @dataclass
@@ -130,8 +131,7 @@ class OutputList:
                 return
             for index, shown in enumerate(self.shown):
                 if shown == display_id:
-                    self.outputs[index] = {**self.outputs[index], "data": data,
-                                           "metadata": metadata}
+                    self.outputs[index] = _shown_anew(self.outputs[index], data, metadata)
             self._emit(OutputEvent("replace", outputs=tuple(self.outputs), source=self))
 
     def _forget(self) -> None:
@@ -169,6 +169,16 @@ class OutputList:
             log.exception("output listener failed")
 
 
+def _shown_anew(old: Output, data: MimeBundle, metadata: dict[str, object]) -> Output:
+    """Return a display (or a result) showing new data; any other output as is."""
+    # Only displays and results carry a display_id: streams and errors never match one.
+    if old["output_type"] == "display_data":
+        return {**old, "data": data, "metadata": metadata}
+    if old["output_type"] == "execute_result":
+        return {**old, "data": data, "metadata": metadata}
+    return old
+
+
 # -- caps on what is kept of outputs (the server's session history and run results) -------
 
 #: Bytes of a cut text left for its note.
@@ -180,20 +190,21 @@ _SNAP_BYTES = 4096
 def output_size(output: Output) -> int:
     """Return about how many bytes an output takes as JSON (its keys and strings, UTF-8)."""
     if output.get("output_type") == "stream" and len(output) == 3:  # the common case, fast
-        return 48 + _size(output.get("name")) + _size(output.get("text"))
-    return _size(output)
+        return 48 + json_size(output.get("name")) + json_size(output.get("text"))
+    return json_size(output)
 
 
-def _size(value: Any) -> int:
+def json_size(value: object) -> int:
+    """Return about how many bytes a JSON value takes (its keys and strings, UTF-8)."""
     if isinstance(value, str):
         # isascii() is O(1) in CPython: only other text pays for an encoding to count.
         size = len(value) if value.isascii() else len(value.encode("utf-8", "surrogatepass"))
         # JSON writes these as two characters (each count is one fast pass in C).
         return 2 + size + value.count("\n") + value.count('"') + value.count("\\")
     if isinstance(value, dict):  # {"key": value, ...}
-        return 2 + sum(_size(str(key)) + 4 + _size(item) for key, item in value.items())
+        return 2 + sum(json_size(str(key)) + 4 + json_size(item) for key, item in value.items())
     if isinstance(value, (list, tuple)):
-        return 2 + sum(_size(item) + 2 for item in value)
+        return 2 + sum(json_size(item) + 2 for item in value)
     return 8  # a number, a boolean, null
 
 
@@ -203,15 +214,22 @@ def join_streams(outputs: list[Output], keep_apart: Output | None = None) -> lis
     joined: list[Output] = []
     texts: list[list[str]] = []
     for out in outputs:
-        last = joined[-1] if joined else {}
-        if out["output_type"] == last.get("output_type") == "stream" and (
-                out["name"] == last["name"]) and keep_apart is not out and keep_apart is not last:
+        last = joined[-1] if joined else None
+        if (out["output_type"] == "stream" and last is not None
+                and last["output_type"] == "stream" and out["name"] == last["name"]
+                and keep_apart is not out and keep_apart is not last):
             texts[-1].append(out["text"])
         else:
             joined.append(out)
             texts.append([out["text"]] if out["output_type"] == "stream" else [])
-    return [{**out, "text": "".join(parts)} if len(parts) > 1 else out
-            for out, parts in zip(joined, texts, strict=True)]
+    return [_with_text(out, parts) for out, parts in zip(joined, texts, strict=True)]
+
+
+def _with_text(out: Output, parts: list[str]) -> Output:
+    """Return a stream output with its joined `parts` as text (any other output as is)."""
+    if len(parts) > 1 and out["output_type"] == "stream":
+        return {**out, "text": "".join(parts)}
+    return out
 
 
 def binary_size(size: int) -> str:
@@ -230,7 +248,7 @@ def cut_note(size: int, keeps: str, what: str = "") -> str:
 def cut_text(text: str, limit: int, keeps: str) -> str:
     """Keep the head and tail of `text` within about `limit` bytes, with a note between."""
     data = text.encode("utf-8", "surrogatepass")
-    size = _size(text)
+    size = json_size(text)
     if size <= limit:
         return text
     # In bytes of UTF-8, less what JSON's escapes of this text add.
@@ -256,14 +274,13 @@ def cap_output(output: Output, limit: int, keeps: str) -> Output:
     """
     if limit <= 0 or (size := output_size(output)) <= limit:
         return output
-    kind = output.get("output_type")
-    if kind == "stream":
-        text = output.get("text", "")
+    if output["output_type"] == "stream":
+        text: object = output.get("text", "")  # a list of lines in a notebook's JSON
         name = output.get("name")
         return {"output_type": "stream", "name": name if name in ("stdout", "stderr") else
                 "stdout", "text": cut_text("".join(map(str, text)) if isinstance(text, list)
                                            else str(text), limit, keeps)}
-    if kind == "error":
+    if output["output_type"] == "error":
         traceback = "\n".join(map(str, output.get("traceback") or []))
         return {"output_type": "error",
                 "ename": cut_text(str(output.get("ename", "")), limit // 8, keeps),
@@ -272,9 +289,11 @@ def cap_output(output: Output, limit: int, keeps: str) -> Output:
     data = output.get("data")
     data = data if isinstance(data, dict) else {}
     plain = data.get("text/plain")
-    small = isinstance(plain, str) and _size(plain) <= limit // 2
+    small = isinstance(plain, str) and json_size(plain) <= limit // 2
     note = cut_note(size, keeps, ", ".join(sorted(k for k in data if k != "text/plain" or
                                                   not small)))
-    kept = {k: v for k, v in output.items() if k in ("output_type", "execution_count")}
-    return {**kept, "data": {"text/plain": f"{plain}\n{note}" if small else note},
-            "metadata": {}}
+    shown: MimeBundle = {"text/plain": f"{plain}\n{note}" if small else note}
+    if output["output_type"] == "execute_result":
+        return {"output_type": "execute_result", "execution_count": output["execution_count"],
+                "data": shown, "metadata": {}}
+    return {"output_type": "display_data", "data": shown, "metadata": {}}

@@ -6,13 +6,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from jupyter_ci.wire.nbformat import NbOutput
+
 Role = Literal["user", "assistant", "tool"]
 RunStatus = Literal["ok", "error", "timeout", "died", "interrupted"]
 #: A run's status, or "invalid" (the tool call could not be run) or "not_run" (ask ended).
 ToolStatus = Literal["ok", "error", "timeout", "died", "interrupted", "invalid", "not_run"]
 
-#: One nbformat v4 output as a plain dict (stream, display_data, execute_result, error).
-Output = dict[str, Any]
+#: One nbformat v4 output (stream, display_data, execute_result, error): narrow on output_type.
+Output = NbOutput
 #: Called with each piece of model text as it streams in.
 OnText = Callable[[str], None]
 #: Called as a tool call's arguments stream in: (tool name, the raw JSON text so far).

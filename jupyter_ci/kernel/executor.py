@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from jupyter_ci import workdir
 from jupyter_ci.agent.feedback import strip_ansi
 from jupyter_ci.agent.outputs import OnOutput, OutputList
-from jupyter_ci.agent.types import CodeResult, ErrorInfo, FileInfo, Output, RunStatus
+from jupyter_ci.agent.types import CodeResult, ErrorInfo, FileInfo, RunStatus
 from jupyter_ci.kernel import history
 from jupyter_ci.kernel.alarm import Alarm
 from jupyter_ci.kernel.capture import (
@@ -43,6 +43,8 @@ from jupyter_ci.models.broker import announce_model_code
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import ExecutionResult, InteractiveShell
+
+    from jupyter_ci.wire.nbformat import ErrorOutput
 
 log = logging.getLogger(__name__)
 
@@ -109,12 +111,12 @@ def _guarded(shell: InteractiveShell) -> Iterator[None]:
         yield
 
 
-def _traceback_lines(output: Output | None) -> tuple[str, ...]:
+def _traceback_lines(output: ErrorOutput | None) -> tuple[str, ...]:
     """Return the ANSI-free lines of an error output's traceback."""
     return tuple(strip_ansi("\n".join(output["traceback"])).splitlines()) if output else ()
 
 
-def _error_info(exc: BaseException, captured: Output | None) -> ErrorInfo:
+def _error_info(exc: BaseException, captured: ErrorOutput | None) -> ErrorInfo:
     """Describe `exc`, preferring the traceback IPython showed for it."""
     if captured is not None and captured["ename"] == type(exc).__name__:
         info = ErrorInfo(captured["ename"], captured["evalue"], _traceback_lines(captured))

@@ -374,15 +374,14 @@ def publish(outputs: Sequence[Output], errors_as_text: bool = False) -> None:
     from IPython.display import publish_display_data
 
     for out in outputs:
-        kind = out.get("output_type")
-        if kind == "stream":
+        if out["output_type"] == "stream":
             stream = sys.stderr if out.get("name") == "stderr" else sys.stdout
             stream.write(str(out.get("text", "")))
             stream.flush()
-        elif kind in ("display_data", "execute_result"):
+        elif out["output_type"] == "display_data" or out["output_type"] == "execute_result":
             # The %%ask cell is trusted (the user ran it): model-written HTML must not run.
             publish_display_data(inert_bundle(dict(out.get("data", {}))),
                                  dict(out.get("metadata", {})))
-        elif kind == "error" and errors_as_text:
+        elif out["output_type"] == "error" and errors_as_text:
             sys.stderr.write(strip_ansi("\n".join(out.get("traceback", []))) + "\n")
             sys.stderr.flush()

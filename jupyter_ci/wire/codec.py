@@ -5,6 +5,9 @@ lists, nested dataclasses as objects. `decode(cls, value)` reads one back and ch
 whole: unknown fields refused, `Literal`, optional, tuple, list, dict, nested dataclasses and
 tagged unions (a `type: ClassVar[Literal["…"]]`, written first) checked, and an error
 names the path of the bad field (`steps[2].status: expected one of 'ok', 'error', got 'fine'`).
+A `TypedDict` (or a union of them: Jupyter's own shapes, wire/nbformat.py) is a JSON object
+written as is; reading one checks only that it is an object and its tag, the `Literal` key
+all of them have (an nbformat output's `output_type`); a lenient read only that it is an object.
 `decode(cls, value, lenient=True)` reads what a notebook holds, which anyone may have
 written or edited: unknown fields ignored, a missing field its default (else "", 0, false,
 null or empty), an optional part of the wrong type null; a required field of the wrong type
@@ -175,6 +178,8 @@ def _build_decoder(tp: Any, lenient: bool) -> Decode:
         return lambda v, path: v
     if dataclasses.is_dataclass(tp):
         return _object_decoder(typing.cast(type, tp), lenient)
+    if typing.is_typeddict(tp):
+        return _typed_dict_decoder((tp,), False, lenient)
     if origin is Literal:
         return _literal_decoder(args)
     if origin in (Union, types.UnionType):
@@ -213,6 +218,8 @@ def _literal_decoder(allowed: tuple[Any, ...]) -> Decode:
 def _union_decoder(args: tuple[Any, ...], lenient: bool) -> Decode:
     optional = type(None) in args
     inner = [a for a in args if a is not type(None)]
+    if all(typing.is_typeddict(a) for a in inner):
+        return _typed_dict_decoder(tuple(inner), optional, lenient)
     tags = {tag_of(typing.cast(type, a)): a for a in inner if dataclasses.is_dataclass(a)}
     if len(tags) == len(inner) > 1 and None not in tags:
         return _tagged_decoder(tags, optional, lenient)
@@ -248,6 +255,27 @@ def _tagged_decoder(tags: dict[str | None, Any], optional: bool, lenient: bool) 
         if kind not in tags:
             raise _fail(f"{path}.type" if path else "type", f"one of {said}", kind)
         return _decoder(tags[kind], lenient)(value, path)
+    return read
+
+
+def _typed_dict_decoder(kinds: tuple[Any, ...], optional: bool, lenient: bool) -> Decode:
+    """Read a JSON object as one of the TypedDicts `kinds`: only the object and its tag checked."""
+    keys = [{k: t for k, t in typing.get_type_hints(kind).items()
+             if typing.get_origin(t) is Literal} for kind in kinds]
+    tags = {} if lenient else {
+        key: tuple(a for found in keys for a in typing.get_args(found[key]))
+        for key in set.intersection(*(set(found) for found in keys))}
+
+    def read(value: Any, path: str) -> Any:
+        if value is None and optional:
+            return None
+        if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+            raise _fail(path, "an object", value)
+        for key, allowed in tags.items():
+            if not any(value.get(key) == a and type(value.get(key)) is type(a) for a in allowed):
+                said = ", ".join(repr(a) for a in allowed)
+                raise _fail(f"{path}.{key}" if path else key, f"one of {said}", value.get(key))
+        return value
     return read
 
 

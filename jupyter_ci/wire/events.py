@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from jupyter_ci.wire.codec import FLATTEN, OMIT_IF, ROUND
+from jupyter_ci.wire.nbformat import NbOutput
 
 #: An open JSON object: an nbformat v4 output, a file as the API lists it.
 JSONObject = dict[str, Any]
@@ -121,7 +122,7 @@ class Output:
     type: ClassVar[Literal["output"]] = "output"
     step: int
     #: An nbformat v4 output.
-    output: JSONObject
+    output: NbOutput
 
 
 @dataclass(frozen=True)
@@ -139,7 +140,7 @@ class SetOutputs:
 
     type: ClassVar[Literal["set_outputs"]] = "set_outputs"
     step: int
-    outputs: tuple[JSONObject, ...]
+    outputs: tuple[NbOutput, ...]
 
 
 @dataclass(frozen=True)

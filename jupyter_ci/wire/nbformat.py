@@ -96,3 +96,32 @@ class ClearOutputContent(TypedDict):
 #: The content of an IOPub message that changes a cell's outputs.
 OutputContent = (StreamContent | DisplayContent | ExecuteResultContent | ErrorContent
                  | ClearOutputContent)
+
+
+class CodeCell(TypedDict):
+    """A code cell as a session's history keeps it (nbformat makes the v4 cell on export)."""
+
+    cell_type: Literal["code"]
+    source: str
+    execution_count: int | None
+    outputs: list[NbOutput]
+
+
+class MarkdownCell(TypedDict):
+    """A Markdown cell as a session's history keeps it."""
+
+    cell_type: Literal["markdown"]
+    source: str
+
+
+#: A cell of a session's history.
+HistoryCell = CodeCell | MarkdownCell
+
+
+class Notebook(TypedDict):
+    """An nbformat v4 notebook as nbformat.v4.new_notebook makes it (cells made by nbformat)."""
+
+    nbformat: int
+    nbformat_minor: int
+    metadata: dict[str, object]
+    cells: list[dict[str, object]]

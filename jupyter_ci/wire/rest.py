@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from jupyter_ci.wire.codec import FLATTEN, OMIT_IF, ROUND
-from jupyter_ci.wire.events import JSONObject
+from jupyter_ci.wire.nbformat import NbOutput
 
 #: JSON Schema keywords a field's openapi.json schema adds to its type's.
 SCHEMA = "wire.schema"
@@ -54,7 +54,7 @@ class Execution:
     #: nbformat outputs, within c.JupyterCI.session_run_output_bytes (16 MiB): past it the
     #: middle is dropped and a stream output says how much; a streaming execute's output
     #: events carry every output whole.
-    outputs: tuple[JSONObject, ...]
+    outputs: tuple[NbOutput, ...]
     execution_count: int | None
     #: Milliseconds the run took.
     duration_ms: float = field(metadata={ROUND: 1, **_AT_LEAST_0})

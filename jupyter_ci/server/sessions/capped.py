@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from jupyter_ci.agent.outputs import (
     OutputEvent,
@@ -15,6 +14,7 @@ from jupyter_ci.agent.outputs import (
     output_size,
 )
 from jupyter_ci.agent.types import Output
+from jupyter_ci.wire.nbformat import DisplayData, MimeBundle, StreamOutput
 
 
 @dataclass
@@ -32,7 +32,7 @@ class CappedOutputs(OutputList):
     held: int = 0
     #: Bytes dropped from the middle so far, and the stream output that says so (at `at`).
     cut: int = 0
-    note: Output | None = None
+    note: StreamOutput | None = None
     at: int = 0
     #: Kept outputs past which consecutive stream outputs are joined (many small prints).
     join_at: int = 1024
@@ -63,15 +63,17 @@ class CappedOutputs(OutputList):
             self._fit()
             self._emit(OutputEvent("add", output=output, source=self))
 
-    def update(self, display_id: str, data: dict[str, Any], metadata: dict[str, Any]) -> None:
+    def update(self, display_id: str, data: MimeBundle, metadata: dict[str, object]) -> None:
         """Update a display, its new data cut to half the limit too."""
-        capped = cap_output({"output_type": "display_data", "data": data,
-                             "metadata": metadata}, self.limit // 2, self.keeps)
+        shown: DisplayData = {"output_type": "display_data", "data": data, "metadata": metadata}
+        capped = cap_output(shown, self.limit // 2, self.keeps)
+        if capped["output_type"] == "display_data":  # a display stays one when cut
+            shown = capped
         with self.lock:
             earlier = self.elsewhere.get(display_id)
             if earlier is None and self.elsewhere_bytes > self.limit // 2:
                 return  # updates of many earlier displays: the first ones are enough
-            super().update(display_id, capped["data"], capped["metadata"])
+            super().update(display_id, shown["data"], shown["metadata"])
             if display_id in self.elsewhere:
                 self.elsewhere_bytes += output_size(self.elsewhere[display_id]) - (
                     0 if earlier is None else output_size(earlier))
@@ -108,7 +110,7 @@ class CappedOutputs(OutputList):
                 head += self.sizes[self.at]
                 self.at += 1
             first = self.outputs[self.at]
-            name = first.get("name") if first["output_type"] == "stream" else "stdout"
+            name = first["name"] if first["output_type"] == "stream" else "stdout"
             self.note = {"output_type": "stream", "name": name, "text": ""}
             self.outputs.insert(self.at, self.note)
             self.shown.insert(self.at, None)

@@ -5,20 +5,20 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from nbformat import v4
 
-from jupyter_ci.agent.outputs import binary_size, cap_output, cut_note, output_size
-from jupyter_ci.agent.types import CodeResult, Output, RunStatus
+from jupyter_ci.agent.outputs import binary_size, cap_output, cut_note, json_size, output_size
+from jupyter_ci.agent.types import CodeResult, RunStatus
 from jupyter_ci.wire.names import METADATA_KEY
+from jupyter_ci.wire.nbformat import CodeCell, DisplayData, HistoryCell, MarkdownCell, Notebook
 from jupyter_ci.wire.rest import Execution, FileEntry
 from jupyter_ci.wire.rest import RunStatus as ApiStatus
 
 # nbformat is unannotated: these say what its constructors return.
-_NEW_CELL: dict[str, Callable[..., dict[str, Any]]] = {
+_NEW_CELL: dict[str, Callable[..., dict[str, object]]] = {
     "code": v4.new_code_cell, "markdown": v4.new_markdown_cell}
-_new_notebook: Callable[..., dict[str, Any]] = v4.new_notebook
+_new_notebook: Callable[..., Notebook] = v4.new_notebook
 #: Statuses of an execute as the API reports them (the executor's "died" is "dead" here).
 API_STATUS: dict[RunStatus, ApiStatus] = {
     "ok": "ok", "error": "error", "timeout": "timeout", "interrupted": "error", "died": "dead"}
@@ -32,7 +32,7 @@ def execute_result(result: CodeResult) -> Execution:
                      result.files_cut)
 
 
-def code_cell(code: str, result: CodeResult) -> dict[str, Any]:
+def code_cell(code: str, result: CodeResult) -> CodeCell:
     """Record one execute in the history: the fields of its code cell."""
     # Made a v4 cell only on export: nbformat validates each cell it makes (about 1 ms, and
     # more per output), a cost no execute should pay on the event loop. The outputs are v4
@@ -41,7 +41,7 @@ def code_cell(code: str, result: CodeResult) -> dict[str, Any]:
             "outputs": list(result.outputs)}
 
 
-def markdown_cell(text: str) -> dict[str, Any]:
+def markdown_cell(text: str) -> MarkdownCell:
     """Record a piece of an ask in the history: the fields of its Markdown cell."""
     return {"cell_type": "markdown", "source": text}
 
@@ -54,7 +54,7 @@ class History:
     output_limit: int = 1024 * 1024
     #: Bytes the whole history may keep (c.JupyterCI.session_history_bytes; 0: any).
     limit: int = 32 * 1024 * 1024
-    cells: list[dict[str, Any]] = field(default_factory=list)
+    cells: list[HistoryCell] = field(default_factory=list)
     #: Bytes kept now, sources and outputs (as output_size counts them).
     size: int = 0
     #: The first cell that may still have outputs to drop.
@@ -65,18 +65,18 @@ class History:
     def __len__(self) -> int:
         return len(self.cells)
 
-    def __iter__(self) -> Iterator[dict[str, Any]]:
+    def __iter__(self) -> Iterator[HistoryCell]:
         return iter(list(self.cells))
 
-    def append(self, cell: dict[str, Any]) -> None:
+    def append(self, cell: HistoryCell) -> None:
         """Keep a cell, its outputs cut to the per-output cap; drop the oldest past the total."""
-        if cell.get("outputs"):
+        if cell["cell_type"] == "code" and cell["outputs"]:
             keeps = (f"the session's notebook keeps at most {binary_size(self.output_limit)} "
                      "per output (c.JupyterCI.session_history_output_bytes)")
             cell = {**cell, "outputs": [cap_output(out, self.output_limit, keeps)
                                         for out in cell["outputs"]]}
         self.cells.append(cell)
-        self.size += output_size(cell)
+        self.size += json_size(cell)
         if self.limit > 0:
             self._drop_oldest()
 
@@ -87,8 +87,11 @@ class History:
     def _drop_oldest(self) -> None:
         """Drop outputs, oldest first, until the history fits; sources always stay."""
         while self.size > self.limit and self.oldest < len(self.cells):
-            index = self.oldest
-            outputs: list[Output] = self.cells[index].get("outputs") or []
+            index, cell = self.oldest, self.cells[self.oldest]
+            if cell["cell_type"] != "code":  # nothing to drop: a Markdown cell stays whole
+                self.oldest += 1
+                continue
+            outputs = cell["outputs"]
             earlier = outputs[:1] if index in self.dropped else []
             end, freed = len(earlier), 0
             while end < len(outputs) and self.size - freed > self.limit:
@@ -101,10 +104,10 @@ class History:
             self.dropped[index] = self.dropped.get(index, 0) + freed
             note = self._note(self.dropped[index])
             # A new cell, not a change to the old one: an export may be reading it.
-            self.cells[index] = {**self.cells[index], "outputs": [note, *outputs[end:]]}
+            self.cells[index] = {**cell, "outputs": [note, *outputs[end:]]}
             self.size += output_size(note) - sum(map(output_size, earlier)) - freed
 
-    def _note(self, dropped: int) -> Output:
+    def _note(self, dropped: int) -> DisplayData:
         """Stand for outputs dropped to keep the history within its limit."""
         keeps = (f"the session's notebook keeps at most {binary_size(self.limit)} "
                  "(c.JupyterCI.session_history_bytes); the oldest outputs go first")
@@ -113,7 +116,7 @@ class History:
 
 
 def notebook(history: History, kernel_name: str, session_id: str, language: str = "python"
-             ) -> dict[str, Any]:
+             ) -> Notebook:
     """Return a session's history as an nbformat v4 notebook (each cell's fields validated)."""
     cells = []
     for entry in list(history):
@@ -122,7 +125,7 @@ def notebook(history: History, kernel_name: str, session_id: str, language: str 
         # the server's loop, for ~0.2 s of a 100 MB export, in one piece.
         cell = _NEW_CELL[entry["cell_type"]](**{k: v for k, v in entry.items()
                                                 if k not in ("cell_type", "outputs")})
-        if "outputs" in entry:
+        if entry["cell_type"] == "code":
             cell["outputs"] = entry["outputs"]
         cells.append(cell)
     kernelspec = {"name": kernel_name, "display_name": kernel_name, "language": language}
