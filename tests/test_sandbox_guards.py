@@ -10,6 +10,7 @@ import pytest
 from jupyter_ci.server.sandbox import guards
 from jupyter_ci.server.sandbox.box import Limits
 from jupyter_ci.server.sessions.session import Session
+from jupyter_ci.wire.codec import encode
 
 
 def test_a_root_server_without_cgroups_says_the_process_limit_does_not_hold(
@@ -26,6 +27,6 @@ def test_a_root_server_without_cgroups_says_the_process_limit_does_not_hold(
 def test_the_session_info_says_so() -> None:
     session = Session("s", "k", "python3-sandboxed", Path("/tmp"), None, None,  # type: ignore[arg-type]
                       sandboxed=True, unenforced="a box does not enforce sandbox_processes")
-    assert session.to_json()["sandbox_unenforced"].endswith("sandbox_processes")
+    assert encode(session.info())["sandbox_unenforced"].endswith("sandbox_processes")
     session.unenforced = ""
-    assert "sandbox_unenforced" not in session.to_json()
+    assert "sandbox_unenforced" not in encode(session.info())

@@ -25,6 +25,8 @@ from jupyter_ci.server.sessions.approvals import (
     Pending,
     UnknownApproval,
 )
+from jupyter_ci.wire.codec import encode
+from jupyter_ci.wire.events import WaitingForUser
 from tests import openapi_check
 from tests.fakellm import FakeLLM, Turn
 from tests.nbrun import TEST_KEY, session_server_config
@@ -386,12 +388,12 @@ async def test_deleting_the_session_or_hanging_up_ends_a_waiting_ask_cleanly(
 async def test_only_the_user_who_asked_answers_and_twice_is_a_409() -> None:
     approvals = Approvals()
     future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-    event = {"type": "waiting_for_user", "kind": "step", "approval_id": "a1", "ask_id": "k"}
+    event = WaitingForUser("", kind="step", approval_id="a1", ask_id="k")
     approvals.pending["a1"] = Pending("a1", "k", "alice", event, future)
     with pytest.raises(NotYourApproval):
         approvals.answer("mallory", {"approval_id": "a1", "decision": "run"})
     assert not future.done()
-    assert approvals.answer("alice", {"approval_id": "a1", "decision": "skip"}) == {
+    assert encode(approvals.answer("alice", {"approval_id": "a1", "decision": "skip"})) == {
         "approval_id": "a1", "ask_id": "k", "decision": "skip"}
     assert json.loads(future.result()) == {"decision": "skip"}
     with pytest.raises(ApprovalAnswered):

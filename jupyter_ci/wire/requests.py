@@ -94,6 +94,37 @@ class ApprovalAnswer:
     plan: str | None = field(default=None, metadata={OMIT_IF: None})
 
 
+#: Which steps of an ask wait for the user's approval (agent.approval.MODES).
+Approve = Literal["never", "first", "plan", "each"]
+
+
+@dataclass(frozen=True)
+class Ask:
+    """POST .../ask: the prompt, and what may override the server's settings for this ask."""
+
+    prompt: str = field(metadata={SCHEMA: {"minLength": 1}})
+    #: provider:model, e.g. openai:gpt-5.5. replay:<path> plays back a recording: the path
+    #: starts in the session's own directory and must stay inside it (or inside
+    #: c.JupyterCI.record_dir); anything else is a 400. Absent or null: the server's
+    #: c.JupyterCI.model.
+    model: str | None = None
+    #: Seconds each step may run before it is interrupted. Absent or null: the server's
+    #: c.JupyterCI.timeout (60 s).
+    timeout: float | None = field(default=None, metadata={SCHEMA: {"exclusiveMinimum": 0}})
+    #: Absent or null: the server's c.JupyterCI.max_steps.
+    max_steps: int | None = field(default=None, metadata={SCHEMA: {"minimum": 1}})
+    #: Absent or null: the server's c.JupyterCI.max_fixes.
+    max_fixes: int | None = field(default=None, metadata={SCHEMA: {"minimum": 1}})
+    #: Which steps wait for the user's approval before they run: never (none), first (the
+    #: first step; then it runs on), plan (the model first proposes a numbered plan to
+    #: approve or edit), each (every step). Omitted: c.JupyterCI.approval (default never).
+    #: The server's c.JupyterCI.approval_minimum wins when it is stricter, whatever is asked
+    #: here. A waiting step sends a `waiting_for_user` event (with its approval_id) and waits
+    #: for POST .../approvals; with no answer within c.JupyterCI.approval_timeout (600 s) the
+    #: ask ends `stopped`. Anything but these four names is a 400.
+    approve: Approve | None = None
+
+
 #: The bodies whose schemas scripts/gen_wire.py writes into openapi.json, by schema name,
 #: with the keywords of the body as a whole (any other field is a 400).
 BODIES: dict[str, tuple[type, dict[str, object]]] = {
@@ -102,4 +133,5 @@ BODIES: dict[str, tuple[type, dict[str, object]]] = {
                           "oneOf": [{"required": ["code"]}, {"required": ["cells"]}],
                           "description": "Exactly one of `code` and `cells` (else 400 "
                           "`bad_field`)."}),
-    "ApprovalAnswer": (ApprovalAnswer, {"additionalProperties": False})}
+    "ApprovalAnswer": (ApprovalAnswer, {"additionalProperties": False}),
+    "Ask": (Ask, {"additionalProperties": False})}

@@ -9,6 +9,7 @@ from tornado import web
 
 from jupyter_ci.server.sessions.fields import names_of
 from jupyter_ci.server.sessions.handlers import SessionAPIHandler
+from jupyter_ci.wire.codec import encode
 from jupyter_ci.wire.requests import ApprovalAnswer
 
 
@@ -19,7 +20,7 @@ class ApprovalsHandler(SessionAPIHandler):
     @authorized
     def get(self, sid: str) -> None:
         """List the waiting_for_user events that wait (to answer them from elsewhere)."""
-        self.finish(json.dumps(self.manager.get(sid).approvals.listing()))
+        self.finish(json.dumps(encode(self.manager.get(sid).approvals.listing())))
 
     @web.authenticated
     @authorized
@@ -27,4 +28,4 @@ class ApprovalsHandler(SessionAPIHandler):
         """Answer {"approval_id", "decision": run/edit/skip/stop, "code"?, "plan"?}."""
         body = self.fields(names_of(ApprovalAnswer))
         answered = self.manager.get(sid).approvals.answer(self.user(), body)
-        self.finish(json.dumps(answered))
+        self.finish(json.dumps(encode(answered)))

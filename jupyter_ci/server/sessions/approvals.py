@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import typing
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from jupyter_ci.agent.approval import MODES, ApprovalMode, stricter
@@ -22,13 +21,13 @@ from jupyter_ci.agent.errors import AskStopped
 from jupyter_ci.server.sessions.errors import SessionError
 from jupyter_ci.server.sessions.fields import Check, Refused, read_body
 from jupyter_ci.wire.codec import decode, encode
-from jupyter_ci.wire.events import JSONObject, WaitingForUser
+from jupyter_ci.wire.events import WaitingForUser
 from jupyter_ci.wire.requests import ApprovalAnswer
 from jupyter_ci.wire.rest import ApprovalReply
 from jupyter_ci.wire.results import ApprovalNote
 
 #: Sends one server-sent event: (event name, data).
-EmitSSE = Callable[[str, JSONObject], None]
+EmitSSE = Callable[[str, Mapping[str, object]], None]
 DECISIONS = ("run", "edit", "skip", "stop")
 #: Answered approvals a session remembers, so a second answer is a 409, not a 404.
 ANSWERED_KEPT = 256
@@ -61,14 +60,13 @@ def approval_mode(asked: str | None, default: str, minimum: str) -> ApprovalMode
     return stricter(asked or default, minimum)
 
 
-def parse_mode(body: JSONObject) -> str | None:
-    """Return the body's `approve`, checked to be a mode, or None when it gives none."""
+def check_mode(body: Mapping[str, object]) -> None:
+    """Refuse a body whose `approve` is given and is not a mode."""
     value = body.get("approve")
     if value is not None and value not in MODES:
         raise Refused(400, "bad_field", f"'approve' must be one of {', '.join(MODES)} "
                       "(never: run every step; first: approve the first step; plan: approve "
                       "a plan first; each: approve every step).")
-    return value
 
 
 @dataclass
@@ -79,7 +77,7 @@ class Pending:
     ask_id: str
     user: str
     #: Its waiting_for_user event, as GET .../approvals lists it.
-    event: JSONObject
+    event: WaitingForUser
     future: asyncio.Future[str]
 
 
@@ -90,11 +88,11 @@ class Approvals:
     pending: dict[str, Pending] = field(default_factory=dict)
     answered: OrderedDict[str, str] = field(default_factory=OrderedDict)
 
-    def listing(self) -> list[JSONObject]:
+    def listing(self) -> list[WaitingForUser]:
         """Return the waiting_for_user events that wait now, oldest first."""
         return [p.event for p in self.pending.values()]
 
-    def answer(self, user: str, body: JSONObject) -> JSONObject:
+    def answer(self, user: str, body: Mapping[str, object]) -> ApprovalReply:
         """Answer a waiting question with a body; return what was decided (ApprovalAnswered)."""
         given = read_body(ApprovalAnswer, body, _ANSWER_CHECKS)
         approval_id = given.approval_id
@@ -111,14 +109,14 @@ class Approvals:
         if pending.user != user:
             raise NotYourApproval("Only the user who started this ask can answer its "
                                   "approvals.")
-        answer = checked_answer(str(pending.event.get("kind")), given)
+        answer = checked_answer(pending.event.kind, given)
         said = ApprovalReply(approval_id, pending.ask_id, answer.decision, answer.code,
                                 answer.plan)
         # The loop reads the decision and the edited text; the ids are the route's.
         pending.future.set_result(json.dumps(
             {k: v for k, v in encode(said).items() if k not in ("approval_id", "ask_id")}))
         self.remember(approval_id, f"answered {answer.decision!r}")
-        return typing.cast(JSONObject, encode(said))
+        return said
 
     def remember(self, approval_id: str, why: str) -> None:
         """Keep a closed id (a bounded memory) so that a late answer is told why."""
@@ -176,10 +174,9 @@ class Asker:
     async def __call__(self, told: WaitingForUser) -> str:
         """Wait for the answer to the question told; return the answer's text."""
         approval_id = told.approval_id or ""
-        event = typing.cast(JSONObject, encode(told))
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self.approvals.pending[approval_id] = Pending(approval_id, self.ask_id, self.user,
-                                                      event, future)
+                                                      told, future)
         try:
             answer = await asyncio.wait_for(future, self.timeout)
         except TimeoutError:

@@ -14,9 +14,9 @@ import os
 import time
 import traceback
 import uuid
-from dataclasses import dataclass, fields, replace
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from jupyter_ci.agent.cost import Meter, price_table
 from jupyter_ci.agent.errors import AskError
@@ -48,35 +48,16 @@ from jupyter_ci.models.resolve import (
 )
 from jupyter_ci.models.turn_wire import Turn
 from jupyter_ci.providers import model_sees_images
-from jupyter_ci.server.sessions.approvals import Asker, EmitSSE, approval_mode, parse_mode
+from jupyter_ci.server.sessions.approvals import Asker, EmitSSE, approval_mode, check_mode
 from jupyter_ci.server.sessions.errors import SessionError
+from jupyter_ci.server.sessions.fields import Check, names_of, read_body
 from jupyter_ci.server.sessions.manager import SessionManager
 from jupyter_ci.server.sessions.ports import ModelPort, as_text_sink, ask_token_id
 from jupyter_ci.server.sessions.results import markdown_cell
 from jupyter_ci.server.sessions.session import Session
 from jupyter_ci.wire.codec import encode
-from jupyter_ci.wire.events import JSONObject
-
-
-@dataclass(frozen=True)
-class AskRequest:
-    """A validated ask: the prompt and what may override the settings."""
-
-    prompt: str
-    model: str | None = None
-    timeout: float | None = None
-    max_steps: int | None = None
-    max_fixes: int | None = None
-    #: Which steps wait for approval (never, first, plan, each); None: c.JupyterCI.approval.
-    approve: str | None = None
-
-    def limits(self, ci: JupyterCI, model: SeesImages) -> Limits:
-        """The ask's limits: the request's where given, else the server's settings."""
-        return ci.limits(model, self.max_steps, self.max_fixes, self.timeout)
-
-
-#: The fields an ask's body may hold.
-FIELDS = tuple(f.name for f in fields(AskRequest))
+from jupyter_ci.wire.requests import Ask
+from jupyter_ci.wire.results import AskResult
 
 
 class ServiceModel:
@@ -136,18 +117,18 @@ class RestEncoder:
 
     def __init__(self, emit: EmitSSE, journal: Journal, asker: Asker) -> None:
         self.emit, self.journal, self.asker = emit, journal, asker
-        self.result: JSONObject | None = None
+        self.result: AskResult | None = None
 
     def __call__(self, event: Event) -> None:
         """Send one event; the end, as the ask's result."""
         if isinstance(event, AskEnded):
             steps = tuple({**{k: v for k, v in event_json(end).items() if k != "type"},
                            "outputs": list(end.result.outputs)} for end in self.journal.ended())
-            data = self.result = encode(event.outcome.to_result(steps,
-                                                                tuple(self.asker.noted)))
+            self.result = event.outcome.to_result(steps, tuple(self.asker.noted))
+            self.emit(self.result.type, encode(self.result))
         else:
             data = event_json(event)
-        self.emit(data["type"], data)
+            self.emit(data["type"], data)
 
 
 class SessionSteps:
@@ -161,27 +142,46 @@ class SessionSteps:
         result, files = await self.manager.run_locked(self.session, code, timeout,
                                                       self.journal.output)
         if files:
-            self.journal.emit(FilesWritten(self.journal.step, tuple(files)))
+            self.journal.emit(FilesWritten(self.journal.step,
+                                          tuple(encode(f) for f in files)))
         return result
 
 
-def parse(body: dict[str, Any]) -> AskRequest:
-    """Validate an ask's body, raising SessionError with what is wrong."""
+def _check(body: Mapping[str, object]) -> None:
+    """Refuse an ask's body with its first bad field's message, in the order of its fields."""
     prompt = body.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
         raise SessionError("'prompt' (a non-empty string) is required.")
     model = body.get("model")
     if model is not None and not isinstance(model, str):
         raise SessionError("'model' must be a string such as 'openai:gpt-5.5'.")
-    numbers: dict[str, Any] = {}
     for name, kind in (("timeout", float), ("max_steps", int), ("max_fixes", int)):
         value = body.get(name)
         if value is not None and (isinstance(value, bool) or not isinstance(
                 value, (int, float) if kind is float else int) or value <= 0):
             raise SessionError(f"'{name}' must be a positive "
                                f"{'number' if kind is float else 'integer'}.")
-        numbers[name] = value
-    return AskRequest(prompt.strip(), model, approve=parse_mode(body), **numbers)
+    check_mode(body)
+
+
+#: A field the codec refuses: the whole body checked, so the first bad field is the one said.
+_CHECKS: dict[str, Check] = dict.fromkeys(names_of(Ask), _check)
+
+
+def parse(body: Mapping[str, object]) -> Ask:
+    """Read an ask's body as its wire class, raising SessionError with what is wrong."""
+    request = read_body(Ask, body, _CHECKS)
+    # What the codec takes but an ask does not: a blank prompt, a number not above zero.
+    if not request.prompt.strip() or any(
+            value is not None and value <= 0
+            for value in (request.timeout, request.max_steps, request.max_fixes)):
+        _check(body)
+    return replace(request, prompt=request.prompt.strip())
+
+
+def limits(request: Ask, ci: JupyterCI, model: SeesImages) -> Limits:
+    """Return an ask's limits: the request's where given, else the server's settings."""
+    return ci.limits(model, request.max_steps, request.max_fixes, request.timeout)
 
 
 async def resolve(manager: SessionManager, session: Session, model: str | None
@@ -246,9 +246,9 @@ def _kernel_token(manager: SessionManager, session: Session) -> list[str]:
     return [token] if isinstance(token, str) and token else []
 
 
-async def ask(manager: SessionManager, session: Session, request: AskRequest,
+async def ask(manager: SessionManager, session: Session, request: Ask,
               chat: AskModel, redactor: Redactor, emit: EmitSSE, user: str = ""
-              ) -> JSONObject:
+              ) -> AskResult:
     """Run one ask in the session (its lock held by the caller); return its result.
 
     Whatever goes wrong, the ask ends with one result (failed, then): its `ask_end` event,
@@ -281,7 +281,7 @@ async def ask(manager: SessionManager, session: Session, request: AskRequest,
     return encoder.result
 
 
-def _life(manager: SessionManager, session: Session, request: AskRequest, chat: AskModel,
+def _life(manager: SessionManager, session: Session, request: Ask, chat: AskModel,
           redactor: Redactor, journal: Journal, ask_id: str) -> AskLife:
     """Return the ask's lifecycle: its loop in the session's context, and the session's memory."""
     ci = manager.ci
@@ -289,7 +289,7 @@ def _life(manager: SessionManager, session: Session, request: AskRequest, chat: 
         session.memory = Memory(ci.memory_tokens)
     loop = AskLoop(request.prompt, context=f"Working directory: {session.directory.name}/ "
                    "(files you write there can be downloaded by the user).",
-                   history=session.memory.messages(), limits=request.limits(ci, chat),
+                   history=session.memory.messages(), limits=limits(request, ci, chat),
                    redact=redactor,
                    # A REST client has no stdin to answer on: "never" unless "always".
                    install=ci.install_policy(can_ask=False),

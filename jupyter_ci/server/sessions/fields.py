@@ -6,18 +6,17 @@ import dataclasses
 import math
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from jupyter_ci.models.broker import MANAGED
 from jupyter_ci.server.sandbox.environ import unsafe
 from jupyter_ci.server.sessions.errors import SessionError
 from jupyter_ci.wire.codec import WireError, decode
-from jupyter_ci.wire.events import JSONObject
 from jupyter_ci.wire.requests import SERVER_TIMEOUT, Execute, NewSession
 
 T = TypeVar("T")
 #: A field's own check of a body: raises its 400 (the words clients read) when it is bad.
-Check = Callable[[JSONObject], object]
+Check = Callable[[Mapping[str, object]], object]
 
 _MAX_TIMEOUT_S = 24 * 3600.0
 
@@ -35,7 +34,7 @@ def names_of(cls: type) -> tuple[str, ...]:
     return tuple(item.name for item in dataclasses.fields(cls))
 
 
-def read_body(cls: type[T], body: JSONObject, checks: Mapping[str, Check]) -> T:
+def read_body(cls: type[T], body: Mapping[str, object], checks: Mapping[str, Check]) -> T:
     """Read a body as its wire class; a bad field gets its own check's message, else the codec's."""
     try:
         return decode(cls, body)
@@ -53,14 +52,14 @@ _SESSION_CHECKS: dict[str, Check] = {
     "env": lambda body: validate_env(body.get("env"))}
 
 
-def new_session(body: JSONObject) -> NewSession:
+def new_session(body: Mapping[str, object]) -> NewSession:
     """Read a new session's body by its wire class; its directory and variables checked."""
     request = read_body(NewSession, body, _SESSION_CHECKS)
     return dataclasses.replace(request, env=validate_env(request.env),
                                cwd_name=validate_cwd_name(request.cwd_name))
 
 
-def optional_str(body: JSONObject, name: str) -> str | None:
+def optional_str(body: Mapping[str, object], name: str) -> str | None:
     """Return an optional string field of a body."""
     value = body.get(name)
     if value is not None and not isinstance(value, str):
@@ -68,24 +67,24 @@ def optional_str(body: JSONObject, name: str) -> str | None:
     return value
 
 
-def timeout_of(body: JSONObject) -> float | None:
+def timeout_of(body: Mapping[str, object]) -> float | None:
     """Return a run's timeout: None when absent (the server's), inf for null or 0 (none)."""
     if "timeout" not in body:
         return None
     value = body["timeout"]
     if value is None or (value == 0 and not isinstance(value, bool)):
         return math.inf
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-            0 < value <= _MAX_TIMEOUT_S) or not math.isfinite(value):
-        raise Refused(400, "bad_field", f"'timeout' must be a number of seconds in (0, "
-                      f"{_MAX_TIMEOUT_S:g}], or 0 or null for no deadline.")
-    return float(value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and (
+            0 < value <= _MAX_TIMEOUT_S) and math.isfinite(value):
+        return float(value)
+    raise Refused(400, "bad_field", f"'timeout' must be a number of seconds in (0, "
+                  f"{_MAX_TIMEOUT_S:g}], or 0 or null for no deadline.")
 
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
-def validate_cwd_name(name: Any) -> str | None:
+def validate_cwd_name(name: object) -> str | None:
     """Check the name asked for the session's directory: a plain file name."""
     if name is None:
         return None
@@ -95,13 +94,14 @@ def validate_cwd_name(name: Any) -> str | None:
     return name
 
 
-def validate_env(env: Any) -> dict[str, str]:
+def validate_env(env: object) -> dict[str, str]:
     """Check a session's extra environment: strings only, none of the broker's variables."""
     if env is None:
         return {}
-    if not isinstance(env, dict) or not all(
+    if not isinstance(env, Mapping) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
         raise SessionError("'env' must be an object of string names to string values.")
+    env = {str(k): str(v) for k, v in env.items()}
     reserved = sorted(k for k in env if k in MANAGED or not k.isidentifier()
                       or k.startswith(("JUPYTER_CI_", "KERNEL_")))
     if reserved:
@@ -116,7 +116,7 @@ def validate_env(env: Any) -> dict[str, str]:
     if nul:  # no process environment can hold one: the kernel's launch would fail
         raise SessionError(f"'env' values may not contain a NUL character (\\u0000): "
                            f"{', '.join(nul)}. Remove it, or pass binary data in a file.")
-    return dict(env)
+    return env
 
 
 #: Cells one execute request may run (`cells`): a notebook's worth, not a flood.
@@ -140,7 +140,7 @@ def _refuse(message: str) -> None:
     raise Refused(400, "bad_field", message)
 
 
-def execute(body: JSONObject, max_bytes: int) -> Execute:
+def execute(body: Mapping[str, object], max_bytes: int) -> Execute:
     """Read an execute's body: one of `code` and `cells`, within the size limits.
 
     Its timeout: SERVER_TIMEOUT when absent (the server's), inf for null or 0 (none).

@@ -28,7 +28,6 @@ from jupyter_ci.server.sessions.replies import NO_TOKEN as NO_TOKEN
 from jupyter_ci.server.sessions.replies import allowed_methods
 from jupyter_ci.server.sessions.results import notebook_pieces
 from jupyter_ci.wire.codec import encode
-from jupyter_ci.wire.events import JSONObject
 from jupyter_ci.wire.requests import NewSession
 from jupyter_ci.wire.rest import ErrorReply
 
@@ -92,7 +91,7 @@ class SessionAPIHandler(APIHandler):
             return "\0the server's token"
         return str(getattr(self.current_user, "username", self.current_user))
 
-    def body(self) -> JSONObject:
+    def body(self) -> dict[str, object]:
         """Return the request's JSON object (an empty body is an empty object)."""
         if not self.request.body:
             return {}
@@ -105,7 +104,7 @@ class SessionAPIHandler(APIHandler):
             raise Refused(400, "bad_json", "The body must be a JSON object.")
         return value
 
-    def fields(self, known: Iterable[str]) -> JSONObject:
+    def fields(self, known: Iterable[str]) -> dict[str, object]:
         """Return the body, refusing fields this route does not know (a typo must not pass)."""
         body = self.body()
         unknown = sorted(set(body) - set(known))

@@ -16,7 +16,7 @@ from typing import Any
 
 from jupyter_core.utils import ensure_async
 
-from jupyter_ci.agent.types import CodeResult
+from jupyter_ci.agent.types import CodeResult, Output
 from jupyter_ci.server.sessions.errors import SessionError
 
 PYTHON = "python"
@@ -123,9 +123,15 @@ def name_error(result: CodeResult) -> None:
     status = result.error.evalue
     ename, evalue = "ExitStatus", f"the last command exited with status {status}"
     result.error = dataclasses.replace(result.error, ename=ename, evalue=evalue)
-    result.outputs = [{**output, "ename": ename, "evalue": evalue}
-                      if output.get("output_type") == "error" and not output.get("ename")
-                      else output for output in result.outputs]
+    result.outputs = [_named(output, ename, evalue) for output in result.outputs]
+
+
+def _named(output: Output, ename: str, evalue: str) -> Output:
+    """Return an output, an error output without a name given `ename` and `evalue`."""
+    if output["output_type"] != "error" or output.get("ename"):
+        return output
+    named: Output = {**output, "ename": ename, "evalue": evalue}
+    return named
 
 
 def env_prelude(language: str, envs: dict[str, str]) -> tuple[str, str]:

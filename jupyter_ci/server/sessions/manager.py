@@ -20,7 +20,7 @@ from tornado import web
 
 from jupyter_ci.agent.feedback import KERNEL_RESTARTED
 from jupyter_ci.agent.outputs import OnOutput
-from jupyter_ci.agent.types import CodeResult, ErrorInfo, FileInfo
+from jupyter_ci.agent.types import CodeResult, ErrorInfo, FileInfo, Output
 from jupyter_ci.config import ServerSettings
 from jupyter_ci.server.gateway import is_gateway
 from jupyter_ci.server.sandbox.box import Limits
@@ -40,9 +40,7 @@ from jupyter_ci.server.sessions.kernels import SessionKernels, Started
 from jupyter_ci.server.sessions.ports import ModelPort, ask_token_id
 from jupyter_ci.server.sessions.results import History, code_cell, execute_result
 from jupyter_ci.server.sessions.session import Session
-from jupyter_ci.wire.codec import encode
-from jupyter_ci.wire.events import JSONObject
-from jupyter_ci.wire.rest import Execution
+from jupyter_ci.wire.rest import Execution, FileEntry
 
 #: Seconds to let the server's restarter finish before a restart that collided with it.
 RESTART_RETRY_S = 1.0
@@ -194,10 +192,11 @@ class SessionManager:
         session.history.clear()  # as a restart does: the notebook starts with this run
         message = (f"{said}: {KERNEL_RESTARTED}. Run again what the next code needs "
                    "(imports, data, definitions), and make this code faster or stoppable.")
-        outputs = [*result.outputs, {"output_type": "error", "ename": "TimeoutError",
-                                     "evalue": message, "traceback": []}]
-        return CodeResult("timeout", outputs, result.duration_s, result.execution_count,
-                          ErrorInfo("TimeoutError", message), updated=result.updated)
+        said_so: Output = {"output_type": "error", "ename": "TimeoutError", "evalue": message,
+                           "traceback": []}
+        return CodeResult("timeout", [*result.outputs, said_so], result.duration_s,
+                          result.execution_count, ErrorInfo("TimeoutError", message),
+                          updated=result.updated)
 
     async def _restart_kernel(self, kernel_id: str) -> None:
         """Restart a kernel through the kernel manager, once more if its restarter was at it."""
@@ -220,7 +219,7 @@ class SessionManager:
 
     async def run_locked(self, session: Session, code: str, timeout: float,
                          on_output: OnOutput | None = None, env: dict[str, str] | None = None
-                         ) -> tuple[CodeResult, list[JSONObject]]:
+                         ) -> tuple[CodeResult, list[FileEntry]]:
         """Run code in a session whose lock the caller holds; record it in the history.
 
         Return the result and the files it wrote, as the ask's `files` event lists them.
@@ -255,7 +254,7 @@ class SessionManager:
         # The ask's tool result lists them too (the execute API returns them beside).
         result.files = changed
         session.history.append(code_cell(code, result))
-        return result, [encode(files.entry(f)) for f in changed]
+        return result, [files.entry(f) for f in changed]
 
     async def _run(self, session: Session, code: str, timeout: float,
                    on_output: OnOutput | None, env: dict[str, str] | None = None,

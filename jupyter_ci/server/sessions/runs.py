@@ -24,9 +24,9 @@ from jupyter_ci.server.sessions.results import execute_result
 from jupyter_ci.server.sessions.session import Session
 from jupyter_ci.server.streams import ServerSentEvent, ServerSentEvents, StreamWriter
 from jupyter_ci.wire.codec import encode
-from jupyter_ci.wire.events import JSONObject
-from jupyter_ci.wire.requests import SERVER_TIMEOUT, Execute
+from jupyter_ci.wire.requests import SERVER_TIMEOUT, Ask, Execute
 from jupyter_ci.wire.rest import CellResult, CellStart, ErrorReply, Execution, ExecutionOfCells
+from jupyter_ci.wire.results import AskResult
 
 #: Seconds of silence after which a stream sends an SSE comment, so that proxies and clients'
 #: read timeouts (httpx, nginx: 60 s) do not cut a long quiet run, which would interrupt it.
@@ -44,8 +44,8 @@ def output_event(event: OutputEvent) -> ServerSentEvent:
 
 #: Sends one server-sent event of a run (at the loop's next turn, with any others).
 Send = Callable[[ServerSentEvent], None]
-#: What a run replies: an execute's result (as the wire class), an ask's (as JSON already).
-Reply = Execution | ExecutionOfCells | JSONObject
+#: What a run replies: an execute's result, or an ask's (as their wire classes).
+Reply = Execution | ExecutionOfCells | AskResult
 Work = Callable[[Send], Awaitable[Reply]]
 
 
@@ -213,7 +213,7 @@ class AskHandler(StreamingHandler):
     @authorized
     async def post(self, sid: str) -> None:
         """Ask {"prompt", "model"?, "timeout"?, "max_steps"?, "max_fixes"?, "approve"?}."""
-        request = ask.parse(self.fields(ask.FIELDS))
+        request = ask.parse(self.fields(names_of(Ask)))
         session = self.manager.get(sid)
         languages.check_ask(session.language)
         chat, redactor = await ask.resolve(self.manager, session, request.model)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,8 +11,6 @@ from typing import Any
 from jupyter_ci.server.sessions.approvals import Approvals
 from jupyter_ci.server.sessions.executor import KernelExecutor
 from jupyter_ci.server.sessions.results import History
-from jupyter_ci.wire.codec import encode
-from jupyter_ci.wire.events import JSONObject
 from jupyter_ci.wire.rest import SessionInfo, SessionStatus
 
 
@@ -58,10 +55,6 @@ class Session:
     tasks: set[asyncio.Future[Any]] = field(default_factory=set)
     #: Its asks' questions that wait for the user's answer (approvals.py).
     approvals: Approvals = field(default_factory=Approvals)
-
-    def to_json(self) -> JSONObject:
-        """Return the session's info as JSON."""
-        return typing.cast(JSONObject, encode(self.info()))
 
     def info(self) -> SessionInfo:
         """Describe the session as the API returns it."""
