@@ -94,6 +94,30 @@ def test_a_new_event_is_one_class_the_codec_reads_and_writes() -> None:
         decode(Approved, {"type": "denied", "step": 3})
 
 
+@pytest.mark.parametrize(("output", "said"), [
+    (5, "output: expected an object, got 5"),
+    ({"output_type": "html", "data": {}}, "output.output_type: expected one of 'stream', "
+     "'display_data', 'execute_result', 'error', got 'html'"),
+    ({"name": "stdout", "text": "hi"}, "output.output_type: expected one of"),
+])
+def test_an_nbformat_output_is_read_as_an_object_with_a_known_output_type(
+        output: object, said: str) -> None:
+    with pytest.raises(WireError) as refused:
+        decode(wire.Output, {"type": "output", "step": 1, "output": output})
+    assert said in str(refused.value)
+
+
+def test_an_nbformat_output_is_written_as_is_and_read_leniently_as_any_object() -> None:
+    shown = {"output_type": "display_data", "data": {"text/plain": "1"}, "metadata": {},
+             "newer": True}
+    assert encode(wire.Output(2, shown)) == {"type": "output", "step": 2, "output": shown}
+    assert decode(wire.Output, encode(wire.Output(2, shown))) == wire.Output(2, shown)
+    odd = {"type": "set_outputs", "step": 1, "outputs": [{"output_type": "html"}]}
+    assert decode(wire.SetOutputs, odd, lenient=True).outputs == ({"output_type": "html"},)
+    with pytest.raises(WireError, match=r"outputs\[0\]: expected an object, got 3"):
+        decode(wire.SetOutputs, {**odd, "outputs": [3]}, lenient=True)
+
+
 def test_the_wire_imports_only_the_standard_library_and_itself() -> None:
     for path in WIRE.glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
