@@ -11,7 +11,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol, TypeGuard
 
 from jupyter_ci.agent.feedback import strip_ansi
 from jupyter_ci.agent.outputs import (
@@ -21,6 +21,13 @@ from jupyter_ci.agent.outputs import (
 )
 from jupyter_ci.agent.types import CodeResult, ErrorInfo, RunStatus
 from jupyter_ci.server.sessions.capped import CappedOutputs
+from jupyter_ci.wire.messages import (
+    ExecuteReplyContent,
+    IOPubMessage,
+    OutputMessage,
+    ShellReply,
+)
+from jupyter_ci.wire.nbformat import ErrorContent
 
 #: Seconds to wait for the kernel to settle after an interrupt before calling it dead.
 INTERRUPT_GRACE_S = 10.0
@@ -59,16 +66,16 @@ class KernelClient(Protocol):
     """The part of jupyter_client's AsyncKernelClient the executor uses."""
 
     def execute(self, code: str, silent: bool = ..., store_history: bool = ...,
-                user_expressions: dict[str, Any] | None = ..., allow_stdin: bool | None = ...,
+                user_expressions: dict[str, str] | None = ..., allow_stdin: bool | None = ...,
                 stop_on_error: bool = ...) -> str:
         """Send an execute_request; return its msg_id."""
         ...
 
-    async def get_iopub_msg(self, timeout: float | None = ...) -> dict[str, Any]:
+    async def get_iopub_msg(self, timeout: float | None = ...) -> IOPubMessage:
         """Return the next IOPub message (raises queue.Empty after `timeout`)."""
         ...
 
-    async def get_shell_msg(self, timeout: float | None = ...) -> dict[str, Any]:
+    async def get_shell_msg(self, timeout: float | None = ...) -> ShellReply:
         """Return the next shell reply (raises queue.Empty after `timeout`)."""
         ...
 
@@ -92,7 +99,7 @@ class _Run:
     error: ErrorInfo | None = None
     #: The execute_reply's status and content (None until it came, or when it never did).
     replied: str | None = None
-    reply: dict[str, Any] = field(default_factory=dict)
+    reply: ExecuteReplyContent = field(default_factory=ExecuteReplyContent)
 
 
 def _not_run(run: _Run) -> None:
@@ -117,6 +124,11 @@ def _not_run(run: _Run) -> None:
     run.error = info
     run.outputs.apply("error", {"ename": info.ename, "evalue": info.evalue,
                                 "traceback": [f"{info.ename}: {info.evalue}"]})
+
+
+def _changes_outputs(msg: IOPubMessage) -> TypeGuard[OutputMessage]:
+    """Tell an IOPub message that changes a cell's outputs."""
+    return msg["msg_type"] in OUTPUT_MSG_TYPES
 
 
 class KernelExecutor:
@@ -253,19 +265,19 @@ class KernelExecutor:
             return False
         if msg.get("parent_header", {}).get("msg_id") != run.msg_id:
             return True  # another client's request, or a previous run's late message
-        kind, content = msg["msg_type"], msg["content"]
-        if kind == "status" and content.get("execution_state") == "idle":
-            run.idle = True
-        elif kind == "execute_input":
-            run.execution_count = content.get("execution_count")
-        elif kind in OUTPUT_MSG_TYPES:
-            if kind == "error":
-                # Plain text for every reader of a REST output (an app's page, a log, a model).
-                content = {**content, "traceback": [strip_ansi(line) for line in
-                                                    content["traceback"]]}
-                run.error = ErrorInfo(content["ename"], content["evalue"], tuple(
-                    "\n".join(content["traceback"]).splitlines()))
-            run.outputs.apply(kind, content)
+        if msg["msg_type"] == "status":
+            run.idle = run.idle or msg["content"].get("execution_state") == "idle"
+        elif msg["msg_type"] == "execute_input":
+            run.execution_count = msg["content"].get("execution_count")
+        elif msg["msg_type"] == "error":
+            # Plain text for every reader of a REST output (an app's page, a log, a model).
+            content: ErrorContent = {**msg["content"], "traceback": [
+                strip_ansi(line) for line in msg["content"]["traceback"]]}
+            run.error = ErrorInfo(content["ename"], content["evalue"], tuple(
+                "\n".join(content["traceback"]).splitlines()))
+            run.outputs.apply("error", content)
+        elif _changes_outputs(msg):
+            run.outputs.apply(msg["msg_type"], msg["content"])
         return True
 
     async def _reply(self, run: _Run, wait: float = REPLY_AFTER_IDLE_S) -> None:

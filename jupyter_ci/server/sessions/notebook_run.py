@@ -28,6 +28,7 @@ from jupyter_ci.server.sessions.fields import timeout_of as _timeout
 from jupyter_ci.server.sessions.handlers import SessionAPIHandler
 from jupyter_ci.server.sessions.results import execute_result
 from jupyter_ci.wire.codec import encode
+from jupyter_ci.wire.messages import ExecuteRequestContent, IOPubMessage, ShellReply
 
 ROUTE = "/jupyter-ci/notebooks/run"
 FIELDS = ("path", "code", "timeout")
@@ -63,11 +64,11 @@ class NotShown(SessionError):
 class _Marked:
     """A kernel client whose execute_requests carry the external cell's metadata."""
 
-    def __init__(self, client: Any, metadata: dict[str, Any]) -> None:
+    def __init__(self, client: Any, metadata: dict[str, object]) -> None:
         self.client, self.metadata = client, metadata
 
     def execute(self, code: str, silent: bool = False, store_history: bool = True,
-                user_expressions: dict[str, Any] | None = None,
+                user_expressions: dict[str, str] | None = None,
                 allow_stdin: bool | None = None, stop_on_error: bool = True) -> str:
         """Send an execute_request with the metadata; return its msg_id."""
         return send(self.client, {
@@ -75,28 +76,30 @@ class _Marked:
             "user_expressions": user_expressions or {}, "allow_stdin": bool(allow_stdin),
             "stop_on_error": stop_on_error}, self.metadata)
 
-    async def get_iopub_msg(self, timeout: float | None = None) -> dict[str, Any]:
+    async def get_iopub_msg(self, timeout: float | None = None) -> IOPubMessage:
         """Return the next IOPub message."""
-        return dict(await self.client.get_iopub_msg(timeout=timeout))
+        msg: IOPubMessage = await self.client.get_iopub_msg(timeout=timeout)
+        return msg
 
-    async def get_shell_msg(self, timeout: float | None = None) -> dict[str, Any]:
+    async def get_shell_msg(self, timeout: float | None = None) -> ShellReply:
         """Return the next shell reply."""
-        return dict(await self.client.get_shell_msg(timeout=timeout))
+        reply: ShellReply = await self.client.get_shell_msg(timeout=timeout)
+        return reply
 
 
-def send(client: Any, content: dict[str, Any], metadata: dict[str, Any]) -> str:
+def send(client: Any, content: ExecuteRequestContent, metadata: dict[str, object]) -> str:
     """Send an execute_request with request metadata (jupyter_client's execute has none)."""
     msg = client.session.msg("execute_request", content, metadata=metadata)
     client.shell_channel.send(msg)
     return str(msg["header"]["msg_id"])
 
 
-async def _reply(client: Any, msg_id: str, wait: float) -> dict[str, Any] | None:
+async def _reply(client: Any, msg_id: str, wait: float) -> ShellReply | None:
     """Return the shell reply to one request, or None after `wait` seconds."""
     deadline = time.monotonic() + wait
     while (left := deadline - time.monotonic()) > 0:
         try:
-            reply: dict[str, Any] = await client.get_shell_msg(timeout=left)
+            reply: ShellReply = await client.get_shell_msg(timeout=left)
         except Exception:  # queue.Empty
             return None
         if reply.get("parent_header", {}).get("msg_id") == msg_id:
@@ -104,12 +107,12 @@ async def _reply(client: Any, msg_id: str, wait: float) -> dict[str, Any] | None
     return None
 
 
-def _quiet(expression: str) -> dict[str, Any]:
+def _quiet(expression: str) -> ExecuteRequestContent:
     return {"code": "", "silent": True, "store_history": False, "allow_stdin": False,
             "user_expressions": {"jupyter_ci": expression}, "stop_on_error": False}
 
 
-async def _announce(client: Any, cell: dict[str, Any], path: str) -> None:
+async def _announce(client: Any, cell: dict[str, str], path: str) -> None:
     """Have the kernel announce the cell; refuse when its extension is not loaded."""
     msg_id = send(client, _quiet(ANNOUNCE), {EXTERNAL_KEY: {**cell, "announce": True}})
     reply = await _reply(client, msg_id, ANNOUNCE_S)
@@ -117,7 +120,7 @@ async def _announce(client: Any, cell: dict[str, Any], path: str) -> None:
         raise NotShown(f"The kernel of {path} did not answer within {ANNOUNCE_S:g} s (busy?); "
                        "nothing ran.")
     result = (reply["content"].get("user_expressions") or {}).get("jupyter_ci") or {}
-    if result.get("status") != "ok":
+    if not isinstance(result, dict) or result.get("status") != "ok":
         raise NotLoaded(f"jupyter-ci's kernel extension is not loaded in the kernel of {path}: "
                         "run `%load_ext jupyter_ci` in the notebook (or any cell, in "
                         "JupyterLab with the jupyter-ci extension), then try again; nothing ran.")
@@ -128,12 +131,13 @@ async def _acknowledged(client: Any, cell_id: str) -> bool:
     deadline = time.monotonic() + ACK_S
     while (left := deadline - time.monotonic()) > 0:
         try:
-            msg = await client.get_iopub_msg(timeout=left)
+            msg: IOPubMessage = await client.get_iopub_msg(timeout=left)
         except Exception:  # queue.Empty
             return False
-        data = (msg.get("content") or {}).get("data") or {}
-        if msg.get("msg_type") == "comm_msg" and data.get("type") == "external_acked" and \
-                data.get("id") == cell_id:
+        if msg["msg_type"] != "comm_msg":
+            continue
+        data = (msg["content"] or {}).get("data") or {}
+        if data.get("type") == "external_acked" and data.get("id") == cell_id:
             return True
     return False
 
@@ -150,7 +154,7 @@ async def kernel_of(session_manager: Any, path: str) -> str:
 
 
 async def run_in_notebook(kernel_manager: Any, kernel_id: str, path: str, code: str,
-                          timeout: float) -> dict[str, Any]:
+                          timeout: float) -> dict[str, object]:
     """Show `code` as a new cell of the notebook, then run it there; return its result."""
     client = kernel_client(kernel_manager.get_kernel(kernel_id))
     await ensure_async(client.start_channels())
