@@ -118,8 +118,18 @@ IOPubMessage = (StatusMessage | ExecuteInputMessage | StreamMessage | DisplayMes
                 | ExecuteResultMessage | ErrorMessage | ClearOutputMessage | CommMessage)
 
 
-class ExecuteReplyContent(TypedDict, total=False):
-    """The content of an `execute_reply` (the error fields when its status is error)."""
+class LanguageInfo(TypedDict, total=False):
+    """The kernel's language, as its kernel_info_reply says it."""
+
+    name: str
+    version: str
+    mimetype: str
+    file_extension: str
+
+
+class ReplyContent(TypedDict, total=False):
+    """The content of an `execute_reply` (the error fields when its status is error) or a
+    `kernel_info_reply` (its language_info)."""
 
     status: str
     execution_count: int | None
@@ -127,13 +137,14 @@ class ExecuteReplyContent(TypedDict, total=False):
     evalue: str
     traceback: list[str]
     user_expressions: dict[str, object]
+    language_info: LanguageInfo
 
 
 class ShellReply(_Message):
-    """A reply on the shell channel (an execute_reply is the one read here)."""
+    """A reply on the shell channel (execute_reply and kernel_info_reply are read here)."""
 
     msg_type: str
-    content: ExecuteReplyContent
+    content: ReplyContent
 
 
 class ExecuteRequestContent(TypedDict):

@@ -22,9 +22,9 @@ from jupyter_ci.agent.outputs import (
 from jupyter_ci.agent.types import CodeResult, ErrorInfo, RunStatus
 from jupyter_ci.server.sessions.capped import CappedOutputs
 from jupyter_ci.wire.messages import (
-    ExecuteReplyContent,
     IOPubMessage,
     OutputMessage,
+    ReplyContent,
     ShellReply,
 )
 from jupyter_ci.wire.nbformat import ErrorContent
@@ -99,7 +99,7 @@ class _Run:
     error: ErrorInfo | None = None
     #: The execute_reply's status and content (None until it came, or when it never did).
     replied: str | None = None
-    reply: ExecuteReplyContent = field(default_factory=ExecuteReplyContent)
+    reply: ReplyContent = field(default_factory=ReplyContent)
 
 
 def _not_run(run: _Run) -> None:

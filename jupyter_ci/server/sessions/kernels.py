@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from logging import Logger
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from jupyter_client.kernelspec import NoSuchKernel
 from jupyter_core.utils import ensure_async
@@ -29,6 +29,7 @@ from jupyter_ci.server.sessions.executor import POLL_S, KernelControl, KernelExe
 from jupyter_ci.server.sessions.orphans import Orphans
 from jupyter_ci.server.sessions.pool import Hooks, Pool, Sizes
 from jupyter_ci.server.sessions.sandbox import Choice, choose, session_environ
+from jupyter_ci.wire.messages import ShellReply
 
 READY_S = 60.0  # a kernel that is not ready by then is not going to be
 _SETTLE_S = 3 * POLL_S  # how long a delete waits for a run in flight to see its kernel gone
@@ -44,6 +45,17 @@ _PYTHON_SETUP = ("try:\n    get_ipython().history_manager.db_cache_size = 1000\n
                "    get_ipython().kernel._execute_sleep = 0\nexcept Exception:\n    pass\n"
                "try:\n    __import__('jupyter_ci.kernel.structured.install', fromlist=['_'])"
                ".install(get_ipython())\nexcept Exception:\n    pass\n")
+
+
+class StartArguments(TypedDict, total=False):
+    """What a session's kernel is started with: the kernel manager's start_kernel keywords."""
+
+    kernel_name: str
+    #: The kernel's directory relative to the server's root (jupyter_server's MappingKernel-
+    #: Manager), or `cwd`, absolute, when the session's directory is outside it.
+    path: str
+    cwd: str
+    env: dict[str, str]
 
 
 @dataclass
@@ -178,9 +190,9 @@ class SessionKernels:
         return Started(sid, str(kernel_id), directory, choice)
 
     def _start_arguments(self, choice: Choice, env: dict[str, str] | None, directory: Path
-                         ) -> dict[str, Any]:
+                         ) -> StartArguments:
         """Return the kernel manager's start_kernel arguments for a session's kernel."""
-        kwargs: dict[str, Any] = {"kernel_name": choice.kernel_name}
+        kwargs: StartArguments = {"kernel_name": choice.kernel_name}
         if directory.is_relative_to(self.root_dir):
             kwargs["path"] = directory.relative_to(self.root_dir).as_posix()
         else:
@@ -218,7 +230,8 @@ class SessionKernels:
                                 store_history=False)
         deadline = time.monotonic() + READY_S
         while True:
-            reply = await client.get_shell_msg(timeout=max(0.1, deadline - time.monotonic()))
+            reply: ShellReply = await client.get_shell_msg(
+                timeout=max(0.1, deadline - time.monotonic()))
             if reply["parent_header"].get("msg_id") == msg_id:
                 break
         if reply["content"]["status"] == "ok":
@@ -233,11 +246,11 @@ class SessionKernels:
             await self._reply(client, client.execute(_PYTHON_SETUP, silent=True,
                                                      store_history=False))
 
-    async def _reply(self, client: Any, msg_id: str) -> dict[str, Any]:
+    async def _reply(self, client: Any, msg_id: str) -> ShellReply:
         """Return the shell reply to one request (earlier replies are no one's any more)."""
         deadline = time.monotonic() + READY_S
         while True:
-            reply: dict[str, Any] = await client.get_shell_msg(
+            reply: ShellReply = await client.get_shell_msg(
                 timeout=max(0.1, deadline - time.monotonic()))
             if reply["parent_header"].get("msg_id") == msg_id:
                 return reply

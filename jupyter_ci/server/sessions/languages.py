@@ -58,7 +58,7 @@ def spec_language(spec: Any) -> str:
     return normalize(language) if isinstance(language, str) and language else ""
 
 
-async def specs(km: Any) -> dict[str, Any]:
+async def specs(km: Any) -> dict[str, object]:
     """Return the kernelspecs the kernel manager can start, by name."""
     found = await ensure_async(km.kernel_spec_manager.get_all_specs())
     return dict(found.get("kernelspecs", found) if isinstance(found, dict) else {})
@@ -91,7 +91,7 @@ async def pick(km: Any, language: str | None, kernel_name: str | None, default: 
     return matching[0][1], wanted
 
 
-def installed(found: dict[str, Any]) -> list[str]:
+def installed(found: dict[str, object]) -> list[str]:
     """Return the languages the kernelspecs run, sorted (Deno's also as javascript)."""
     languages = {spec_language(spec) for spec in found.values()} - {""}
     return sorted(languages | ({"javascript"} if "typescript" in languages else set()))

@@ -7,13 +7,13 @@ broker's ModelService fits ModelPort structurally, and mypy checks that where ap
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 from jupyter_ci.agent.types import ModelReply, OnText
 from jupyter_ci.models.turn_wire import Turn
 
 #: Receives one event of a streamed turn ({"text": ...}, tool input, ...).
-TurnEvents = Callable[[dict[str, Any]], None]
+TurnEvents = Callable[[dict[str, object]], None]
 
 
 class ModelPort(Protocol):
@@ -52,7 +52,7 @@ def ask_token_id(sid: str) -> str:
 def as_text_sink(on_text: OnText) -> TurnEvents:
     """Adapt a plain text callback (a REST ask's view) to the service's events."""
 
-    def emit(event: dict[str, Any]) -> None:
+    def emit(event: dict[str, object]) -> None:
         if isinstance(text := event.get("text"), str):
             on_text(text)
 

@@ -83,7 +83,7 @@ def boxed_name(name: str) -> str:
     return SANDBOXED_PYTHON if name in PYTHONS else f"{name}-sandboxed"
 
 
-def _no_box(specs: dict[str, Any], gateway: bool) -> str | None:
+def _no_box(specs: dict[str, object], gateway: bool) -> str | None:
     """Say why no session can be boxed here at all (None when a box can run)."""
     if gateway:
         if any(_boxes(spec) for spec in specs.values()):
@@ -121,7 +121,7 @@ def _boxes(spec: Any) -> bool:
     return isinstance(provisioner, dict) and provisioner.get("provisioner_name") == PROVISIONER
 
 
-async def _specs(km: Any) -> dict[str, Any]:
+async def _specs(km: Any) -> dict[str, object]:
     """Return the kernelspecs the kernel manager can start, by name."""
     found = await ensure_async(km.kernel_spec_manager.get_all_specs())
     specs = found.get("kernelspecs", found) if isinstance(found, dict) else {}
