@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from jupyter_ci.wire.nbformat import NbOutput
 
@@ -86,7 +86,7 @@ class ToolSpec:
 
     name: str
     description: str
-    parameters: dict[str, Any]
+    parameters: dict[str, object]
 
 
 @dataclass(frozen=True)
