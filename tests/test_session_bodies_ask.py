@@ -5,6 +5,8 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+import pytest
+
 from jupyter_ci.agent.approval import MODES
 from jupyter_ci.server.sessions import ask
 from jupyter_ci.server.sessions.errors import SessionError
@@ -72,3 +74,13 @@ def test_an_asks_body_is_read_or_refused_as_before_whatever_its_fields() -> None
 
 def test_the_fields_an_ask_may_hold_are_the_wire_classs() -> None:
     assert names_of(Ask) == tuple(VALUES)
+
+
+def test_a_timeout_no_float_holds_is_a_400_after_the_fields_before_it() -> None:
+    huge = 10 ** 400  # JSON integers have no bound; the server's parser keeps them whole
+    with pytest.raises(SessionError) as caught:
+        ask.parse({"prompt": "x", "timeout": huge})
+    assert (caught.value.status, caught.value.reason) == (400, "bad_request")
+    assert "'timeout' must be a positive number" in caught.value.message
+    assert outcome(wire_read, {"prompt": " ", "timeout": huge}) == outcome(
+        hand_checked, {"prompt": " "})

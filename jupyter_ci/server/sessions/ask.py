@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import time
 import traceback
 import uuid
@@ -170,7 +171,12 @@ _CHECKS: dict[str, Check] = dict.fromkeys(names_of(Ask), _check)
 
 def parse(body: Mapping[str, object]) -> Ask:
     """Read an ask's body as its wire class, raising SessionError with what is wrong."""
-    request = read_body(Ask, body, _CHECKS)
+    try:
+        request = read_body(Ask, body, _CHECKS)
+    except OverflowError:  # an integer no float holds (JSON has no bound on its digits)
+        _check(body)
+        raise SessionError("'timeout' must be a positive number of seconds no larger than "
+                           f"{sys.float_info.max:g}.") from None
     # What the codec takes but an ask does not: a blank prompt, a number not above zero.
     if not request.prompt.strip() or any(
             value is not None and value <= 0
