@@ -9,6 +9,8 @@ import pytest
 
 from jupyter_ci.server.sessions.errors import SessionError
 from jupyter_ci.server.sessions.fields import (
+    Refused,
+    execute,
     names_of,
     new_session,
     optional_str,
@@ -48,3 +50,11 @@ def test_a_new_sessions_body_is_refused_as_before(name: str, value: object) -> N
 def test_the_fields_a_new_session_may_hold_are_the_wire_classs() -> None:
     assert names_of(NewSession) == ("kernel_name", "env", "cwd_name", "language")
     assert new_session({}) == NewSession(env={})
+
+
+def test_an_executes_timeout_no_float_holds_is_its_400() -> None:
+    huge = 10 ** 400  # JSON integers have no bound; the server's parser keeps them whole
+    with pytest.raises(Refused) as caught:
+        execute({"code": "1", "timeout": huge}, 1000)
+    assert (caught.value.status, caught.value.reason) == (400, "bad_field")
+    assert caught.value.message.startswith("'timeout' must be a number of seconds in (0, ")

@@ -145,7 +145,11 @@ def execute(body: Mapping[str, object], max_bytes: int) -> Execute:
 
     Its timeout: SERVER_TIMEOUT when absent (the server's), inf for null or 0 (none).
     """
-    request = read_body(Execute, body, _EXECUTE_CHECKS)
+    try:
+        request = read_body(Execute, body, _EXECUTE_CHECKS)
+    except OverflowError:  # a timeout no float holds (JSON has no bound on its digits)
+        timeout_of(body)
+        raise
     if (request.code is None) == (request.cells is None):
         _refuse("Give 'code' (a string: one cell) or 'cells' (a list of strings: cells run in "
                 "order), one of them.")
