@@ -10,7 +10,9 @@ in openapi.json's `components.schemas.AskEvents` (and AskResult, a REST ask's en
 REST results (wire/rest.py's SCHEMAS: Execution, Session, File, ...; a streamed execute's
 cell events) and of the request bodies (wire/requests.py's BODIES). A field's `#:` comment in
 the wire class is its note in all three; a class's docstring's first line is its description;
-a REST field's `SCHEMA` metadata adds its JSON Schema keywords (a minimum, a format).
+a REST field's `SCHEMA` metadata adds its JSON Schema keywords (a minimum, a format). It
+also writes jupyter_ci/wire/shapes.py (scripts/gen_shapes.py), the TypedDict twins of the
+classes the client returns as dicts.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ import types
 import typing
 from pathlib import Path
 from typing import Any, Literal, Union
+
+from gen_shapes import SHAPES, shapes_module
 
 from jupyter_ci.wire import comm
 from jupyter_ci.wire import events as wire
@@ -312,7 +316,8 @@ def docs(current: str) -> str:
 
 def generated() -> dict[Path, str]:
     """Return each generated file's content as the wire classes say it."""
-    return {TS: typescript(), DOCS: docs(DOCS.read_text()), OPENAPI: openapi(OPENAPI.read_text())}
+    return {TS: typescript(), DOCS: docs(DOCS.read_text()), OPENAPI: openapi(OPENAPI.read_text()),
+            SHAPES: shapes_module()}
 
 
 def main() -> int:

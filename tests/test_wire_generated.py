@@ -16,6 +16,7 @@ SCRIPT = ROOT / "scripts" / "gen_wire.py"
 
 
 def gen_wire() -> ModuleType:
+    sys.path.insert(0, str(SCRIPT.parent))  # as `python scripts/gen_wire.py` has it (gen_shapes)
     spec = importlib.util.spec_from_file_location("gen_wire", SCRIPT)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -33,7 +34,7 @@ def test_a_stale_generated_file_is_named_with_the_command_that_fixes_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     script = gen_wire()
-    for name in ("TS", "DOCS", "OPENAPI"):
+    for name in ("TS", "DOCS", "OPENAPI", "SHAPES"):
         copy = tmp_path / Path(getattr(script, name)).name
         shutil.copy(getattr(script, name), copy)
         monkeypatch.setattr(script, name, copy)
@@ -48,3 +49,9 @@ def test_a_stale_generated_file_is_named_with_the_command_that_fixes_it(
     assert "protocol.generated.ts differs" in said and "python scripts/gen_wire.py" in said
     monkeypatch.setattr(sys, "argv", ["gen_wire.py"])
     assert script.main() == 0 and "tone" not in script.TS.read_text()
+    # The client's dict twins too: one edited by hand is named and written back.
+    script.SHAPES.write_text(script.SHAPES.read_text().replace("    mime: str\n", ""))
+    monkeypatch.setattr(sys, "argv", ["gen_wire.py", "--check"])
+    assert script.main() == 1 and "shapes.py differs" in capsys.readouterr().out
+    monkeypatch.setattr(sys, "argv", ["gen_wire.py"])
+    assert script.main() == 0 and "    mime: str\n" in script.SHAPES.read_text()
