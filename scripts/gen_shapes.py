@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any, Literal, Union
 
 from jupyter_ci.wire.codec import OMIT_IF, hints, tag_of
-from jupyter_ci.wire.events import ProposedEdit, WaitingForUser
-from jupyter_ci.wire.rest import ApprovalReply, FileEntry, SessionInfo
+from jupyter_ci.wire.events import FileEntry, ProposedEdit, WaitingForUser
+from jupyter_ci.wire.rest import ApprovalReply, SessionInfo
 
 SHAPES = Path(__file__).resolve().parent.parent / "jupyter_ci" / "wire" / "shapes.py"
 #: The classes whose JSON the client returns as dicts; a nested one before its user.
@@ -35,8 +35,8 @@ tests/test_wire_shapes.py checks them against their classes.
 from typing import Literal, NotRequired, TypedDict, overload
 
 from jupyter_ci.wire.codec import encode
-from jupyter_ci.wire.events import ProposedEdit, WaitingForUser
-from jupyter_ci.wire.rest import ApprovalReply, FileEntry, SessionInfo
+from jupyter_ci.wire.events import FileEntry, ProposedEdit, WaitingForUser
+from jupyter_ci.wire.rest import ApprovalReply, SessionInfo
 '''
 
 

@@ -32,9 +32,9 @@ from gen_shapes import SHAPES, shapes_module
 
 from jupyter_ci.wire import comm
 from jupyter_ci.wire import events as wire
-from jupyter_ci.wire.codec import FLATTEN, OMIT_IF, hints, tag_of
+from jupyter_ci.wire.codec import FLATTEN, OMIT_IF, SCHEMA, hints, tag_of
 from jupyter_ci.wire.requests import BODIES
-from jupyter_ci.wire.rest import SCHEMA, SCHEMAS, CellResult, CellStart
+from jupyter_ci.wire.rest import SCHEMAS, CellResult, CellStart
 from jupyter_ci.wire.results import AskResult
 
 ROOT = Path(__file__).resolve().parent.parent

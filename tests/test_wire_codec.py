@@ -24,7 +24,7 @@ SAMPLES: list[wire.Event] = [
     wire.Output(1, {"output_type": "stream", "name": "stdout", "text": "hi"}),
     wire.ClearOutput(1, True), wire.SetOutputs(1, ()),
     wire.StepEnd(1, 1, "code", "x", "error", 3, 12.5, wire.StepError("NameError", "x")),
-    wire.Files(1, ({"path": "a.csv", "size": 3, "mime": "text/csv"},)),
+    wire.Files(1, (wire.FileEntry("a.csv", 3, "text/csv"),)),
     wire.StepSentBack(2, "Step 2 reads x."), wire.Notice("retiring"),
     wire.WaitingForUser("Edits?", "edits", edits=(wire.ProposedEdit("c", "id", "a", "b"),)),
     wire.Usage(10, 2, 12, 1, 0.12345678, None, 200_000),

@@ -45,6 +45,8 @@ from jupyter_ci.wire.results import ApprovalNote, AskResult, ResultUsage
 
 #: The ask's start as the doors have named it (the wire class is `AskStart`).
 AskStarted = AskStart
+#: The running step wrote files (the wire class is `Files`).
+FilesWritten = wire.Files
 
 
 @dataclass(frozen=True)
@@ -112,19 +114,6 @@ class StepEnded:
         return wire.StepEnd(run.step, run.attempt, run.kind, run.code, result.status,
                             result.execution_count, round(result.duration_s * 1000, 1),
                             wire.StepError(error.ename, error.evalue) if error else None)
-
-
-@dataclass(frozen=True)
-class FilesWritten:
-    """The running step wrote files the user can download (a REST session's directory)."""
-
-    step: int
-    #: Each file as the API lists it (path, size, mime).
-    files: tuple[JSONObject, ...]
-
-    def to_wire(self) -> wire.Files:
-        """Return the event's wire form."""
-        return wire.Files(self.step, self.files)
 
 
 @dataclass(frozen=True)
@@ -226,7 +215,7 @@ Event = (AskStarted | RequestSent | Thinking | Text | Usage | CodePreview | Step
 #: The events that carry live objects, and how each gives its wire form when encoded.
 _TO_WIRE: dict[type, Callable[[Any], wire.Event]] = {
     cls: cls.to_wire for cls in (RequestSent, StepStarted, OutputsChanged, StepEnded,
-                                 FilesWritten, StepSentBack, AskEnded)}
+                                 StepSentBack, AskEnded)}
 #: Receives each event of an ask as it happens (an encoder).
 Encoder = Callable[[Event], None]
 

@@ -35,6 +35,8 @@ OMIT_IF = "wire.omit_if"
 ROUND = "wire.round"
 #: A nested dataclass whose fields are written beside the outer class's own.
 FLATTEN = "wire.flatten"
+#: JSON Schema keywords a field's openapi.json schema adds to its type's (scripts/gen_wire.py).
+SCHEMA = "wire.schema"
 
 Encode = Callable[[Any], Any]
 Decode = Callable[[Any, str], Any]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from jupyter_ci.wire.codec import FLATTEN, OMIT_IF, ROUND
+from jupyter_ci.wire.codec import FLATTEN, OMIT_IF, ROUND, SCHEMA
 from jupyter_ci.wire.nbformat import NbOutput
 
 #: An open JSON object: an nbformat v4 output, a file as the API lists it.
@@ -168,13 +168,22 @@ class StepEnd:
 
 
 @dataclass(frozen=True)
+class FileEntry:
+    """One file of a session's directory, as the API lists it."""
+
+    #: Relative to the session's directory.
+    path: str
+    size: int = field(metadata={SCHEMA: {"minimum": 0}})
+    mime: str
+
+
+@dataclass(frozen=True)
 class Files:
     """The running step wrote files the user can download (a REST session's directory)."""
 
     type: ClassVar[Literal["files"]] = "files"
     step: int
-    #: Each file as the API lists it (path, size, mime).
-    files: tuple[JSONObject, ...]
+    files: tuple[FileEntry, ...]
 
 
 @dataclass(frozen=True)

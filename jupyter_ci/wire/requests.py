@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from jupyter_ci.wire.codec import OMIT_IF
-from jupyter_ci.wire.rest import SCHEMA
+from jupyter_ci.wire.codec import OMIT_IF, SCHEMA
 
 _ENV_NAME = {"$ref": "#/components/schemas/EnvName"}
 _NO_NUL = {"type": "string", "pattern": "^[^\\u0000]*$"}

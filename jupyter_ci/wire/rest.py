@@ -10,11 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from jupyter_ci.wire.codec import FLATTEN, OMIT_IF, ROUND
+from jupyter_ci.wire.codec import FLATTEN, OMIT_IF, ROUND, SCHEMA
+from jupyter_ci.wire.events import FileEntry as FileEntry
 from jupyter_ci.wire.nbformat import NbOutput
 
-#: JSON Schema keywords a field's openapi.json schema adds to its type's.
-SCHEMA = "wire.schema"
 #: How one run ended as the API says it (the executor's "died" is "dead" here).
 RunStatus = Literal["ok", "error", "timeout", "dead"]
 SessionStatus = Literal["idle", "busy", "dead", "unavailable", "gone"]
@@ -22,16 +21,6 @@ SessionStatus = Literal["idle", "busy", "dead", "unavailable", "gone"]
 Decision = Literal["run", "edit", "skip", "stop"]
 _AT_LEAST_0 = {SCHEMA: {"minimum": 0}}
 _DATE_TIME = {SCHEMA: {"format": "date-time"}}
-
-
-@dataclass(frozen=True)
-class FileEntry:
-    """One file of a session's directory, as the API lists it."""
-
-    #: Relative to the session's directory.
-    path: str
-    size: int = field(metadata=_AT_LEAST_0)
-    mime: str
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,12 @@ tests/test_wire_shapes.py checks them against their classes.
 from typing import Literal, NotRequired, TypedDict, overload
 
 from jupyter_ci.wire.codec import encode
-from jupyter_ci.wire.events import ProposedEdit, WaitingForUser
-from jupyter_ci.wire.rest import ApprovalReply, FileEntry, SessionInfo
+from jupyter_ci.wire.events import FileEntry, ProposedEdit, WaitingForUser
+from jupyter_ci.wire.rest import ApprovalReply, SessionInfo
 
 
 class FileEntryJSON(TypedDict):
-    """The JSON form of jupyter_ci.wire.rest.FileEntry."""
+    """The JSON form of jupyter_ci.wire.events.FileEntry."""
 
     path: str
     size: int

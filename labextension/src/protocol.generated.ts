@@ -21,6 +21,14 @@ export interface IWireStepError {
   evalue: string;
 }
 
+/** One file of a session's directory, as the API lists it. */
+export interface IWireFileEntry {
+  /** Relative to the session's directory. */
+  path: string;
+  size: number;
+  mime: string;
+}
+
 /** A new source the model proposes for an existing cell of the user's notebook. */
 export interface IWireProposedEdit {
   call_id: string;
@@ -170,8 +178,7 @@ export interface IWireStepEnd {
 export interface IWireFiles {
   type: 'files';
   step: number;
-  /** Each file as the API lists it (path, size, mime). */
-  files: { [key: string]: unknown }[];
+  files: IWireFileEntry[];
 }
 
 /** The model is sent back to make step `step` self-contained. */

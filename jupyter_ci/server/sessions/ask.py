@@ -143,8 +143,7 @@ class SessionSteps:
         result, files = await self.manager.run_locked(self.session, code, timeout,
                                                       self.journal.output)
         if files:
-            self.journal.emit(FilesWritten(self.journal.step,
-                                          tuple(encode(f) for f in files)))
+            self.journal.emit(FilesWritten(self.journal.step, tuple(files)))
         return result
 
 
