@@ -172,3 +172,22 @@ async def test_a_missing_or_wrong_token_raises_a_clear_error(
     # Without a token given, the client takes the server's from JUPYTER_TOKEN.
     monkeypatch.setenv("JUPYTER_TOKEN", token)
     assert await asyncio.to_thread(lambda: Client(url).sessions()) == []
+
+
+async def test_a_run_may_name_its_language_and_another_one_is_refused(
+        server: tuple[str, str]) -> None:
+    url, token = server
+    async with AsyncClient(url, token) as client:
+        py = await client.session()
+        with pytest.raises(CodeInterpreterError) as refused:
+            await py.execute("x = 1", language="r")
+        assert (refused.value.status, refused.value.reason) == (400, "language_mismatch")
+        assert "runs python, not r" in refused.value.message
+        [ran] = await py.execute_cells(["'x' in dir()"], language="py")
+        assert ran.text == "False"
+
+    def sync() -> str | None:
+        with Client(url, token) as again:
+            return again.session(py.id).execute("6 * 7", language="Python").text
+
+    assert await asyncio.to_thread(sync) == "42"

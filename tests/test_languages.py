@@ -172,3 +172,21 @@ def test_env_prelude_refuses_what_it_cannot_set() -> None:
         env_prelude("bash", {"A; rm -rf /": "x"})
     with pytest.raises(ValueError, match="not supported in julia"):
         env_prelude("Julia", {"A": "x"})
+
+
+async def test_a_run_in_another_language_than_its_sessions_is_refused_unrun(
+        jp_fetch: Fetch) -> None:
+    session = await new_session(jp_fetch, language="bash")
+    sid = session["id"]
+    status, body = await call(jp_fetch, "POST", sid, "execute", body={
+        "code": "echo ran > ran.txt", "language": "Python"})
+    assert (status, body["reason"]) == (400, "language_mismatch")
+    assert "runs bash, not python" in body["message"]
+    assert 'POST /jupyter-ci/sessions with {"language": "Python"}' in body["message"]
+    status, body = await call(jp_fetch, "POST", sid, "execute", body={
+        "cells": ["echo ran > ran.txt"], "language": "r"})
+    assert (status, body["reason"]) == (400, "language_mismatch")
+    # Aliases name a session's language as on creation; the refused runs ran nothing.
+    listed = await run(jp_fetch, sid, "ls", language="sh")
+    assert listed["status"] == "ok" and "ran.txt" not in stdout(listed)
+    assert stdout(await run(jp_fetch, sid, "echo $((6 * 7))", language="BASH")) == "42\n"

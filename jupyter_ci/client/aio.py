@@ -86,25 +86,28 @@ class AsyncSession(Tools):
         return cwd if isinstance(cwd, str) else None
 
     async def execute(self, code: str, *, timeout: Timeout = SERVER_DEFAULT,
-                      envs: dict[str, str] | None = None, on_stdout: OnText | None = None,
+                      envs: dict[str, str] | None = None, language: str | None = None,
+                      on_stdout: OnText | None = None,
                       on_stderr: OnText | None = None, on_output: OnOutput | None = None
                       ) -> Execution:
         """Run code as Session.execute does; callbacks may be `async def` (they are awaited)."""
         streamed = Stream(on_stdout, on_stderr, on_output)
-        return (await self._execute(code, timeout, envs, streamed))[0]
+        return (await self._execute(code, timeout, envs, streamed, language))[0]
 
     async def execute_cells(self, cells: Sequence[str], *, timeout: Timeout = SERVER_DEFAULT,
-                            envs: dict[str, str] | None = None, on_stdout: OnText | None = None,
+                            envs: dict[str, str] | None = None, language: str | None = None,
+                            on_stdout: OnText | None = None,
                             on_stderr: OnText | None = None,
                             on_output: OnOutput | None = None) -> list[Execution]:
         """Run cells as Session.execute_cells does (callbacks may be `async def`)."""
         streamed = Stream(on_stdout, on_stderr, on_output)
-        return await self._execute(list(cells), timeout, envs, streamed)
+        return await self._execute(list(cells), timeout, envs, streamed, language)
 
     async def _execute(self, code: str | list[str], timeout: Timeout,
-                       envs: dict[str, str] | None, stream: Stream) -> list[Execution]:
+                       envs: dict[str, str] | None, stream: Stream,
+                       language: str | None = None) -> list[Execution]:
         """POST an execute: one JSON reply, or its events when there are callbacks."""
-        body = execute_body(code, timeout, envs)
+        body = execute_body(code, timeout, envs, language)
         limit = http_timeout(self.http.timeout, timeout, 1 if isinstance(code, str) else len(code))
         try:
             if not stream.listens:

@@ -250,13 +250,13 @@ def raise_for(response: httpx.Response) -> None:
 
 
 def execute_body(code: str | list[str], timeout: float | ServerDefault | None,
-                 envs: dict[str, str] | None) -> Execute:
+                 envs: dict[str, str] | None, language: str | None = None) -> Execute:
     """Return an execute's body (a list of cells: `cells`); a timeout of None or 0 is sent
     as null: no deadline."""
     return Execute(code if isinstance(code, str) else None,
                    None if isinstance(code, str) else tuple(code),
                    SERVER_TIMEOUT if isinstance(timeout, ServerDefault) else timeout or None,
-                   dict(envs) if envs else None)
+                   dict(envs) if envs else None, language)
 
 
 def read(cls: type[T], reply: object) -> T:

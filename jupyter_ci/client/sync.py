@@ -60,6 +60,8 @@ class Session(Tools):
     server's default (c.JupyterCI.timeout). A call the client gives up on (its timeout raises
     ClientTimeout; Ctrl-C) hangs up, and the server interrupts that run, so the session's next
     call does not wait behind it. `envs` are environment variables for one run, put back after.
+    `language` ("python", "r", ...; as E2B's run_code takes it) is checked against the session's
+    kernel: another language raises CodeInterpreterError (reason `language_mismatch`), unrun.
     """
 
     def __init__(self, http: httpx.Client, info: Mapping[str, object]) -> None:
@@ -83,27 +85,30 @@ class Session(Tools):
         return cwd if isinstance(cwd, str) else None
 
     def execute(self, code: str, *, timeout: Timeout = SERVER_DEFAULT,
-                envs: dict[str, str] | None = None, on_stdout: OnText | None = None,
+                envs: dict[str, str] | None = None, language: str | None = None,
+                on_stdout: OnText | None = None,
                 on_stderr: OnText | None = None, on_output: OnOutput | None = None
                 ) -> Execution:
         """Run code (see the class for `timeout` and `envs`); callbacks get output as it comes."""
         streamed = Stream(on_stdout, on_stderr, on_output)
-        return self._execute(code, timeout, envs, streamed)[0]
+        return self._execute(code, timeout, envs, streamed, language)[0]
 
     def execute_cells(self, cells: Sequence[str], *, timeout: Timeout = SERVER_DEFAULT,
-                      envs: dict[str, str] | None = None, on_stdout: OnText | None = None,
+                      envs: dict[str, str] | None = None, language: str | None = None,
+                      on_stdout: OnText | None = None,
                       on_stderr: OnText | None = None,
                       on_output: OnOutput | None = None) -> list[Execution]:
         """Run cells in order in one request, back to back, up to the first that does not end
         `ok`: one Execution per cell run (fewer than the cells when one failed). `timeout` and
         `envs` apply to each cell; callbacks get every cell's output as it comes."""
         streamed = Stream(on_stdout, on_stderr, on_output)
-        return self._execute(list(cells), timeout, envs, streamed)
+        return self._execute(list(cells), timeout, envs, streamed, language)
 
     def _execute(self, code: str | list[str], timeout: Timeout,
-                 envs: dict[str, str] | None, stream: Stream) -> list[Execution]:
+                 envs: dict[str, str] | None, stream: Stream,
+                 language: str | None = None) -> list[Execution]:
         """POST an execute: one JSON reply, or its events when there are callbacks."""
-        body = execute_body(code, timeout, envs)
+        body = execute_body(code, timeout, envs, language)
         limit = http_timeout(self.http.timeout, timeout, 1 if isinstance(code, str) else len(code))
         try:
             if not stream.listens:

@@ -75,6 +75,11 @@ class Execute:
     #: `env_not_supported`.
     env: dict[str, str] | None = field(default=None, metadata={
         OMIT_IF: None, SCHEMA: {"additionalProperties": _NO_NUL, "propertyNames": _ENV_NAME}})
+    #: The language the code is written in, checked against the session's kernel (as
+    #: NewSession's `language`: case-insensitive, the same aliases). Absent: not checked. Not
+    #: the session's language: 400 with reason `language_mismatch`, naming both; a session of
+    #: another language is created with POST /jupyter-ci/sessions {"language": ...}.
+    language: str | None = field(default=None, metadata={OMIT_IF: None})
 
 
 @dataclass(frozen=True)

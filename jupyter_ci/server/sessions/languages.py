@@ -42,6 +42,12 @@ class AskNeedsPython(SessionError):
     status, reason = 400, "ask_needs_python"
 
 
+class LanguageMismatch(SessionError):
+    """An execute names a language its session's kernel does not run."""
+
+    status, reason = 400, "language_mismatch"
+
+
 def normalize(language: str) -> str:
     """Return the name a language goes by here: lower case, aliases resolved."""
     name = language.strip().lower()
@@ -114,6 +120,18 @@ def check_ask(language: str) -> None:
             f"This session runs {language}, and asks write and run Python: create a Python "
             "session (POST /jupyter-ci/sessions without 'language', or with "
             "\"language\": \"python\") to ask; execute runs code in this one.")
+
+
+def check_run(language: str | None, session_language: str) -> None:
+    """Refuse a run whose `language` (aliases as on creation) is not its session's."""
+    if language is None or normalize(language) == normalize(session_language):
+        return
+    have, wanted = normalize(session_language), normalize(language)
+    raise LanguageMismatch(
+        f"This session runs {have}, not {wanted or repr(language)}: nothing was run. Run "
+        f"{have} here (or leave 'language' out), or create a {wanted or 'new'} session "
+        f"(POST /jupyter-ci/sessions with {{\"language\": {json.dumps(language)}}}) and run "
+        "the code there.")
 
 
 def name_error(result: CodeResult) -> None:

@@ -146,6 +146,7 @@ class ExecuteHandler(StreamingHandler):
         if request.timeout == SERVER_TIMEOUT:
             timeout = self.ci.timeout
         session = self.manager.get(sid)
+        languages.check_run(request.language, session.language)
         if env and languages.normalize(session.language) not in languages.ENV_LANGUAGES:
             raise Refused(400, "env_not_supported", f"A run's 'env' is set in "
                           f"{', '.join(languages.ENV_LANGUAGES)} kernels, not "
