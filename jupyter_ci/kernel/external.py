@@ -28,6 +28,8 @@ log = logging.getLogger(__name__)
 
 #: The key of the execute_request metadata that marks an MCP client's request.
 EXTERNAL_KEY = "jupyter_ci_external"
+#: Requests the gate remembers having let through (the latest; older ones ran already).
+PASSED_KEPT = 16
 
 
 @dataclass
@@ -46,8 +48,11 @@ class ExternalCells:
 
     def __init__(self) -> None:
         self.pending: dict[str, Pending] = {}
-        #: Requests let through already (IPython may transform a cell more than once).
-        self.passed: set[str] = set()
+        #: Requests let through already, as (msg_id, cell id): IPython may transform a cell
+        #: more than once. Keyed by the cell too: a request that reuses an earlier one's
+        #: msg_id (a client that numbers its messages from the same start) is a new cell,
+        #: which must be announced to the pages (external_run) like the first.
+        self.passed: dict[tuple[str, str], None] = {}
 
     def announce(self, shell: Any) -> str:
         """Open the comm that asks the pages to show the cell; return the comm's id."""
@@ -101,16 +106,18 @@ class ExternalCells:
         meta = as_object(header.get("metadata")).get(EXTERNAL_KEY)
         if not isinstance(meta, dict) or meta.get("announce"):
             return lines
-        msg_id = str(as_object(header.get("header")).get("msg_id", ""))
-        if msg_id in self.passed:
+        key = (str(as_object(header.get("header")).get("msg_id", "")), str(meta.get("id")))
+        if key in self.passed:
             return lines
-        pending = self.pending.get(str(meta.get("id")))
+        pending = self.pending.get(key[1])
         code = as_object(header.get("content")).get("code")
         if pending is None or not pending.acked or code != pending.code:
             return ["raise RuntimeError('jupyter-ci: refused: this code was not shown as a "
                     "cell of the notebook first; nothing ran')\n"]
         del self.pending[pending.id]
-        self.passed.add(msg_id)
+        self.passed[key] = None
+        while len(self.passed) > PASSED_KEPT:  # only the request running now is asked again
+            del self.passed[next(iter(self.passed))]
         # Sent in this request: the page reads the request's id from this message's parent
         # (its execute_input came before: the count is here).
         from jupyter_ci.wire.comm import ExternalRun

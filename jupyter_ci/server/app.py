@@ -29,6 +29,7 @@ from jupyter_ci.server.kernel_models import fill_starting_kernels
 from jupyter_ci.server.nodelay import KernelWebsockets, install_low_latency
 from jupyter_ci.server.sandbox.environ import ENV_BROKER_SOCKET, ENV_HIDE
 from jupyter_ci.server.sessions.manager import SessionManager
+from jupyter_ci.server.sessions.notebook_clients import close_notebook_clients
 from jupyter_ci.server.sessions.ports import ModelPort
 
 #: The kernelspecs the package carries ("Python 3 (sandboxed)").
@@ -149,6 +150,7 @@ class JupyterCIApp(ExtensionApp):
             await self.mcp.stop()  # before the sessions: its tools may be calling them
         if part("sessions") is not None:
             await self.sessions.close()
+        close_notebook_clients(self._server().kernel_manager)  # run_in_notebook's
         if part("client") is not None:
             await self.client.aclose()
 

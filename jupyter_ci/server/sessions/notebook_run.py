@@ -20,12 +20,12 @@ from jupyter_core.utils import ensure_async
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from jupyter_ci.server.gateway import kernel_client
 from jupyter_ci.server.sessions.errors import SessionError
 from jupyter_ci.server.sessions.executor import KernelControl, KernelExecutor
 from jupyter_ci.server.sessions.fields import Refused
 from jupyter_ci.server.sessions.fields import timeout_of as _timeout
 from jupyter_ci.server.sessions.handlers import SessionAPIHandler
+from jupyter_ci.server.sessions.notebook_clients import NotebookClients
 from jupyter_ci.server.sessions.results import execute_result
 from jupyter_ci.wire.codec import encode
 from jupyter_ci.wire.messages import ExecuteRequestContent, IOPubMessage, ShellReply
@@ -156,10 +156,7 @@ async def kernel_of(session_manager: Any, path: str) -> str:
 async def run_in_notebook(kernel_manager: Any, kernel_id: str, path: str, code: str,
                           timeout: float) -> dict[str, object]:
     """Show `code` as a new cell of the notebook, then run it there; return its result."""
-    client = kernel_client(kernel_manager.get_kernel(kernel_id))
-    await ensure_async(client.start_channels())
-    try:
-        await client.wait_for_ready(timeout=ANNOUNCE_S)
+    async with NotebookClients.of(kernel_manager).use(kernel_id) as client:
         cell = {"id": uuid.uuid4().hex[:12], "source": "mcp", "path": path, "code": code}
         await _announce(client, cell, path)
         if not await _acknowledged(client, cell["id"]):
@@ -179,8 +176,6 @@ async def run_in_notebook(kernel_manager: Any, kernel_id: str, path: str, code: 
         result = await KernelExecutor(marked, KernelControl(interrupt, is_alive)).run(
             code, timeout)
         return {**encode(execute_result(result)), "path": path}
-    finally:
-        client.stop_channels()
 
 
 class NotebookRunHandler(SessionAPIHandler):
