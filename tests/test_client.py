@@ -11,8 +11,15 @@ from typing import Any
 import pytest
 from traitlets.config import Config
 
-from jupyter_ci.client import AsyncClient, Client, CodeInterpreterError, TokenRejected
+from jupyter_ci.client import (
+    AsyncClient,
+    Client,
+    CodeInterpreterError,
+    Execution,
+    TokenRejected,
+)
 from jupyter_ci.client.formats import raise_for, tool_result
+from jupyter_ci.wire.charts import BoxAndWhiskerSeries, PieSeries
 from tests.fakellm import FakeLLM, Turn
 from tests.nbrun import TEST_KEY, session_server_config
 
@@ -191,3 +198,45 @@ async def test_a_run_may_name_its_language_and_another_one_is_refused(
             return again.session(py.id).execute("6 * 7", language="Python").text
 
     assert await asyncio.to_thread(sync) == "42"
+
+
+#: E2B's box-and-whisker and pie cases, as its own tests run them (python/tests/charts/).
+E2B_CHARTS = """\
+import matplotlib.pyplot as plt
+data = {'Class A': [85, 90, 78, 92, 88], 'Class B': [95, 89, 76, 91, 84, 87],
+        'Class C': [75, 82, 88, 79, 86]}
+fig, ax = plt.subplots(figsize=(10, 6))
+ax.set_title('Exam Scores Distribution')
+ax.set_xlabel('Class')
+ax.set_ylabel('Score (points)')
+ax.boxplot(data.values(), tick_labels=data.keys(), patch_artist=True)
+plt.show()
+fig, ax = plt.subplots(figsize=(8, 8))
+ax.pie([90, 10], labels=['No', 'No, in blue'], autopct='%1.1f%%', startangle=90)
+plt.title('Will I wake up early tomorrow?')
+plt.show()
+"""
+
+
+async def test_a_results_chart_reads_e2bs_box_plot_and_pie(server: tuple[str, str]) -> None:
+    url, token = server
+    async with AsyncClient(url, token) as client:
+        py = await client.session()
+        run = await py.execute(E2B_CHARTS)
+    boxes, pie = (result.chart for result in run.results)
+    assert boxes is not None and pie is not None, run.summary
+    [axes] = boxes.axes
+    assert (axes.type, axes.title, axes.y.unit) == ("box_and_whisker", "Exam Scores "
+                                                    "Distribution", "points")
+    assert axes.x.tick_labels == ("Class A", "Class B", "Class C")
+    series = axes.series[0]
+    assert isinstance(series, BoxAndWhiskerSeries)
+    assert [(b.label, b.min, b.first_quartile, b.median, b.third_quartile, b.max, b.outliers)
+            for b in series.boxes] == [("Class A", 78, 85, 88, 90, 92, ()),
+                                       ("Class B", 84, 84.75, 88, 90.5, 95, (76,)),
+                                       ("Class C", 75, 79, 82, 86, 88, ())]
+    wedges = pie.axes[0].series[0]
+    assert isinstance(wedges, PieSeries) and pie.axes[0].title == "Will I wake up early tomorrow?"
+    assert (wedges.labels, wedges.fractions, wedges.radius) == (
+        ("No", "No, in blue"), (0.9, 0.1), (1, 1))
+    assert Execution.from_json(run.to_json()).results[0].chart == boxes

@@ -64,3 +64,19 @@ def test_a_chart_of_any_shape_is_told_without_failing() -> None:
     texts = [chart_text(chart) for chart in odd]
     assert texts[:2] == ["[chart data unreadable]"] * 2
     assert all(text.startswith(("[Chart data", "[chart data")) for text in texts)
+
+
+def test_a_box_plot_is_told_as_each_boxs_five_numbers_and_outliers() -> None:
+    boxes = {"version": 1, "title": "", "axes": [{
+        "type": "box_and_whisker", "title": "Scores", "series_count": 1,
+        "x": {"label": "Class", "scale": "linear", "limits": [0.5, 2.5], "kind": "category",
+              "categories": ["A", "B"], "ticks": [1, 2], "tick_labels": ["A", "B"]},
+        "y": {"label": "Score (pts)", "scale": "linear", "limits": [70, 100], "unit": "pts"},
+        "series": [{"type": "box_and_whisker", "label": "", "count": 2, "boxes": [
+            {"label": "A", "min": 78, "first_quartile": 85, "median": 88,
+             "third_quartile": 90, "max": 92, "outliers": []},
+            {"label": "B", "min": 84, "first_quartile": 84.75, "median": 88,
+             "third_quartile": 90.5, "max": 95, "outliers": [76]}]}]}]}
+    assert chart_text(boxes).splitlines()[2] == (
+        "- box_and_whisker (2 boxes): A=78/85/88/90/92; B=84/84.75/88/90.5/95 outliers 76 "
+        "(min/q1/median/q3/max)")

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from jupyter_ci.wire.charts import ChartValue, Series
+    from jupyter_ci.wire.charts import BoxAndWhiskerSeries, ChartValue, Series
 
 #: The MIME type of a matplotlib figure's data (schema: jupyter_ci/kernel/structured).
 CHART_MIME = "application/vnd.jupyter-ci.chart+json"
@@ -103,7 +103,7 @@ def _read_series(value: object) -> Series | None:
 
 
 def _series(series: Series) -> str:
-    from jupyter_ci.wire.charts import HistogramSeries, PieSeries, Points
+    from jupyter_ci.wire.charts import BoxAndWhiskerSeries, HistogramSeries, PieSeries, Points
 
     label = _label(series.label)
     name = f"{series.type} {label!r}" if label else series.type
@@ -112,6 +112,8 @@ def _series(series: Series) -> str:
         edges, heights = series.edges, series.heights
         span = f" from {_value(edges[0])} to {_value(edges[-1])}" if edges else ""
         return f"{name} ({len(heights)} bins{span}): counts {_few(heights)}{cut}"
+    if isinstance(series, BoxAndWhiskerSeries):
+        return f"{name} ({series.count} boxes{cut}): " + _boxes(series)
     if isinstance(series, PieSeries):
         pairs = zip(series.labels, series.fractions, strict=False)
         return f"{name}: " + _bars([(n, f"{_value(v, 100)}%") for n, v in pairs])
@@ -131,6 +133,19 @@ def _points(points: Sequence[tuple[ChartValue, ChartValue]]) -> str:
     ys = [y for _, y in points if isinstance(y, int | float) and math.isfinite(y)]
     span = f"; y from {_value(min(ys))} to {_value(max(ys))}" if len(points) > 2 and ys else ""
     return ", ".join(shown) + span
+
+
+def _boxes(series: BoxAndWhiskerSeries) -> str:
+    """Tell each box's five numbers (whiskers, quartiles, median) and its outliers."""
+    told = []
+    for box in series.boxes[:MAX_BARS]:
+        numbers = "/".join(_value(v) for v in (box.min, box.first_quartile, box.median,
+                                               box.third_quartile, box.max))
+        outliers = f" outliers {_few(box.outliers)}" if box.outliers else ""
+        told.append(f"{_value(box.label)}={numbers}{outliers}")
+    more = len(series.boxes) - MAX_BARS
+    return "; ".join(told + ([f"… {more} more"] if more > 0 else [])) + (
+        " (min/q1/median/q3/max)" if told else "")
 
 
 def _point(point: tuple[ChartValue, ChartValue]) -> str:

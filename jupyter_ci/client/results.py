@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
+from jupyter_ci.agent.chart_text import CHART_MIME
 from jupyter_ci.agent.feedback import format_result
 from jupyter_ci.agent.types import CodeResult, ErrorInfo, RunStatus
 from jupyter_ci.wire import rest
@@ -18,16 +19,21 @@ from jupyter_ci.wire.codec import decode
 from jupyter_ci.wire.nbformat import ErrorOutput, MimeBundle, NbOutput
 from jupyter_ci.wire.shapes import FileEntryJSON, shape_of
 
+if TYPE_CHECKING:
+    from jupyter_ci.wire.charts import Chart
+
 #: Characters of a run's text given back to the model (head and tail kept).
 TOOL_TEXT_CHARS = 20_000
 _IMAGE_TYPES = ("image/png", "image/jpeg")
 _STATUS: dict[str, RunStatus] = {"ok": "ok", "error": "error", "timeout": "timeout",
                                  "dead": "died"}
-#: What the model reads of a run whose kernel died (the server sends no error output then).
-_DIED = ErrorInfo("KernelDied", "the kernel died (out of memory, a crash, or the process "
-                  "exited): its variables and imports are lost and no more code can run "
-                  "until the session is restarted (Session.restart()); after that, run again "
-                  "what the task needs")
+#: What the model reads of a run whose kernel died (the server sends no error output then),
+#: with how the reader's client restarts a session.
+DIED = ("the kernel died (out of memory, a crash, or the process exited): its variables and "
+        "imports are lost and no more code can run until {restart}; after that, run again "
+        "what the task needs")
+#: How this package's client restarts a session.
+RESTART = "the session is restarted (Session.restart())"
 
 
 #: The nbformat v4 output types (every output the server sends is one of them).
@@ -92,6 +98,18 @@ class Result:
     def json(self) -> Any:
         """The `application/json` value, if any (already parsed)."""
         return self.data.get("application/json")
+
+    @property
+    def chart(self) -> Chart | None:
+        """A matplotlib figure's data (E2B's `result.chart`), or None: none, or unreadable."""
+        from jupyter_ci.wire.charts import Chart
+        from jupyter_ci.wire.codec import WireError
+
+        value = self.data.get(CHART_MIME)
+        try:
+            return None if value is None else decode(Chart, value, lenient=True)
+        except WireError:
+            return None
 
     def formats(self) -> list[str]:
         """Return the MIME types this result has."""
@@ -201,9 +219,14 @@ class Execution:
     @property
     def summary(self) -> str:
         """What the run showed, as a model reads it: outputs, `Out:` value, error, images noted."""
+        return self.summarized()
+
+    def summarized(self, restart: str = RESTART) -> str:
+        """Return `summary`; a dead kernel's says how to go on in `restart`'s words."""
         error = self.error
-        info = ErrorInfo(error.name, error.value, tuple(error.lines)) \
-            if error is not None else _DIED if self.status == "dead" else None
+        info = ErrorInfo(error.name, error.value, tuple(error.lines)) if error is not None \
+            else ErrorInfo("KernelDied", DIED.format(restart=restart)) \
+            if self.status == "dead" else None
         result = CodeResult(_STATUS.get(self.status, "error"), self.outputs,
                             self.duration_ms / 1000, self.execution_count, info)
         return format_result(result, self.duration_ms / 1000, TOOL_TEXT_CHARS)

@@ -6,12 +6,14 @@ pandas DataFrame or Series); kernel/structured/__init__.py gives both schemas in
 client reads either back with `codec.decode(Chart, value, lenient=True)`.
 
 Only the kernel's readers import this module, and only once a figure or frame is displayed:
-`%load_ext jupyter_ci` does not load it.
+`%load_ext jupyter_ci` does not load it. The client's `Result.chart` reads a chart with it.
 
 A new field is one declaration here, left out of the JSON while empty (OMIT_IF), so older
-readers see what they always saw. Planned (E2B's chart objects, issue 34): an Axis's unit,
-ticks and tick labels; a box-and-whisker series (a class of its own in `Series`, with its
-quartiles, whiskers and outliers); a pie's wedge radius.
+readers see what they always saw. What E2B's chart objects carry is here under E2B's names:
+its `x_unit`, `x_ticks`, `x_tick_labels` are an Axis' `unit`, `ticks`, `tick_labels` (under
+`x` or `y`); its BoxAndWhiskerChart's elements are a BoxAndWhiskerSeries' `boxes` (`min`,
+`first_quartile`, `median`, `third_quartile`, `max`, `outliers`); its pie elements' `radius`
+is a PieSeries' `radius`, one per wedge.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ ChartValue = int | float | str | None
 #: What one Axes shows: its series' one type, "mixed" when they differ, "empty" with none.
 #: A column's name as pandas writes it (a frame's column labels may be numbers).
 FieldName = str | int | float | bool | None
-AxesKind = Literal["line", "scatter", "bar", "histogram", "pie", "mixed", "empty"]
+AxesKind = Literal["line", "scatter", "bar", "histogram", "pie", "box_and_whisker", "mixed",
+                   "empty"]
 
 
 def _omit(empty: object) -> dict[str, object]:
@@ -48,6 +51,14 @@ class Axis:
     kind: Literal["category", "date"] | None = field(default=None, metadata=_omit(None))
     #: A category axis' tick labels, in order.
     categories: tuple[str, ...] | None = field(default=None, metadata=_omit(None))
+    #: The unit its label names in parentheses or brackets ("Time (s)", "Mass [kg]"), as
+    #: E2B reads it.
+    unit: str | None = field(default=None, metadata=_omit(None))
+    #: The major ticks shown (within `limits`): numbers (a category axis' too: its names are
+    #: `tick_labels`), or ISO 8601 on a "date" axis.
+    ticks: tuple[ChartValue, ...] = field(default=(), metadata=_omit(()))
+    #: Each tick's label as drawn ("" for an unlabelled tick; matplotlib's mathtext as it is).
+    tick_labels: tuple[str, ...] = field(default=(), metadata=_omit(()))
 
 
 @dataclass(frozen=True)
@@ -113,9 +124,44 @@ class PieSeries:
     #: The full number of wedges.
     count: int
     truncated: bool = field(default=False, metadata=_omit(False))
+    #: Each wedge's radius (1 unless the pie was given one; a donut's rings differ).
+    radius: tuple[ChartValue, ...] = field(default=(), metadata=_omit(()))
 
 
-Series = LineSeries | ScatterSeries | BarSeries | HistogramSeries | PieSeries
+@dataclass(frozen=True)
+class Box:
+    """One box of a box-and-whisker plot, in the value axis' data (E2B's names)."""
+
+    #: Its tick's name, or its position.
+    label: ChartValue
+    #: The ends of the whiskers.
+    min: ChartValue
+    first_quartile: ChartValue
+    median: ChartValue
+    third_quartile: ChartValue
+    max: ChartValue
+    #: The points drawn beyond the whiskers (fliers).
+    outliers: tuple[ChartValue, ...] = ()
+    #: The full number of outliers, when they were cut.
+    outlier_count: int | None = field(default=None, metadata=_omit(None))
+
+
+@dataclass(frozen=True, kw_only=True)
+class BoxAndWhiskerSeries:
+    """The boxes of an Axes' box-and-whisker plots (Axes.boxplot, pandas'), by position."""
+
+    type: ClassVar[Literal["box_and_whisker"]] = "box_and_whisker"
+    label: str
+    #: "horizontal": the boxes lie along y and their values run along x.
+    orientation: Literal["horizontal"] | None = field(default=None, metadata=_omit(None))
+    boxes: tuple[Box, ...]
+    #: The full number of boxes.
+    count: int
+    truncated: bool = field(default=False, metadata=_omit(False))
+
+
+Series = (LineSeries | ScatterSeries | BarSeries | HistogramSeries | PieSeries
+          | BoxAndWhiskerSeries)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,8 @@ a client can read them back into with `wire.codec.decode`.
 `application/vnd.jupyter-ci.chart+json`, beside the PNG of a matplotlib Figure::
 
     {"version": 1, "title": str,                      # the figure's suptitle, or ""
-     "axes": [{"type": "line" | "scatter" | "bar" | "histogram" | "pie" | "mixed" | "empty",
+     "axes": [{"type": "line" | "scatter" | "bar" | "histogram" | "pie" | "box_and_whisker"
+                       | "mixed" | "empty",
                "title": str,
                "x": Axis, "y": Axis,
                "series": [Series, ...], "series_count": int, "truncated"?: true,
@@ -19,7 +20,10 @@ a client can read them back into with `wire.codec.decode`.
      "axes_count"?: int, "truncated"?: true}         # when Axes were left out
     Axis   = {"label": str, "scale": "linear" | "log" | "symlog" | "logit" | ...,
               "limits": [lo, hi], "kind"?: "category" | "date",
-              "categories"?: [str, ...]}             # the tick labels of named ticks
+              "categories"?: [str, ...],             # the tick labels of named ticks
+              "unit"?: str,                          # "s" of "Time (s)", "kg" of "Mass [kg]"
+              "ticks"?: [number | date, ...],        # the major ticks within the limits
+              "tick_labels"?: [str, ...]}            # each tick's label as drawn
     Series = {"type": "line" | "scatter", "label": str,
               "points": [[x, y], ...], "count": int, "truncated"?: true}
            | {"type": "bar", "label": str, "orientation"?: "horizontal",
@@ -27,17 +31,24 @@ a client can read them back into with `wire.codec.decode`.
            | {"type": "histogram", "label": str, "edges": [n + 1 numbers],
               "heights": [n numbers], "count": int, ...}
            | {"type": "pie", "label": "", "labels": [str, ...], "fractions": [0..1, ...],
-              "count": int, ...}
+              "radius": [number, ...], "count": int, ...}   # radius: each wedge's
+           | {"type": "box_and_whisker", "label": "", "orientation"?: "horizontal",
+              "boxes": [{"label": str | number, "min": n, "first_quartile": n, "median": n,
+                         "third_quartile": n, "max": n, "outliers": [n, ...],
+                         "outlier_count"?: int}, ...], "count": int, ...}
 
 An axis is a "category" one when its ticks are named (string data, `set_xticks(ticks,
 labels)`, `bar(tick_label=...)`, pandas' bar plots): a value at a named tick is its name. On a
 "date" axis (matplotlib's dates, pandas' periods) values are ISO 8601 strings. Other values
-are numbers (12 significant digits); NaN and infinities are null.
+are numbers (12 significant digits); NaN and infinities are null. Ticks are numbers on a
+category axis too (their names are its `tick_labels`). A box's `min` and `max` are its
+whiskers' ends (boxes.py finds matplotlib's and pandas' box plots by their artists).
+E2B's chart fields go by the same names (`x_unit` is `x.unit`, see wire/charts.py).
 
 Bounds (charts.py): 16 Axes, 20 series per Axes, 500 points per series and 5000 per figure
 (each series keeps at least 20); lines and scatters are sampled evenly (first and last
-kept), bars cut after the first. `count` is always the full number, `truncated` says a
-list was cut.
+kept); bars, boxes, a box's outliers and an axis' ticks are cut after the first. `count`
+is always the full number, `truncated` says a list was cut.
 
 `application/vnd.dataresource+json`, beside a pandas DataFrame's (or Series') HTML: what
 `DataFrame.to_json(orient="table")` writes (Frictionless table schema), plus totals::

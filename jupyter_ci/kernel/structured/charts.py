@@ -8,14 +8,18 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+import re
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Literal
 
+from jupyter_ci.kernel.structured.boxes import FoundBox, find_boxes
 from jupyter_ci.wire.charts import (
     AxesKind,
     Axis,
     BarSeries,
+    Box,
+    BoxAndWhiskerSeries,
     Chart,
     ChartAxes,
     ChartValue,
@@ -70,8 +74,9 @@ def _artists(ax: Any) -> tuple[list[tuple[str, Any]], set[str]]:
     from matplotlib.container import BarContainer
     from matplotlib.patches import Wedge
 
+    boxes, in_boxes = find_boxes(ax)
     found: list[tuple[str, Any]] = [("line", line) for line in ax.get_lines()
-                                    if line.get_visible()]
+                                    if line.get_visible() and id(line) not in in_boxes]
     other: set[str] = set()
     for collection in ax.collections:
         if isinstance(collection, PathCollection):
@@ -86,8 +91,10 @@ def _artists(ax: Any) -> tuple[list[tuple[str, Any]], set[str]]:
     wedges = [patch for patch in ax.patches if isinstance(patch, Wedge)]
     if wedges:
         found.append(("pie", wedges))
-    other.update(type(patch).__name__ for patch in ax.patches
-                 if id(patch) not in in_bars and not isinstance(patch, Wedge))
+    if boxes:
+        found.append(("box_and_whisker", boxes))
+    other.update(type(patch).__name__ for patch in ax.patches if id(patch) not in in_bars
+                 and id(patch) not in in_boxes and not isinstance(patch, Wedge))
     other.update(type(image).__name__ for image in ax.images)
     return found, other
 
@@ -111,15 +118,41 @@ def _axes(ax: Any, limit: int) -> ChartAxes | None:
 
 
 def _axis(ax: Any, axis: Any) -> Axis:
-    """Describe one axis: label, scale, limits, and its categories when it has them."""
+    """Describe one axis: label, scale, limits, unit, ticks, and its categories if named."""
     limits = ax.get_xlim() if axis is ax.xaxis else ax.get_ylim()
     convert = _converter(axis)
     kind = _kind(axis)
-    return Axis(label=str(axis.get_label_text()), scale=str(axis.get_scale()),
+    label = str(axis.get_label_text())
+    ticks, tick_labels = _shown_ticks(axis, limits)
+    place = _number if kind == "category" else convert  # a category's name is its label
+    return Axis(label=label, scale=str(axis.get_scale()),
                 limits=(convert(limits[0]), convert(limits[1])),
                 kind=None if kind == "number" else kind,
                 categories=tuple(_ticks(axis).values())[:MAX_POINTS]
-                if kind == "category" else None)
+                if kind == "category" else None,
+                unit=_unit(label), ticks=tuple(place(t) for t in ticks),
+                tick_labels=tuple(tick_labels))
+
+
+#: A unit in a label, as E2B reads it: "Time (s)" or "Mass [kg]".
+_UNIT = re.compile(r"\s\((.*?)\)|\[(.*?)\]")
+
+
+def _unit(label: str) -> str | None:
+    """Return the unit an axis label names in parentheses or brackets, or None."""
+    found = _UNIT.search(label)
+    return None if found is None else str(found.group(1) or found.group(2))
+
+
+def _shown_ticks(axis: Any, limits: tuple[float, float]) -> tuple[list[float], list[str]]:
+    """Return the major ticks within the limits, and their labels as drawn."""
+    low, high = sorted(float(limit) for limit in limits)
+    slack = (high - low) * 1e-9
+    labels = [label.get_text() for label in axis.get_majorticklabels()]
+    shown = [(float(loc), str(text)) for loc, text in zip(axis.get_majorticklocs(), labels,
+                                                          strict=False)
+             if low - slack <= float(loc) <= high + slack][:MAX_POINTS]
+    return [loc for loc, _ in shown], [text for _, text in shown]
 
 
 def _kind(axis: Any) -> Literal["number", "category", "date"]:
@@ -205,6 +238,8 @@ def _series(kind: str, artist: Any, ax: Any, convert: tuple[Convert, Convert],
         return _bars(artist, ax, convert, limit)
     if kind == "pie":
         return _pie(artist, limit)
+    if kind == "box_and_whisker":
+        return _boxes(artist, convert, limit)
     line = kind == "line"
     points, count = _points(artist.get_xydata() if line else artist.get_offsets(), convert,
                             limit)
@@ -260,4 +295,20 @@ def _pie(wedges: list[Any], limit: int) -> PieSeries:
     shares = [(w.theta2 - w.theta1) / 360 for w in wedges]
     return PieSeries(label="", labels=tuple(_label(w) for w in wedges[:limit]),
                      fractions=tuple(_number(round(s, 6)) for s in shares[:limit]),
-                     count=len(wedges), truncated=len(wedges) > limit)
+                     count=len(wedges), truncated=len(wedges) > limit,
+                     radius=tuple(_number(w.r) for w in wedges[:limit]))
+
+
+def _boxes(found: list[FoundBox], convert: tuple[Convert, Convert],
+           limit: int) -> BoxAndWhiskerSeries:
+    """Write the boxes of an Axes: each one's label, whiskers, quartiles and outliers."""
+    horizontal = found[0].horizontal
+    place, value = (convert[1], convert[0]) if horizontal else convert
+    boxes = tuple(Box(label=place(box.position), min=value(box.whislo),
+                      first_quartile=value(box.q1), median=value(box.median),
+                      third_quartile=value(box.q3), max=value(box.whishi),
+                      outliers=tuple(value(v) for v in box.fliers[:limit]),
+                      outlier_count=len(box.fliers) if len(box.fliers) > limit else None)
+                  for box in found[:limit])
+    return BoxAndWhiskerSeries(label="", orientation="horizontal" if horizontal else None,
+                               boxes=boxes, count=len(found), truncated=len(found) > limit)
