@@ -138,4 +138,5 @@ def _run_tool(server: FastMCP[Connection], backend: Backend) -> None:
             except ValueError:
                 message = f"HTTP {response.status_code}"
             return results.text(message, error=True)
-        return results.run_result(Execution.from_json(response.json()))
+        return results.run_result(Execution.from_json(response.json()),
+                                  results.RESTART_NOTEBOOK)

@@ -32,6 +32,13 @@ MAX_FILE_BYTES = 8 * 1024 * 1024
 MAX_TEXT_CHARS = 200_000
 #: Characters of the model's text or of an output that one progress message carries.
 PROGRESS_CHARS = 200
+#: How an MCP client goes on after a session's kernel died (client.results.DIED): no tool
+#: restarts a session in place.
+RESTART_SESSION = ("a new session is started with the MCP tool start_session (it becomes "
+                   "the default; the dead session's files stay until close_session closes it)")
+#: The same for a notebook's kernel (run_in_notebook): its user restarts it.
+RESTART_NOTEBOOK = ("the notebook's kernel is restarted in JupyterLab (Kernel > Restart "
+                    "Kernel), which only its user can do from there")
 
 
 def text(value: str, error: bool = False) -> CallToolResult:
@@ -39,9 +46,13 @@ def text(value: str, error: bool = False) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=value)], isError=error)
 
 
-def run_result(run: Execution) -> CallToolResult:
-    """Give a run back as its text (what it printed, its value, its error) and its images."""
-    content: list[ContentBlock] = [TextContent(type="text", text=run.summary or "(no output)")]
+def run_result(run: Execution, restart: str = RESTART_SESSION) -> CallToolResult:
+    """Give a run back as its text (what it printed, its value, its error) and its images;
+    a dead kernel's says how to go on in `restart`'s words."""
+    said = run.summarized(restart) or "(no output)"
+    if run.status == "dead" and restart not in said:  # the server's words: "restart the session"
+        said += f"\n(No code runs here until {restart}.)"
+    content: list[ContentBlock] = [TextContent(type="text", text=said)]
     for index, (mime, data) in enumerate(run.images):
         if index >= MAX_IMAGES:
             content.append(TextContent(type="text", text=f"[{len(run.images) - index} more "
