@@ -10,6 +10,7 @@ outline is not read as one.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,25 +38,47 @@ class FoundBox:
 
 def find_boxes(ax: Any) -> tuple[list[FoundBox], set[int]]:
     """Return the Axes' boxes by position, and the ids of the artists they are drawn with."""
-    lines = [(line, _xy(line.get_xydata())) for line in ax.get_lines() if line.get_visible()]
-    outlines = [(line, xy) for line, xy in lines if _closed(xy)]
+    drawn = [(line, line.get_xydata()) for line in ax.get_lines() if line.get_visible()]
+    outlines = [(line, _xy(data)) for line, data in drawn
+                if len(data) >= MIN_OUTLINE and bool((data[0] == data[-1]).all())]
     outlines += [(patch, xy) for patch in ax.patches
                  if type(patch).__name__ == "PathPatch" and _closed(xy := _vertices(patch))]
     if not outlines:
         return [], set()
-    segments = [(line, xy) for line, xy in lines if len(xy) == 2]
+    segments = [(line, _xy(data)) for line, data in drawn if len(data) == 2]
+    # Segments by their middle along x, and along y: a box looks only at those within it.
+    index = {horizontal: _Index(segments, 1 if horizontal else 0)
+             for horizontal in (False, True)}
     used: set[int] = set()
     boxes = []
     for outline, xy in outlines:
         for horizontal in (False, True):
-            box = _box(xy, segments, used, horizontal)
+            box = _box(xy, index[horizontal], used, horizontal)
             if box is not None:
                 used.add(id(outline))
                 boxes.append(box)
                 break
     if boxes:
-        _markers(boxes, lines, used)
+        markers = [(line, data) for line, data in drawn if id(line) not in used
+                   and str(line.get_linestyle()) in ("None", "", " ")]
+        _markers(boxes, markers, used)
     return sorted(boxes, key=lambda box: box.position), used
+
+
+class _Index:
+    """Segments sorted by their middle along one axis (each with its drawing order)."""
+
+    def __init__(self, segments: list[Drawn], along: int) -> None:
+        ordered = sorted(((xy[0][along] + xy[1][along]) / 2, n)
+                         for n, (_, xy) in enumerate(segments))
+        self.keys = [key for key, _ in ordered]
+        self.order = [n for _, n in ordered]
+        self.segments = segments
+
+    def within(self, low: float, high: float) -> list[Drawn]:
+        """Return the segments whose middle is within [low, high], in drawing order."""
+        start, end = bisect_left(self.keys, low), bisect_right(self.keys, high)
+        return [self.segments[n] for n in sorted(self.order[start:end])]
 
 
 def _xy(data: Any) -> XY:
@@ -79,14 +102,15 @@ def _same(a: float, b: float, span: float) -> bool:
     return math.isclose(a, b, rel_tol=1e-9, abs_tol=span * 1e-9)
 
 
-def _box(outline: XY, segments: list[Drawn], used: set[int], horizontal: bool
-         ) -> FoundBox | None:
+def _box(outline: XY, index: _Index, used: set[int], horizontal: bool) -> FoundBox | None:
     """Read one outline as a box standing along x (or y when horizontal), if it is one."""
     p, v = (1, 0) if horizontal else (0, 1)
     a0, a1 = min(pt[p] for pt in outline), max(pt[p] for pt in outline)
     b0, b1 = min(pt[v] for pt in outline), max(pt[v] for pt in outline)
     span = max(abs(a1 - a0), abs(b1 - b0), 1.0)
-    free = [(line, xy) for line, xy in segments if id(line) not in used]
+    slack = span * 1e-9
+    free = [(line, xy) for line, xy in index.within(a0 - slack, a1 + slack)
+            if id(line) not in used]
     # Whiskers start on the outline at the quartiles (a notch may reach beyond those).
     edges = [pt[v] for pt in outline]
     whiskers = [(line, xy) for line, xy in free if _same(xy[0][p], xy[1][p], span)
@@ -117,15 +141,16 @@ def _box(outline: XY, segments: list[Drawn], used: set[int], horizontal: bool
     return FoundBox(pos, horizontal, lo, low[1][0][v], median[1][0][v], high[1][0][v], hi)
 
 
-def _markers(boxes: list[FoundBox], lines: list[Drawn], used: set[int]) -> None:
+def _markers(boxes: list[FoundBox], lines: list[tuple[Any, Any]], used: set[int]) -> None:
     """Give each box its fliers (beyond its whiskers), and take its mean markers."""
-    for line, xy in lines:
-        if id(line) in used or str(line.get_linestyle()) not in ("None", "", " "):
-            continue
-        if not xy:  # a box without fliers still draws an empty line for them
+    at = {horizontal: sorted((box.position, n) for n, box in enumerate(boxes)
+                             if box.horizontal == horizontal) for horizontal in (False, True)}
+    for line, data in lines:
+        if not len(data):  # a box without fliers still draws an empty line for them
             used.add(id(line))
             continue
-        for box in boxes:
+        xy = _xy(data)
+        for box in _boxes_at(boxes, at, xy[0]):
             p, v = (1, 0) if box.horizontal else (0, 1)
             span = max(abs(box.whishi - box.whislo), 1.0)
             if not all(_same(pt[p], box.position, span) for pt in xy):
@@ -136,3 +161,14 @@ def _markers(boxes: list[FoundBox], lines: list[Drawn], used: set[int]) -> None:
                 box.fliers.extend(values)
             used.add(id(line))
             break
+
+
+def _boxes_at(boxes: list[FoundBox], at: dict[bool, list[tuple[float, int]]],
+              point: tuple[float, float]) -> list[FoundBox]:
+    """Return the boxes standing where a point is (on the position axis), nearest first."""
+    found = []
+    for horizontal, positions in at.items():
+        place = point[1] if horizontal else point[0]
+        start = bisect_left(positions, (place - abs(place) * 1e-6 - 1e-9, -1))
+        found += [boxes[n] for _, n in positions[start:start + 2]]
+    return found
