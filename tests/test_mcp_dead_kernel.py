@@ -32,11 +32,11 @@ async def test_a_dead_kernel_names_the_mcp_tool_to_go_on_with(server: tuple[str,
         died = await mcp.call_tool("execute", {"code": "import os; os._exit(1)"})
         again = await mcp.call_tool("execute", {"code": "1 + 1"})  # the same dead session
         for result in (died, again):
-            assert result.isError
+            assert result.is_error
             said = texts(result)
             assert "Session.restart()" not in said, said
             assert RESTART_SESSION in said and "start_session" in said, said
         # What it says works: a new default session runs the code.
-        assert not (await mcp.call_tool("start_session", {})).isError
+        assert not (await mcp.call_tool("start_session", {})).is_error
         after = await mcp.call_tool("execute", {"code": "1 + 1"})
-        assert not after.isError and "2" in texts(after), texts(after)
+        assert not after.is_error and "2" in texts(after), texts(after)

@@ -75,7 +75,7 @@ async def test_a_kernel_without_the_extension_is_refused_and_nothing_runs(
     async with TRANSPORTS[transport](*server) as mcp:
         result = await mcp.call_tool("run_in_notebook", {"path": "work/nb.ipynb",
                                                          "code": MARKER})
-    assert result.isError
+    assert result.is_error
     assert "%load_ext jupyter_ci" in texts(result) and "nothing ran" in texts(result)
     assert not (jp_root_dir / "work" / "ran.txt").exists()
 
@@ -88,7 +88,7 @@ async def test_no_page_showing_the_notebook_is_refused_and_nothing_runs(
     async with TRANSPORTS["http"](*server) as mcp:
         result = await mcp.call_tool("run_in_notebook", {"path": "/work/nb.ipynb",
                                                          "code": MARKER})
-    assert result.isError
+    assert result.is_error
     assert "open the notebook in JupyterLab first" in texts(result), texts(result)
     assert not (jp_root_dir / "work" / "ran.txt").exists()
     assert ACK_S <= 5  # the caller is not kept waiting long
@@ -131,7 +131,7 @@ async def test_every_run_in_one_kernel_fills_its_own_cell_in_the_saved_file(
             for code in codes:
                 result = await mcp.call_tool("run_in_notebook", {"path": "work/nb.ipynb",
                                                                  "code": code})
-                assert not result.isError, texts(result)
+                assert not result.is_error, texts(result)
                 clients.add(NotebookClients.of(kernels)._kept[kernel_id].client)
         await page.settled(len(codes))
         await jp_fetch("api", "contents", "work", "nb.ipynb", method="PUT", body=json.dumps(
