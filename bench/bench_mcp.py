@@ -25,10 +25,11 @@ from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
 
+import httpx2
 from bench_sessions import start_server
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamablehttp_client
+from mcp.client.streamable_http import streamable_http_client
 
 from jupyter_ci.client import AsyncClient
 
@@ -46,8 +47,10 @@ async def mcp_session(stack: AsyncExitStack, transport: str, url: str, token: st
                       ) -> ClientSession:
     """Open an MCP client session over `transport` ("http" or "stdio")."""
     if transport == "http":
-        read, write, _ = await stack.enter_async_context(streamablehttp_client(
-            f"{url}/jupyter-ci/mcp", headers={"Authorization": f"token {token}"}))
+        http = await stack.enter_async_context(httpx2.AsyncClient(
+            headers={"Authorization": f"token {token}"}, timeout=300))
+        read, write = await stack.enter_async_context(streamable_http_client(
+            f"{url}/jupyter-ci/mcp", http_client=http))
     else:
         command = Path(sys.executable).parent / "jupyter-ci"
         params = StdioServerParameters(command=str(command), args=["mcp", "--url", url],
@@ -64,7 +67,7 @@ async def mcp_call(session: ClientSession, sid: str) -> Call:
         return await session.call_tool("execute", {"code": "x = 1", "session_id": sid})
 
     first = await session.call_tool("execute", {"code": "x = 1", "session_id": sid})
-    assert not first.isError, first
+    assert not first.is_error, first
     return call
 
 

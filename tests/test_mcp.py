@@ -1,7 +1,7 @@
 """jupyter-ci's MCP server, driven by the SDK's own client over both transports.
 
 stdio: `jupyter-ci mcp --url ...` launched by `mcp.client.stdio.stdio_client` against a live
-Jupyter server; Streamable HTTP: `streamablehttp_client` against the server's /jupyter-ci/mcp.
+Jupyter server; Streamable HTTP: `streamable_http_client` against the server's /jupyter-ci/mcp.
 """
 
 from __future__ import annotations
@@ -19,13 +19,15 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import httpx2
 import pytest
-from mcp import ClientSession, StdioServerParameters
+from mcp import ClientSession, MCPError, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamablehttp_client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.types import ImageContent, TextContent
 from traitlets.config import Config
 
+import jupyter_ci
 from jupyter_ci.client import AsyncClient
 from tests.fakellm import FakeLLM, Turn
 from tests.nbrun import TEST_KEY, session_server_config
@@ -73,8 +75,9 @@ async def stdio(url: str, token: str) -> AsyncIterator[ClientSession]:
 async def http(url: str, token: str) -> AsyncIterator[ClientSession]:
     """An MCP client session with the server's own /jupyter-ci/mcp."""
     headers = {"Authorization": f"token {token}"}
-    async with streamablehttp_client(f"{url}/jupyter-ci/mcp", headers=headers) as (
-            read, write, _), ClientSession(read, write) as session:
+    async with httpx2.AsyncClient(headers=headers, timeout=300) as client, \
+            streamable_http_client(f"{url}/jupyter-ci/mcp", http_client=client) as (
+            read, write), ClientSession(read, write) as session:
         await session.initialize()
         yield session
 
@@ -92,31 +95,35 @@ async def test_tools_run_code_show_images_and_errors_and_move_files(
 ) -> None:
     url, token = server
     async with TRANSPORTS[transport](url, token) as mcp:
+        # jupyter-ci's version, not the SDK's (which the server reported by default).
+        assert mcp.initialize_result is not None
+        assert mcp.initialize_result.server_info.name == "jupyter-ci"
+        assert mcp.initialize_result.server_info.version == jupyter_ci.__version__
         listed = {tool.name: tool for tool in (await mcp.list_tools()).tools}
         assert set(listed) == TOOLS
-        assert listed["execute"].inputSchema["required"] == ["code"]
+        assert listed["execute"].input_schema["required"] == ["code"]
         started = await mcp.call_tool("start_session", {})
-        sid = started.structuredContent["id"]
+        sid = started.structured_content["id"]
         two = await mcp.call_tool("execute", {"code": "print(1+1)"})
-        assert not two.isError and texts(two).strip() == "2"
+        assert not two.is_error and texts(two).strip() == "2"
         plot = await mcp.call_tool("execute", {"code": PLOT, "session_id": sid})
         images = [c for c in plot.content if isinstance(c, ImageContent)]
-        assert len(images) == 1 and images[0].mimeType == "image/png"
+        assert len(images) == 1 and images[0].mime_type == "image/png"
         assert base64.b64decode(images[0].data)[:4] == b"\x89PNG"
         failed = await mcp.call_tool("execute", {"code": "1/0"})
-        assert failed.isError and "ZeroDivisionError" in texts(failed)
+        assert failed.is_error and "ZeroDivisionError" in texts(failed)
         await mcp.call_tool("upload_file", {"path": "d/in.bin", "is_base64": True,
                                             "content": base64.b64encode(b"\x00\xff").decode()})
         await mcp.call_tool("execute", {"code": "open('out.txt','w').write("
                                         "open('d/in.bin','rb').read().hex())"})
         assert texts(await mcp.call_tool("download_file", {"path": "out.txt"})) == "00ff"
         files = await mcp.call_tool("list_files", {})
-        assert {f["path"] for f in files.structuredContent["result"]} == {"d/in.bin", "out.txt"}
+        assert {f["path"] for f in files.structured_content["result"]} == {"d/in.bin", "out.txt"}
         notebook = texts(await mcp.call_tool("get_notebook", {}))
         assert '"nbformat": 4' in notebook and "print(1+1)" in notebook
         sessions = await mcp.call_tool("list_sessions", {})
-        assert [s["id"] for s in sessions.structuredContent["result"]] == [sid]
-        assert not (await mcp.call_tool("close_session", {})).isError
+        assert [s["id"] for s in sessions.structured_content["result"]] == [sid]
+        assert not (await mcp.call_tool("close_session", {})).is_error
     assert jp_serverapp.web_app.settings["jupyter_ci_sessions"].sessions == {}
 
 
@@ -139,7 +146,7 @@ async def test_ask_reports_its_events_as_progress_and_returns_the_answer(
         result = await mcp.call_tool("ask", {"prompt": "what is six times seven?"},
                                      progress_callback=on_progress)
         ended = time.monotonic()
-    assert not result.isError and "The answer is 42." in texts(result)
+    assert not result.is_error and "The answer is 42." in texts(result)
     # Progress streams in while the ask runs, not all at its end.
     assert ended - when["step 1 stdout: ran 42"] > 0.8
     messages = [m or "" for _, m in progress]
@@ -156,7 +163,7 @@ async def test_a_failed_ask_is_an_error_result(server: tuple[str, str]) -> None:
     url, token = server
     async with http(url, token) as mcp:
         result = await mcp.call_tool("ask", {"prompt": "hi", "model": "nosuch:model"})
-    assert result.isError
+    assert result.is_error
 
 
 async def test_the_http_door_refuses_requests_without_the_servers_token(
@@ -175,28 +182,30 @@ async def test_the_http_door_refuses_requests_without_the_servers_token(
             assert refused.json()["reason"]
         listening = await client.get(f"{url}/jupyter-ci/mcp", headers=accept)
         assert listening.status_code == 403
-    # The SDK's client raises the 403 from inside its task groups: find it there.
+    # The SDK's client raises the refusal (a JSON-RPC error in the 403's body, so that it
+    # says what is missing) from inside its task groups: find it there.
     with pytest.raises(BaseException) as caught:
         async with http(url, "wrong") as mcp:
             await mcp.list_tools()
-    assert 403 in statuses(caught.value), repr(caught.value)
+    assert any("missing or invalid token" in m for m in mcp_errors(caught.value)), \
+        repr(caught.value)
 
 
-def statuses(error: BaseException) -> list[int]:
-    """Return the HTTP statuses of the httpx errors in `error`, exception groups opened."""
+def mcp_errors(error: BaseException) -> list[str]:
+    """Return the messages of the MCP errors in `error`, exception groups opened."""
     inner = getattr(error, "exceptions", None)  # an exception group (3.10: anyio's backport)
     if inner is not None:
-        return [status for one in inner for status in statuses(one)]
-    if isinstance(error, httpx.HTTPStatusError):
-        return [error.response.status_code]
-    return statuses(error.__cause__) if error.__cause__ is not None else []
+        return [message for one in inner for message in mcp_errors(one)]
+    if isinstance(error, MCPError):
+        return [error.error.message]
+    return mcp_errors(error.__cause__) if error.__cause__ is not None else []
 
 
 async def test_stdio_without_a_token_says_so(server: tuple[str, str]) -> None:
     url, _ = server
     async with stdio(url, "") as mcp:
         result = await mcp.call_tool("execute", {"code": "1"})
-    assert result.isError and "token" in texts(result)
+    assert result.is_error and "token" in texts(result)
 
 
 async def test_stdio_closes_the_sessions_it_started_when_its_client_goes(
@@ -234,9 +243,9 @@ async def test_the_sessions_an_mcp_connection_started_end_with_it(
     try:
         async with TRANSPORTS[transport](url, token) as mcp:
             assert texts(await mcp.call_tool("execute", {"code": "6*7"})).endswith("42")
-            assert not (await mcp.call_tool("start_session", {})).isError
+            assert not (await mcp.call_tool("start_session", {})).is_error
             assert not (await mcp.call_tool("execute", {"code": "1", "session_id": other.id})
-                        ).isError
+                        ).is_error
             assert len(sessions) == 3
         assert await left(sessions, {other.id}) == {other.id}
     finally:

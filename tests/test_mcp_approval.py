@@ -10,10 +10,11 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import httpx2
 import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamablehttp_client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.types import ElicitRequestParams, ElicitResult, TextContent
 from traitlets.config import Config
 
@@ -68,9 +69,10 @@ async def connect(transport: str, url: str, token: str, asked: Asked | None
             await session.initialize()
             yield session
         return
-    async with streamablehttp_client(f"{url}/jupyter-ci/mcp", headers={
-            "Authorization": f"token {token}"}) as (read, write, _), ClientSession(
-            read, write, elicitation_callback=asked) as session:
+    headers = {"Authorization": f"token {token}"}
+    async with httpx2.AsyncClient(headers=headers, timeout=300) as client, \
+            streamable_http_client(f"{url}/jupyter-ci/mcp", http_client=client) as (
+            read, write), ClientSession(read, write, elicitation_callback=asked) as session:
         await session.initialize()
         yield session
 
@@ -88,17 +90,17 @@ async def test_an_mcp_ask_is_approved_through_elicitation(
     asked = Asked({"decision": "run"})
     async with connect(transport, url, token, asked) as mcp:
         tools = {t.name: t for t in (await mcp.list_tools()).tools}
-        modes = json.dumps(tools["ask"].inputSchema["properties"]["approve"])
+        modes = json.dumps(tools["ask"].input_schema["properties"]["approve"])
         assert all(mode in modes for mode in ("never", "first", "plan", "each"))
         result = await mcp.call_tool("ask", {"prompt": "compute x", "approve": "each"})
         state = await mcp.call_tool("execute", {"code": "print(x)"})
-    assert not result.isError and "x is 42." in texts(result)
+    assert not result.is_error and "x is 42." in texts(result)
     assert texts(state).strip() == "42"
     [shown] = asked.shown
     assert STEP in shown.message and "step 1" in shown.message.lower()
-    decision = shown.requestedSchema["properties"]["decision"]
+    decision = shown.requested_schema["properties"]["decision"]
     assert decision["enum"] == ["run", "edit", "skip", "stop"]
-    assert "code" in shown.requestedSchema["properties"]
+    assert "code" in shown.requested_schema["properties"]
 
 
 async def test_an_edit_elicited_runs_the_edit_and_decline_stops(
@@ -126,7 +128,7 @@ async def test_a_client_without_elicitation_is_refused_and_nothing_runs(
     async with connect(transport, url, token, None) as mcp:
         result = await mcp.call_tool("ask", {"prompt": "compute x", "approve": "each"})
         state = await mcp.call_tool("execute", {"code": "print('x' in globals())"})
-    assert result.isError and "elicitation" in texts(result) and "nothing ran" in texts(result)
+    assert result.is_error and "elicitation" in texts(result) and "nothing ran" in texts(result)
     assert fake.calls() == 0  # refused before the ask began
     assert texts(state).strip() == "False"
 
@@ -140,7 +142,7 @@ async def test_the_servers_minimum_asks_and_a_client_that_cannot_answer_is_told(
     async with connect("http", url, token, None) as mcp:
         result = await mcp.call_tool("ask", {"prompt": "compute x"})
         state = await mcp.call_tool("execute", {"code": "print('x' in globals())"})
-    assert result.isError and "elicitation" in texts(result)
+    assert result.is_error and "elicitation" in texts(result)
     assert "server's approval setting" in texts(result)
     assert texts(state).strip() == "False"
 
@@ -155,10 +157,10 @@ async def test_a_plan_is_elicited_with_its_own_form_and_edited(
                                                       "plan": "1. Compute x as 6 * 7"})
     async with connect("http", url, token, asked) as mcp:
         result = await mcp.call_tool("ask", {"prompt": "compute x", "approve": "plan"})
-    assert not result.isError and "x is 42." in texts(result)
+    assert not result.is_error and "x is 42." in texts(result)
     first, again = asked.shown
     assert "1. Compute x" in first.message
-    properties = first.requestedSchema["properties"]
+    properties = first.requested_schema["properties"]
     assert properties["decision"]["enum"] == ["run", "edit", "stop"] and "plan" in properties
     assert again.message.startswith("An edit needs the new plan")  # asked again, not run
     assert "1. Compute x as 6 * 7" in json.dumps(fake.requests[1].messages)

@@ -49,7 +49,7 @@ async def test_open_notebooks_are_listed_and_read_with_their_outputs(
     kernel_id = json.loads(started.body)["kernel"]["id"]
     url, token = server
     async with TRANSPORTS[transport](url, token) as mcp:
-        listed = (await mcp.call_tool("list_notebooks", {})).structuredContent["result"]
+        listed = (await mcp.call_tool("list_notebooks", {})).structured_content["result"]
         read = await mcp.call_tool("read_notebook", {"path": "work/sales.ipynb"})
         folder = await mcp.call_tool("read_notebook", {"path": "work"})
     assert [(n["path"], n["kernel"]["id"], n["kernel"]["name"]) for n in listed] == [
@@ -58,5 +58,5 @@ async def test_open_notebooks_are_listed_and_read_with_their_outputs(
     assert "# cell 1 (code, [3])\nprint('hi')\n6 * 7" in text
     assert "## output: hi" in text and "## output: 42" in text and "# Sales" in text
     images = [c for c in read.content if isinstance(c, ImageContent)]
-    assert [(i.mimeType, i.data) for i in images] == [("image/png", PNG)]
-    assert folder.isError and "not a notebook" in texts(folder)
+    assert [(i.mime_type, i.data) for i in images] == [("image/png", PNG)]
+    assert folder.is_error and "not a notebook" in texts(folder)

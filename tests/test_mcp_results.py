@@ -27,24 +27,24 @@ def test_a_run_gives_its_text_and_a_bounded_number_of_bounded_images() -> None:
     images = [c for c in content if isinstance(c, ImageContent)]
     assert len(images) == results.MAX_IMAGES - 1
     assert isinstance(content[-1], TextContent) and "3 more image(s)" in content[-1].text
-    assert not results.run_result(run).isError
+    assert not results.run_result(run).is_error
 
 
 def test_a_failed_run_is_an_error_result() -> None:
     run = Execution("error", [{"output_type": "error", "ename": "NameError",
                                "evalue": "name 'x' is not defined", "traceback": []}])
     result = results.run_result(run)
-    assert result.isError and "NameError" in result.content[0].text  # type: ignore[union-attr]
+    assert result.is_error and "NameError" in result.content[0].text  # type: ignore[union-attr]
 
 
 def test_files_come_back_as_text_images_or_blobs_and_big_ones_are_refused() -> None:
     assert results.file_result("a.txt", "héllo".encode()).content[0].text == "héllo"  # type: ignore[union-attr]
     png = results.file_result("p.png", b"\x89PNG").content[0]
-    assert isinstance(png, ImageContent) and png.mimeType == "image/png"
+    assert isinstance(png, ImageContent) and png.mime_type == "image/png"
     blob = results.file_result("x.bin", b"\xff\x00").content[0]
     assert isinstance(blob, EmbeddedResource)
     assert base64.b64decode(blob.resource.blob) == b"\xff\x00"  # type: ignore[union-attr]
-    assert results.file_result("big.txt", b"x" * (results.MAX_FILE_BYTES + 1)).isError
+    assert results.file_result("big.txt", b"x" * (results.MAX_FILE_BYTES + 1)).is_error
 
 
 def test_a_long_notebook_drops_its_outputs_and_says_so() -> None:
@@ -76,6 +76,6 @@ def test_an_asks_events_become_progress_messages_with_the_models_text_batched() 
 
 def test_an_asks_result_says_how_it_ended() -> None:
     done = results.ask_result({"status": "done", "answer": "42", "steps": 2})
-    assert not done.isError and done.content[0].text.startswith("42")  # type: ignore[union-attr]
+    assert not done.is_error and done.content[0].text.startswith("42")  # type: ignore[union-attr]
     failed = results.ask_result({"status": "failed", "answer": None, "error": {"kind": "x"}})
-    assert failed.isError and "ask failed" in failed.content[0].text  # type: ignore[union-attr]
+    assert failed.is_error and "ask failed" in failed.content[0].text  # type: ignore[union-attr]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mcp.server.fastmcp import Context
+from mcp.server.mcpserver import Context
 from mcp.types import ClientCapabilities, ElicitationCapability
 from pydantic import BaseModel, Field
 
@@ -48,7 +48,7 @@ class PlanAnswer(BaseModel):
     plan: str = Field("", description="The edited plan (with decision 'edit').")
 
 
-def can_elicit(ctx: Context[Any, Any, Any]) -> bool:
+def can_elicit(ctx: Context[Any, Any]) -> bool:
     """Tell whether the MCP client said it supports elicitation."""
     wanted = ClientCapabilities(elicitation=ElicitationCapability())
     return bool(ctx.session.check_client_capability(wanted))
@@ -70,7 +70,7 @@ def _cut(text: str) -> str:
     return text[:SHOWN_CHARS] + f"\n… [{len(text) - SHOWN_CHARS} more characters]"
 
 
-async def elicit(ctx: Context[Any, Any, Any], event: WaitingForUser) -> Answer:
+async def elicit(ctx: Context[Any, Any], event: WaitingForUser) -> Answer:
     """Ask the MCP client's user; return the approval's answer (declined or dismissed: stop)."""
     plan = event.kind == "plan"
     schema: type[StepAnswer] | type[PlanAnswer] = PlanAnswer if plan else StepAnswer
@@ -100,7 +100,7 @@ async def elicit(ctx: Context[Any, Any, Any], event: WaitingForUser) -> Answer:
 class Approver:
     """An MCP ask's `on_approval`: elicits each question, or (no elicitation) stops the ask."""
 
-    def __init__(self, ctx: Context[Any, Any, Any]) -> None:
+    def __init__(self, ctx: Context[Any, Any]) -> None:
         self.ctx, self.elicits = ctx, can_elicit(ctx)
         #: Questions that came though the client cannot elicit (the server's setting asked).
         self.refused: list[Mapping[str, object]] = []

@@ -21,7 +21,7 @@ from types import FrameType
 from typing import Any
 
 import httpx
-from mcp.server.fastmcp import Context
+from mcp.server.mcpserver import Context
 
 from jupyter_ci.client import AsyncClient, AsyncSession, Client, CodeInterpreterError, Session
 from jupyter_ci.mcp.tools import Connection, build_server
@@ -44,7 +44,7 @@ class StdioBackend:
         self._client = AsyncClient(url, token)
         self._connections: list[Connection] = []
 
-    def client(self, ctx: Context[Any, Any, Any]) -> AsyncClient:
+    def client(self, ctx: Context[Any, Any]) -> AsyncClient:
         """Return the process's client."""
         return self._client
 

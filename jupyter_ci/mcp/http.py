@@ -33,7 +33,7 @@ from jupyter_ci.server.sessions.handlers import NO_TOKEN
 
 if TYPE_CHECKING:
     from jupyter_server.serverapp import ServerApp
-    from mcp.server.fastmcp import Context
+    from mcp.server.mcpserver import Context
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
     from jupyter_ci.mcp.tools import Connection
@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 ROUTE = "/jupyter-ci/mcp"
 #: The request headers that carry who the caller is, passed on to the loopback calls.
 FORWARDED = ("authorization", "cookie", "x-xsrftoken")
+#: JSON-RPC's code for a request the server will not take (a refused one's error).
+INVALID_REQUEST = -32600
 #: Seconds the MCP sessions get to end when the server stops.
 STOP_S = 5.0
 
@@ -74,7 +76,7 @@ class LoopbackBackend:
         self.url, self.transport = loopback_url(server)
         self.timeout = timeout
 
-    def client(self, ctx: Context[Any, Any, Any]) -> AsyncClient:
+    def client(self, ctx: Context[Any, Any]) -> AsyncClient:
         """Return a client carrying the credentials of the HTTP request behind this call."""
         request = ctx.request_context.request
         headers = getattr(request, "headers", {})
@@ -123,13 +125,12 @@ class MCPDoor:
             if self._task is None:
                 # The SDK takes ~0.3 s to import: not on the event loop.
                 await asyncio.to_thread(importlib.import_module, "jupyter_ci.mcp.tools")
-                from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-
                 from jupyter_ci.mcp.tools import build_server
 
                 self.backend = LoopbackBackend(self.server)
                 mcp = build_server(self.backend)
-                self.manager = StreamableHTTPSessionManager(app=mcp._mcp_server)
+                mcp.streamable_http_app()  # makes the server's session manager (its app unused)
+                self.manager = mcp.session_manager
                 self._task = asyncio.ensure_future(self._run(self.manager))
         await self._ready.wait()
         if self.manager is None or self._task is None or self._task.done():
@@ -171,8 +172,12 @@ class MCPHandler(ASGIHandler):
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         """Say what a refused request lacks (tornado's own words name an XSRF cookie)."""
         if status_code == 403 and not self._signed_in():
+            # Also a JSON-RPC error: the SDK's 2.x client shows its message (else only
+            # "Server returned an error response", the status dropped).
             self.set_header("Content-Type", "application/json")
-            self.finish(json.dumps({"message": NO_TOKEN, "reason": "invalid_token"}))
+            self.finish(json.dumps({"jsonrpc": "2.0", "id": None, "error": {
+                "code": INVALID_REQUEST, "message": NO_TOKEN},
+                "message": NO_TOKEN, "reason": "invalid_token"}))
             return
         super().write_error(status_code, **kwargs)
 

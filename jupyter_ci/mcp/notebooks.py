@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 from urllib.parse import quote
 
-from mcp.server.fastmcp import Context, FastMCP
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, ContentBlock, ImageContent, TextContent, ToolAnnotations
 from pydantic import Field
 
@@ -26,7 +26,7 @@ from jupyter_ci.mcp.shapes import (
     Output,
     RunInNotebook,
 )
-from jupyter_ci.mcp.tools import Backend, Connection
+from jupyter_ci.mcp.tools import Backend
 
 #: Characters of one output's text given back, and of one cell's source.
 OUTPUT_CHARS = 4_000
@@ -73,7 +73,7 @@ def cells_content(notebook: Notebook) -> list[ContentBlock]:
                 if data and len(images) < results.MAX_IMAGES and \
                         len(str(data)) <= results.MAX_IMAGE_CHARS:
                     images.append(ImageContent(type="image", data=_joined(data).replace(
-                        "\n", ""), mimeType=mime))
+                        "\n", ""), mime_type=mime))
     text = "\n".join(lines)[:results.MAX_TEXT_CHARS] or "(an empty notebook)"
     return [TextContent(type="text", text=text), *images]
 
@@ -87,11 +87,11 @@ def _open_notebook(session: JupyterSession) -> OpenNotebook:
                        "last_activity": kernel.get("last_activity")}}
 
 
-def notebook_tools(server: FastMCP[Connection], backend: Backend) -> None:
+def notebook_tools(server: MCPServer[Any], backend: Backend) -> None:
     """Add the tools over the user's own notebooks."""
 
-    @server.tool(annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False))
-    async def list_notebooks(ctx: Context[Any, Connection, Any]) -> list[OpenNotebook]:
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
+    async def list_notebooks(ctx: Context[Any, Any]) -> list[OpenNotebook]:
         """List the notebooks open in Jupyter with a running kernel (path, kernel name,
         kernel state)."""
         response = await backend.client(ctx).http.get("api/sessions")
@@ -99,8 +99,8 @@ def notebook_tools(server: FastMCP[Connection], backend: Backend) -> None:
         sessions: list[JupyterSession] = response.json()
         return [_open_notebook(s) for s in sessions]
 
-    @server.tool(annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False))
-    async def read_notebook(ctx: Context[Any, Connection, Any], path: Annotated[
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
+    async def read_notebook(ctx: Context[Any, Any], path: Annotated[
             str, Field(description="The notebook's path, relative to Jupyter's root, as "
                        "list_notebooks gives it.")]) -> CallToolResult:
         """Read a notebook of the user's (as last saved): each cell's source and outputs,
@@ -115,9 +115,9 @@ def notebook_tools(server: FastMCP[Connection], backend: Backend) -> None:
     _run_tool(server, backend)
 
 
-def _run_tool(server: FastMCP[Connection], backend: Backend) -> None:
-    @server.tool(annotations=ToolAnnotations(destructiveHint=True, openWorldHint=False))
-    async def run_in_notebook(ctx: Context[Any, Connection, Any], path: Annotated[
+def _run_tool(server: MCPServer[Any], backend: Backend) -> None:
+    @server.tool(annotations=ToolAnnotations(destructive_hint=True, open_world_hint=False))
+    async def run_in_notebook(ctx: Context[Any, Any], path: Annotated[
             str, Field(description="The notebook's path, as list_notebooks gives it.")],
             code: Annotated[str, Field(description="The Python code to run.")],
             timeout: Annotated[float | None, Field(

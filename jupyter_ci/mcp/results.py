@@ -18,7 +18,6 @@ from mcp.types import (
     ImageContent,
     TextContent,
 )
-from pydantic import AnyUrl
 
 from jupyter_ci.agent.cost import AskUsage
 from jupyter_ci.client import Execution
@@ -43,7 +42,7 @@ RESTART_NOTEBOOK = ("the notebook's kernel is restarted in JupyterLab (Kernel > 
 
 def text(value: str, error: bool = False) -> CallToolResult:
     """Return a tool result holding one text."""
-    return CallToolResult(content=[TextContent(type="text", text=value)], isError=error)
+    return CallToolResult(content=[TextContent(type="text", text=value)], is_error=error)
 
 
 def run_result(run: Execution, restart: str = RESTART_SESSION) -> CallToolResult:
@@ -62,8 +61,8 @@ def run_result(run: Execution, restart: str = RESTART_SESSION) -> CallToolResult
             content.append(TextContent(type="text", text=f"[a {mime} image of {len(data)} "
                                        "base64 characters, too large to send]"))
             continue
-        content.append(ImageContent(type="image", data=data, mimeType=mime))
-    return CallToolResult(content=content, isError=run.status != "ok")
+        content.append(ImageContent(type="image", data=data, mime_type=mime))
+    return CallToolResult(content=content, is_error=run.status != "ok")
 
 
 def file_result(path: str, data: bytes) -> CallToolResult:
@@ -74,11 +73,11 @@ def file_result(path: str, data: bytes) -> CallToolResult:
     mime = mimetypes.guess_type(path)[0] or "application/octet-stream"
     if mime in ("image/png", "image/jpeg", "image/gif", "image/webp"):
         return CallToolResult(content=[ImageContent(
-            type="image", data=base64.b64encode(data).decode(), mimeType=mime)])
+            type="image", data=base64.b64encode(data).decode(), mime_type=mime)])
     try:
         return text(data.decode("utf-8"))
     except UnicodeDecodeError:
-        blob = BlobResourceContents(uri=AnyUrl(f"file:///{path.lstrip('/')}"), mimeType=mime,
+        blob = BlobResourceContents(uri=f"file:///{path.lstrip('/')}", mime_type=mime,
                                     blob=base64.b64encode(data).decode())
         return CallToolResult(content=[EmbeddedResource(type="resource", resource=blob)])
 

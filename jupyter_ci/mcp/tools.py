@@ -12,15 +12,18 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, Protocol, cast
+from typing import Annotated, Any, Literal, Protocol, TypeVar, cast
 
-from mcp.server.fastmcp import Context, FastMCP
+import httpx
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
+from jupyter_ci._version import __version__
 from jupyter_ci.client import AsyncClient, AsyncSession, CodeInterpreterError
 from jupyter_ci.client.formats import raise_for
 from jupyter_ci.mcp import results
@@ -46,7 +49,7 @@ SessionId = Annotated[str | None, Field(
 class Backend(Protocol):
     """Where the tools reach the REST API, and with whose credentials."""
 
-    def client(self, ctx: Context[Any, Any, Any]) -> AsyncClient:
+    def client(self, ctx: Context[Any, Any]) -> AsyncClient:
         """Return the client for this tool call."""
         ...
 
@@ -69,19 +72,33 @@ class Connection:
     starting: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
-def _connection(ctx: Context[Any, Any, Any]) -> Connection:
-    state = ctx.request_context.lifespan_context
-    assert isinstance(state, Connection), "the server's lifespan makes one per connection"
+#: Where a connection's `Connection` is kept in the SDK's per-connection state.
+STATE_KEY = "jupyter_ci"
+
+
+def _connection(ctx: Context[Any, Any], backend: Backend) -> Connection:
+    """Return this MCP connection's state, made (and its end hooked) on first use."""
+    # The SDK keeps one state dict and one exit stack per connection (a stdio process, an
+    # HTTP MCP session), the stack unwound when it ends (DELETE, idle, the server stopping).
+    # Its lifespan is the server's, not the connection's, over HTTP; mcp 2.3 hands a tool
+    # that per-connection object only through its session.
+    link = ctx.request_context.session._connection
+    state = link.state.get(STATE_KEY)
+    if state is None:
+        state = link.state[STATE_KEY] = Connection()
+        backend.opened(state)
+        link.exit_stack.push_async_callback(backend.closed, state)
+    assert isinstance(state, Connection)
     return state
 
 
-async def _session(ctx: Context[Any, Any, Any], backend: Backend,
+async def _session(ctx: Context[Any, Any], backend: Backend,
                    session_id: str | None) -> AsyncSession:
     """Return the session named, or the connection's default one (started if need be)."""
     client = backend.client(ctx)
     if session_id:
         return AsyncSession(client.http, {"id": session_id})
-    connection = _connection(ctx)
+    connection = _connection(ctx, backend)
     async with connection.starting:
         if connection.default is None:
             session = await client.session()
@@ -91,22 +108,46 @@ async def _session(ctx: Context[Any, Any, Any], backend: Backend,
     return AsyncSession(client.http, {"id": connection.default})
 
 
-def build_server(backend: Backend) -> FastMCP[Connection]:
+#: The failures a tool reports in words (the server's refusals, an unreachable server, bad
+#: arguments): mcp 2.x shows a client only "Error executing tool <name>" for any other.
+ANTICIPATED = (CodeInterpreterError, httpx.HTTPError, ValueError)
+ToolFunction = TypeVar("ToolFunction", bound=Callable[..., Awaitable[Any]])
+
+
+def anticipated(tool: ToolFunction) -> ToolFunction:
+    """Wrap a tool so that an anticipated failure reaches the client with its message."""
+
+    @functools.wraps(tool)
+    async def reported(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await tool(*args, **kwargs)
+        except ANTICIPATED as error:
+            raise ToolError(str(error) or type(error).__name__) from error
+
+    return cast(ToolFunction, reported)
+
+
+class Server(MCPServer[Any]):
+    """The SDK's MCPServer, its tools' anticipated failures told to the client."""
+
+    def tool(self, *args: Any, **kwargs: Any) -> Callable[[ToolFunction], ToolFunction]:
+        """Register a tool as MCPServer.tool does, wrapped by `anticipated`."""
+        register = super().tool(*args, **kwargs)
+
+        def decorator(tool: ToolFunction) -> ToolFunction:
+            register(anticipated(tool))
+            return tool
+
+        return decorator
+
+
+def build_server(backend: Backend) -> MCPServer[Any]:
     """Return the MCP server whose tools call the REST API through `backend`."""
 
-    @asynccontextmanager
-    async def lifespan(_: FastMCP[Connection]) -> AsyncIterator[Connection]:
-        connection = Connection()
-        backend.opened(connection)
-        try:
-            yield connection
-        finally:
-            await backend.closed(connection)
-
-    # WARNING: FastMCP calls logging.basicConfig with it, so INFO would make every library
+    # WARNING: MCPServer calls logging.basicConfig with it, so INFO would make every library
     # (httpx: each loopback request) log to the stderr of the server or of the stdio client.
-    server: FastMCP[Connection] = FastMCP("jupyter-ci", instructions=INSTRUCTIONS,
-                                          lifespan=lifespan, log_level="WARNING")
+    server = Server("jupyter-ci", version=__version__, instructions=INSTRUCTIONS,
+                    log_level="WARNING")
     _session_tools(server, backend)
     _run_tools(server, backend)
     _ask_tool(server, backend)
@@ -118,9 +159,9 @@ def build_server(backend: Backend) -> FastMCP[Connection]:
     return server
 
 
-def _session_tools(server: FastMCP[Connection], backend: Backend) -> None:
-    @server.tool(annotations=ToolAnnotations(openWorldHint=False))
-    async def start_session(ctx: Context[Any, Connection, Any], kernel_name: Annotated[
+def _session_tools(server: MCPServer[Any], backend: Backend) -> None:
+    @server.tool(annotations=ToolAnnotations(open_world_hint=False))
+    async def start_session(ctx: Context[Any, Any], kernel_name: Annotated[
             str | None, Field(description="A kernelspec name; omitted: the server's "
                               "default. Where the sandbox works every session is boxed: a "
                               "kernel without a sandboxed kernelspec is refused.")] = None,
@@ -129,34 +170,34 @@ def _session_tools(server: FastMCP[Connection], backend: Backend) -> None:
         make it this connection's default; return its info (id, sandboxed, ...)."""
         session = await backend.client(ctx).session(
             **({"kernel_name": kernel_name} if kernel_name else {}))
-        _connection(ctx).default = session.id
-        _connection(ctx).started.add(session.id)
+        _connection(ctx, backend).default = session.id
+        _connection(ctx, backend).started.add(session.id)
         return cast(SessionInfo, session.info)  # the server's JSON (shapes.py)
 
-    @server.tool(annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False))
-    async def list_sessions(ctx: Context[Any, Connection, Any]) -> list[SessionInfo]:
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
+    async def list_sessions(ctx: Context[Any, Any]) -> list[SessionInfo]:
         """List the server's sessions (id, kernel, status, sandboxed, ...)."""
         response = await backend.client(ctx).http.get("jupyter-ci/sessions")
         raise_for(response)
         sessions: list[SessionInfo] = response.json()
         return sessions
 
-    @server.tool(annotations=ToolAnnotations(destructiveHint=True, openWorldHint=False))
-    async def close_session(ctx: Context[Any, Connection, Any],
+    @server.tool(annotations=ToolAnnotations(destructive_hint=True, open_world_hint=False))
+    async def close_session(ctx: Context[Any, Any],
                             session_id: SessionId = None) -> str:
         """Close a session: its kernel is shut down and its directory removed."""
         session = await _session(ctx, backend, session_id)
         await session.delete()
-        connection = _connection(ctx)
+        connection = _connection(ctx, backend)
         connection.started.discard(session.id)
         if connection.default == session.id:
             connection.default = None
         return f"Session {session.id} closed."
 
 
-def _run_tools(server: FastMCP[Connection], backend: Backend) -> None:
-    @server.tool(annotations=ToolAnnotations(openWorldHint=False))
-    async def execute(ctx: Context[Any, Connection, Any], code: Annotated[
+def _run_tools(server: MCPServer[Any], backend: Backend) -> None:
+    @server.tool(annotations=ToolAnnotations(open_world_hint=False))
+    async def execute(ctx: Context[Any, Any], code: Annotated[
             str, Field(description="The Python code to run.")],
             session_id: SessionId = None, timeout: Annotated[float | None, Field(
                 description="Seconds before the run is interrupted (the session stays "
@@ -171,9 +212,9 @@ def _run_tools(server: FastMCP[Connection], backend: Backend) -> None:
         return results.run_result(run)
 
 
-def _ask_tool(server: FastMCP[Connection], backend: Backend) -> None:
-    @server.tool(annotations=ToolAnnotations(openWorldHint=True))
-    async def ask(ctx: Context[Any, Connection, Any], prompt: Annotated[
+def _ask_tool(server: MCPServer[Any], backend: Backend) -> None:
+    @server.tool(annotations=ToolAnnotations(open_world_hint=True))
+    async def ask(ctx: Context[Any, Any], prompt: Annotated[
             str, Field(description="The task, in plain words.")],
             session_id: SessionId = None, model: Annotated[str | None, Field(
                 description="provider:model, e.g. openai:gpt-4.1; omitted: the server's "
@@ -198,7 +239,7 @@ def _ask_tool(server: FastMCP[Connection], backend: Backend) -> None:
                             approver)
 
 
-async def _asked(ctx: Context[Any, Connection, Any],
+async def _asked(ctx: Context[Any, Any],
                  stream: AsyncIterator[tuple[str, Mapping[str, object]]], approver: Approver
                  ) -> CallToolResult:
     """Report an ask's events as progress; return its result (or why it has none)."""
@@ -216,9 +257,9 @@ async def _asked(ctx: Context[Any, Connection, Any],
     return results.text("The ask's stream ended without a result.", error=True)
 
 
-def _file_tools(server: FastMCP[Connection], backend: Backend) -> None:
-    @server.tool(annotations=ToolAnnotations(openWorldHint=False))
-    async def upload_file(ctx: Context[Any, Connection, Any], path: Annotated[
+def _file_tools(server: MCPServer[Any], backend: Backend) -> None:
+    @server.tool(annotations=ToolAnnotations(open_world_hint=False))
+    async def upload_file(ctx: Context[Any, Any], path: Annotated[
             str, Field(description="Where in the session's directory, e.g. data/sales.csv.")],
             content: Annotated[str, Field(description="The file's content: text, or base64 "
                                           "when `is_base64` is true.")],
@@ -234,8 +275,8 @@ def _file_tools(server: FastMCP[Connection], backend: Backend) -> None:
         entry = await (await _session(ctx, backend, session_id)).upload(path, data)
         return entry  # FileEntryJSON: the same keys and types as shapes.FileEntry
 
-    @server.tool(annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False))
-    async def download_file(ctx: Context[Any, Connection, Any], path: Annotated[
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
+    async def download_file(ctx: Context[Any, Any], path: Annotated[
             str, Field(description="A path in the session's directory.")],
             session_id: SessionId = None) -> CallToolResult:
         """Read a file of the session: text as text, images as images, else base64."""
@@ -244,9 +285,9 @@ def _file_tools(server: FastMCP[Connection], backend: Backend) -> None:
 
 
 
-def _read_tools(server: FastMCP[Connection], backend: Backend) -> None:
-    @server.tool(annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False))
-    async def list_files(ctx: Context[Any, Connection, Any],
+def _read_tools(server: MCPServer[Any], backend: Backend) -> None:
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
+    async def list_files(ctx: Context[Any, Any],
                          session_id: SessionId = None) -> list[FileEntry]:
         """List the files of the session's directory (path, size, mime)."""
         session = await _session(ctx, backend, session_id)
@@ -255,8 +296,8 @@ def _read_tools(server: FastMCP[Connection], backend: Backend) -> None:
         files: list[FileEntry] = response.json()
         return files
 
-    @server.tool(annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False))
-    async def get_notebook(ctx: Context[Any, Connection, Any],
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
+    async def get_notebook(ctx: Context[Any, Any],
                            session_id: SessionId = None) -> str:
         """Return the session's executes and asks as an nbformat v4 notebook (JSON)."""
         session = await _session(ctx, backend, session_id)
