@@ -50,3 +50,31 @@ def test_a_kernel_the_page_has_not_loaded_jupyter_ci_in_is_refused_and_no_cell_s
     assert refused.value.code == 409
     assert "%load_ext jupyter_ci" in json.loads(refused.value.read())["message"]
     nb.wait_cell_count(1)
+
+
+def test_every_run_in_one_kernel_fills_its_own_cell_in_the_page_and_the_saved_file(
+    lab: Lab
+) -> None:
+    nb = lab.open_notebook("external-several", ["x = 21"])
+    nb.run(0)
+    nb.wait_cell_done(0)
+    codes = [f"print('run {n}')\nx + {n}" for n in range(3)]
+    replies = [lab.server.api("POST", "/jupyter-ci/notebooks/run",
+                              {"path": "external-several.ipynb", "code": code}, timeout=60)
+               for code in codes]
+    assert [r["status"] for r in replies] == ["ok"] * 3, replies
+    nb.wait_cell_count(1 + len(codes))
+    for n, reply in enumerate(replies, start=1):
+        assert nb.source(n) == codes[n - 1]
+        expect(nb.outputs(n)).to_have_count(2, timeout=WAIT_MS)
+        nb.wait_cell_done(n)
+        assert nb.execution_count(n) == reply["execution_count"], (n, reply)
+        assert nb.output_text(n).split() == ["run", str(n - 1), str(21 + n - 1)]
+    saved = nb.read_saved()
+    for n, reply in enumerate(replies, start=1):
+        cell = saved.cells[n]
+        assert cell.execution_count == reply["execution_count"]
+        assert cell.metadata["jupyter_ci"] == {"external": "mcp"}
+        assert [(o.output_type, o.get("text") or o.get("data", {}).get("text/plain"))
+                for o in cell.outputs] == [("stream", f"run {n - 1}\n"),
+                                           ("execute_result", str(21 + n - 1))]
