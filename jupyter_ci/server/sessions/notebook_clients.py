@@ -5,9 +5,11 @@ numbered its messages from where the kernel manager's session stood, so every ca
 had the same ids as the last call's (the kernel's gate took the code's request for one it had
 let through, and never told the pages which request was the cell's). Here each kernel has one
 client, opened at the first call with a session id of its own (its message ids are unique),
-used by one call at a time, and closed when the kernel is removed from the server's kernel
-manager (shut down, or dead for good: `remove_kernel` ends both), when its connection is lost
-(a gateway's websocket), or when the server stops (`close_notebook_clients`).
+used by one call at a time (between calls, what the kernel publishes for the notebook's own
+runs is read and dropped each second, so none piles up), and closed when the kernel is
+removed from the server's kernel manager (shut down, or dead for good: `remove_kernel` ends
+both), when its connection is lost (a gateway's websocket), or when the server stops
+(`close_notebook_clients`).
 """
 
 from __future__ import annotations
@@ -28,15 +30,18 @@ from jupyter_ci.server.sessions.errors import KernelUnavailable, SessionError
 READY_S = 60.0
 #: IOPub messages read and dropped at most before a call (the notebook's own, since the last).
 DRAIN_MAX = 100_000
+#: Seconds between the reads that drop what the kernel published while no call ran.
+IDLE_DRAIN_S = 1.0
 _ATTRIBUTE = "_jupyter_ci_notebook_clients"
 
 
 @dataclass
 class _Kept:
-    """A kernel's client, and the kernel manager object it was opened on."""
+    """A kernel's client, the kernel manager object it was opened on, its idle reader."""
 
     kernel: Any
     client: Any
+    reader: asyncio.Future[None] | None = None
 
 
 class NotebookClients:
@@ -105,8 +110,19 @@ class NotebookClients:
                     loop.call_soon_threadsafe(self._lost, kernel_id, client)
 
             client.on_lost = lost
-        self._kept[kernel_id] = _Kept(kernel, client)
+        self._kept[kernel_id] = _Kept(kernel, client, asyncio.ensure_future(
+            self._read_idle(self._locks[kernel_id], client)))
         return client
+
+    @staticmethod
+    async def _read_idle(lock: asyncio.Lock, client: Any) -> None:
+        """Between calls, drop what the kernel publishes (the notebook's own runs): left for
+        the next call, it would pile up in this process (a gateway client's queues have no
+        bound) or fill the socket's queue, which then drops the next call's messages."""
+        while True:
+            await asyncio.sleep(IDLE_DRAIN_S)
+            async with lock:  # never while a call reads
+                await _drain(client)
 
     def _lost(self, kernel_id: str, client: Any) -> None:
         """Close the client whose connection ended (the next call opens a new one)."""
@@ -118,6 +134,8 @@ class NotebookClients:
         """Close the kernel's client, if it has one."""
         kept = self._kept.pop(kernel_id, None)
         if kept is not None:
+            if kept.reader is not None:
+                kept.reader.cancel()
             with contextlib.suppress(Exception):  # closing what may be half gone already
                 kept.client.stop_channels()
 
