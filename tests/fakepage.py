@@ -38,7 +38,7 @@ class FakePage:
         self.run_ids: list[str] = []
 
     async def __aenter__(self) -> FakePage:
-        self.client.start_channels()
+        self.client.start_channels(hb=False)  # a page has no heartbeat of its own
         await self.client.wait_for_ready(timeout=60)
         self._task = asyncio.ensure_future(self._follow())
         return self
