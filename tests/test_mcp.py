@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import httpx2
 import pytest
-from mcp import ClientSession, MCPError, StdioServerParameters
+from mcp import Client, ClientSession, MCPError, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import ImageContent, TextContent
@@ -251,6 +251,28 @@ async def test_the_sessions_an_mcp_connection_started_end_with_it(
     finally:
         await other.delete()
         await client.http.aclose()
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_the_sdks_client_keeps_its_default_session_between_calls(
+    server: tuple[str, str], jp_serverapp: Any, transport: str
+) -> None:
+    """mcp.Client opens with the connectionless 2026-07-28 protocol where it can."""
+    url, token = server
+    sessions = jp_serverapp.web_app.settings["jupyter_ci_sessions"].sessions
+    target: Any
+    if transport == "http":
+        http = httpx2.AsyncClient(headers={"Authorization": f"token {token}"}, timeout=300)
+        target = streamable_http_client(f"{url}/jupyter-ci/mcp", http_client=http)
+    else:
+        env = {**os.environ, "JUPYTER_CI_TOKEN": token}
+        target = StdioServerParameters(command=jupyter_ci_command(),
+                                       args=["mcp", "--url", url], env=env)
+    async with Client(target) as mcp:
+        assert not (await mcp.call_tool("execute", {"code": "x = 41"})).is_error
+        assert texts(await mcp.call_tool("execute", {"code": "print(x + 1)"})) == "42"
+        assert len(sessions) == 1
+    assert await left(sessions, set()) == set()
 
 
 async def test_a_stdio_server_stopped_by_sigterm_ends_its_sessions(

@@ -20,8 +20,9 @@ from collections.abc import Sequence
 from types import FrameType
 from typing import Any
 
+import anyio
 import httpx
-from mcp.server.mcpserver import Context
+from mcp.server.mcpserver import Context, MCPServer
 
 from jupyter_ci.client import AsyncClient, AsyncSession, Client, CodeInterpreterError, Session
 from jupyter_ci.mcp.tools import Connection, build_server
@@ -42,19 +43,20 @@ class StdioBackend:
     def __init__(self, url: str, token: str | None) -> None:
         self.url, self.token = url, token
         self._client = AsyncClient(url, token)
-        self._connections: list[Connection] = []
+        #: The process is the connection (in either protocol era): one default session.
+        self.process = Connection()
 
     def client(self, ctx: Context[Any, Any]) -> AsyncClient:
         """Return the process's client."""
         return self._client
 
-    def opened(self, connection: Connection) -> None:
-        """Keep the connection: a signal ends its sessions (end_now)."""
-        self._connections.append(connection)
+    def connection(self) -> Connection:
+        """Return the process's state."""
+        return self.process
 
     def end_now(self) -> None:
         """Close the sessions this process started, blocking (from a signal handler)."""
-        started = sorted({sid for c in self._connections for sid in c.started})
+        started = sorted(self.process.started)
         with Client(self.url, self.token, timeout=STOP_S) as client:
             for sid in started:
                 with contextlib.suppress(CodeInterpreterError, httpx.HTTPError):
@@ -103,7 +105,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     backend = StdioBackend(args.url, token)
     for signum in STOP_SIGNALS:
         signal.signal(signum, functools.partial(_stopped, backend))
-    build_server(backend).run("stdio")
+    anyio.run(_serve, build_server(backend), backend)
+
+
+async def _serve(server: MCPServer[Any], backend: StdioBackend) -> None:
+    """Serve on stdio until the client closes it; then end the sessions this process started."""
+    try:
+        await server.run_stdio_async()
+    finally:
+        await backend.closed(backend.process)
 
 
 def _stopped(backend: StdioBackend, signum: int, _: FrameType | None) -> None:

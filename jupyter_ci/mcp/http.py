@@ -86,8 +86,9 @@ class LoopbackBackend:
             base_url=self.url + "/", headers=forwarded, transport=self.transport,
             timeout=self.timeout, trust_env=False))
 
-    def opened(self, connection: Connection) -> None:
-        """Nothing to note: `closed` is told of each MCP session's end."""
+    def connection(self) -> Connection | None:
+        """None: each MCP session keeps its own (`closed` is told of its end)."""
+        return None
 
     async def closed(self, connection: Connection) -> None:
         """End the sessions this MCP session started (its client's DELETE, or idle)."""
@@ -125,10 +126,11 @@ class MCPDoor:
             if self._task is None:
                 # The SDK takes ~0.3 s to import: not on the event loop.
                 await asyncio.to_thread(importlib.import_module, "jupyter_ci.mcp.tools")
-                from jupyter_ci.mcp.tools import build_server
+                from jupyter_ci.mcp.tools import build_server, handshake_only
 
                 self.backend = LoopbackBackend(self.server)
                 mcp = build_server(self.backend)
+                mcp.middleware.append(handshake_only)
                 mcp.streamable_http_app()  # makes the server's session manager (its app unused)
                 self.manager = mcp.session_manager
                 self._task = asyncio.ensure_future(self._run(self.manager))

@@ -18,9 +18,12 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, Protocol, TypeVar, cast
 
 import httpx
+from mcp import MCPError
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, ToolAnnotations
+from mcp.types import METHOD_NOT_FOUND, CallToolResult, ToolAnnotations
+from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import Field
 
 from jupyter_ci._version import __version__
@@ -53,8 +56,8 @@ class Backend(Protocol):
         """Return the client for this tool call."""
         ...
 
-    def opened(self, connection: Connection) -> None:
-        """Note an MCP connection that starts."""
+    def connection(self) -> Connection | None:
+        """Return the state it keeps for all calls (stdio: its process), else None."""
         ...
 
     async def closed(self, connection: Connection) -> None:
@@ -82,11 +85,13 @@ def _connection(ctx: Context[Any, Any], backend: Backend) -> Connection:
     # HTTP MCP session), the stack unwound when it ends (DELETE, idle, the server stopping).
     # Its lifespan is the server's, not the connection's, over HTTP; mcp 2.3 hands a tool
     # that per-connection object only through its session.
+    kept = backend.connection()
+    if kept is not None:
+        return kept  # in either protocol era, as 2026-07-28 makes a connection per request
     link = ctx.request_context.session._connection
     state = link.state.get(STATE_KEY)
     if state is None:
         state = link.state[STATE_KEY] = Connection()
-        backend.opened(state)
         link.exit_stack.push_async_callback(backend.closed, state)
     assert isinstance(state, Connection)
     return state
@@ -139,6 +144,23 @@ class Server(MCPServer[Any]):
             return tool
 
         return decorator
+
+
+#: Why a request of a connectionless protocol version is refused (see `handshake_only`).
+CONNECTIONLESS = (
+    "jupyter-ci's MCP tools keep state per connection (its default session, the sessions it "
+    "started), which MCP 2026-07-28 has none of: connect with the initialize handshake "
+    "(protocol 2025-11-25 or before; the SDK's Client does when server/discover is refused).")
+
+
+async def handshake_only(ctx: ServerRequestContext[Any, Any], call_next: CallNext
+                         ) -> HandlerResult:
+    """Refuse server/discover and every 2026-07-28 request, so clients fall back to initialize."""
+    # The HTTP door's (stdio's process is its connection): such a request has no connection,
+    # its exit stack ends with it, and the sessions it started would end at once.
+    if ctx.method == "server/discover" or ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        raise MCPError(METHOD_NOT_FOUND, CONNECTIONLESS)
+    return await call_next(ctx)
 
 
 def build_server(backend: Backend) -> MCPServer[Any]:
