@@ -16,6 +16,9 @@ from tests.test_mcp import TRANSPORTS, texts
 @pytest.fixture
 def jp_server_config(monkeypatch: pytest.MonkeyPatch) -> Config:
     config: Config = session_server_config(monkeypatch, {})
+    # The server's restarter would revive the killed kernel, and on a loaded machine could
+    # do so before the run sees it dead (the run then waits for its timeout): not here.
+    config.KernelRestarter.time_to_dead = 120.0
     return config
 
 
