@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx2
 import pytest
-from mcp import ClientSession, StdioServerParameters
+from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import ElicitRequestParams, ElicitResult, TextContent
@@ -164,3 +164,22 @@ async def test_a_plan_is_elicited_with_its_own_form_and_edited(
     assert properties["decision"]["enum"] == ["run", "edit", "stop"] and "plan" in properties
     assert again.message.startswith("An edit needs the new plan")  # asked again, not run
     assert "1. Compute x as 6 * 7" in json.dumps(fake.requests[1].messages)
+
+
+async def test_a_stdio_client_on_the_connectionless_protocol_is_told_it_cannot_approve(
+    server: tuple[str, str], fake: FakeLLM
+) -> None:
+    """mcp.Client opens stdio in MCP 2026-07-28, where a server sends the client no requests
+    (no elicitation) even when it offers to answer them."""
+    url, token = server
+    fake.push(Turn(tool_calls=[("run_python", {"code": STEP})]), Turn("never reached"))
+    asked = Asked({"decision": "run"})
+    env = {**os.environ, "JUPYTER_CI_TOKEN": token}
+    params = StdioServerParameters(command=jupyter_ci_command(), args=["mcp", "--url", url],
+                                   env=env)
+    async with Client(params, elicitation_callback=asked) as mcp:
+        result = await mcp.call_tool("ask", {"prompt": "compute x", "approve": "each"})
+        state = await mcp.call_tool("execute", {"code": "print('x' in globals())"})
+    assert result.is_error and "elicitation" in texts(result) and "nothing ran" in texts(result)
+    assert fake.calls() == 0 and not asked.shown
+    assert texts(state).strip() == "False"

@@ -51,7 +51,10 @@ class PlanAnswer(BaseModel):
 def can_elicit(ctx: Context[Any, Any]) -> bool:
     """Tell whether the MCP client said it supports elicitation."""
     wanted = ClientCapabilities(elicitation=ElicitationCapability())
-    return bool(ctx.session.check_client_capability(wanted))
+    session = ctx.request_context.session
+    # MCP 2026-07-28 (mcp.Client's first choice, kept on stdio) has a server send its client
+    # no request, elicitation among them, whatever the client offers.
+    return bool(session.can_send_request and session.check_client_capability(wanted))
 
 
 def message(event: WaitingForUser) -> str:
