@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
+from jupyter_client.channels import HBChannel
 from traitlets.config import Config
 
 from tests.fakellm import FakeLLM
@@ -18,6 +19,12 @@ from tests.fakellm import FakeLLM
 pytest_plugins = ["pytest_jupyter.jupyter_server", "tests.ui.fixtures"]
 
 _LAST = ("last_type", "last_value", "last_traceback", "last_exc")
+
+# A client without a kernel manager (one that reads a connection file) judges a kernel alive by
+# its heartbeat, one ping a second by default: on a loaded 2-core CI machine a kernel that is
+# still starting misses one, and wait_for_ready raises "Kernel died before replying to
+# kernel_info" for a live kernel (CI saw it). Ten seconds still tells a dead one.
+HBChannel.time_to_dead = 10.0
 
 
 @pytest.fixture(scope="session", autouse=True)
