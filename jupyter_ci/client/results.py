@@ -9,18 +9,16 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import Any, TypeGuard
 
 from jupyter_ci.agent.chart_text import CHART_MIME
 from jupyter_ci.agent.feedback import format_result
 from jupyter_ci.agent.types import CodeResult, ErrorInfo, RunStatus
 from jupyter_ci.wire import rest
-from jupyter_ci.wire.codec import decode
+from jupyter_ci.wire.charts import Chart
+from jupyter_ci.wire.codec import WireError, decode
 from jupyter_ci.wire.nbformat import ErrorOutput, MimeBundle, NbOutput
 from jupyter_ci.wire.shapes import FileEntryJSON, shape_of
-
-if TYPE_CHECKING:
-    from jupyter_ci.wire.charts import Chart
 
 #: Characters of a run's text given back to the model (head and tail kept).
 TOOL_TEXT_CHARS = 20_000
@@ -102,9 +100,6 @@ class Result:
     @property
     def chart(self) -> Chart | None:
         """A matplotlib figure's data (E2B's `result.chart`), or None: none, or unreadable."""
-        from jupyter_ci.wire.charts import Chart
-        from jupyter_ci.wire.codec import WireError
-
         value = self.data.get(CHART_MIME)
         try:
             return None if value is None else decode(Chart, value, lenient=True)
