@@ -140,12 +140,16 @@ def load_ext_ratio(rounds: int, ref: str) -> None:
 #: Times the CPU of importing what `%load_ext jupyter_ci` loads, in a fresh interpreter that
 #: has what a kernel has loaded already.
 IMPORT_CPU = ("import time, IPython, ipykernel.ipkernel, comm; t = time.process_time(); "
-              "import jupyter_ci.kernel.magics; print(time.process_time() - t)")
+              "import jupyter_ci.kernel.magics; took = time.process_time() - t; "
+              "import sys; assert jupyter_ci.__file__.startswith(sys.argv[1]); print(took)")
 
 
 def _import_cpu(tree: str) -> float:
-    run = subprocess.run([sys.executable, "-c", IMPORT_CPU], capture_output=True, text=True,
-                         check=True, env={**os.environ, "PYTHONPATH": tree})
+    # Run outside the repository: `python -c` puts its working directory first on sys.path,
+    # which would import this tree's package for both sides.
+    run = subprocess.run([sys.executable, "-c", IMPORT_CPU, tree], capture_output=True,
+                         text=True, check=True, cwd=tempfile.gettempdir(),
+                         env={**os.environ, "PYTHONPATH": tree})
     return float(run.stdout)
 
 
