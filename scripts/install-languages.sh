@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Install Jupyter kernels for bash and JavaScript/TypeScript (Deno) into the active Python
-# environment (its share/jupyter/kernels), and R's with `--with-r` (Debian's IRkernel, through
-# apt). Idempotent: what is installed already is left as it is (a second run: a fraction of a
-# second). Needs PyPI (and apt for R) when it installs, nothing at run time.
+# Install Jupyter kernels for bash, JavaScript/TypeScript (Deno) and Java (jjava, on a JDK
+# from apt where none is there) into the active Python environment (its share/jupyter/kernels),
+# and R's with `--with-r` (Debian's IRkernel, through apt). Idempotent: what is installed
+# already is left as it is (a second run: a fraction of a second). Needs PyPI and apt when it
+# installs, nothing at run time.
 # Usage: bash scripts/install-languages.sh [--with-r]   (with the target venv activated)
 set -euo pipefail
 python=${PYTHON:-$(command -v python || command -v python3)}
@@ -63,6 +64,44 @@ json.dump(spec, open(sys.argv[1], "w"), indent=1)
 EOF_
 fi
 boxed deno tcp
+
+# Java: jjava (PyPI; a JShell kernel, its kernelspec `java` comes with the wheel) on a JDK 11+
+# (jshell). Without a JDK and no way to install one (apt as root or sudo -n), Java is skipped.
+if ! command -v jshell >/dev/null 2>&1; then
+  sudo_=""
+  [ "$(id -u)" = 0 ] || sudo_="sudo -n"
+  install=(apt-get install -y -qq --no-install-recommends openjdk-17-jdk-headless)
+  $sudo_ "${install[@]}" >/dev/null 2>&1 ||
+    { $sudo_ apt-get update -qq && $sudo_ "${install[@]}" >/dev/null; } ||
+    echo "note: no JDK (jshell) and apt could not install one: Java sessions are skipped;" \
+      "install openjdk-17-jdk-headless and run this again." >&2
+fi
+if command -v jshell >/dev/null 2>&1; then
+  if [ ! -f "$kernels/java/jjava.jar" ]; then
+    "$python" -m pip install -q "jjava>=1.0a8"
+  fi
+  # The JVM straight (jjava's launcher would start a second JVM just to add these options),
+  # its heap sized to the process's data limit where there is one (a sandbox box's
+  # sandbox_memory_bytes, RLIMIT_DATA): half of it, the rest for metaspace, code and stacks;
+  # past it, OutOfMemoryError and the kernel lives (at the JVM's default, a quarter of the
+  # machine's memory, the heap would outgrow the box and the JVM die). No hsperfdata file.
+  "$python" - "$kernels/java/kernel.json" <<'EOF_'
+import json, os, sys
+path = sys.argv[1]
+spec = json.load(open(path))
+if spec["argv"][0] != "/bin/sh":
+    jar = os.path.join(os.path.dirname(path), "jjava.jar")
+    script = ('limit=$(ulimit -d); heap=""; [ "$limit" = unlimited ] || '
+              'heap="-XX:MaxRAM=$((limit * 1024)) -XX:MaxRAMPercentage=50"; '
+              'exec java $heap -XX:-UsePerfData '
+              '--add-opens jdk.jshell/jdk.jshell=ALL-UNNAMED -jar "$@"')
+    spec["argv"] = ["/bin/sh", "-c", script, "jupyter-ci-java", jar, "{connection_file}"]
+    spec["display_name"] = "Java"
+    json.dump(spec, open(path, "w"), indent=1)
+EOF_
+  # JeroMQ, jjava's ZMQ, has no ipc transport: TCP forwarded into the box, as Deno's.
+  boxed java tcp
+fi
 
 if [ "${1:-}" = --with-r ]; then
   if [ ! -f "$kernels/ir/kernel.json" ]; then

@@ -3,14 +3,16 @@
 A session's language is its kernelspec's `language` field, lower-cased (bash_kernel says
 "bash", Deno's kernel "typescript", IRkernel "r"). `language` on creation picks a kernelspec
 of that language, the server's default kernel first; a few aliases name the same one
-("javascript", "js" and "ts" are Deno's). `scripts/install-languages.sh` installs the
-kernels. Asks write Python, so only Python sessions take them.
+("javascript", "js" and "ts" are Deno's; "jshell" is jjava's Java).
+`scripts/install-languages.sh` installs the kernels. Asks write Python, so only Python
+sessions take them.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import shlex
 from typing import Any
 
@@ -22,10 +24,13 @@ from jupyter_ci.server.sessions.errors import SessionError
 PYTHON = "python"
 #: Other names for a language, as a client may write them.
 ALIASES = {"python3": PYTHON, "py": PYTHON, "javascript": "typescript", "js": "typescript",
-           "ts": "typescript", "deno": "typescript", "sh": "bash", "shell": "bash"}
+           "ts": "typescript", "deno": "typescript", "sh": "bash", "shell": "bash",
+           "jshell": "java", "jjava": "java"}
 #: Seconds of quiet a run of these languages waits for after its idle status: Deno's kernel
 #: (2.x) sometimes publishes idle before the run's last outputs, from another task.
 LATE_OUTPUTS_S = {"typescript": 0.05}
+#: jjava's error for a thrown exception: ename "RuntimeException", evalue "<class>, <message>".
+_JAVA_THROWN = re.compile(r"((?:[A-Za-z_$][\w$]*\.)+[A-Za-z_$][\w$]*), (.*)", re.DOTALL)
 #: The languages `env_prelude` can set variables in.
 ENV_LANGUAGES = (PYTHON, "bash", "typescript", "r")
 
@@ -93,7 +98,7 @@ async def pick(km: Any, language: str | None, kernel_name: str | None, default: 
     if not matching:
         raise UnknownLanguage(f"No kernel here runs {language!r}. Installed languages: "
                               f"{', '.join(installed(found))} (scripts/install-languages.sh "
-                              "installs bash and JavaScript/TypeScript).")
+                              "installs bash, JavaScript/TypeScript and Java).")
     return matching[0][1], wanted
 
 
@@ -135,18 +140,28 @@ def check_run(language: str | None, session_language: str) -> None:
 
 
 def name_error(result: CodeResult) -> None:
-    """Name an error its kernel left nameless: bash_kernel sends only the exit status."""
-    if result.error is None or result.error.ename:
+    """Name an error as its language would: bash_kernel and jjava do not."""
+    # bash_kernel sends only the exit status; jjava calls every thrown exception
+    # RuntimeException, its class and message in evalue.
+    if result.error is None:
         return
-    status = result.error.evalue
-    ename, evalue = "ExitStatus", f"the last command exited with status {status}"
+    was = result.error.ename
+    thrown = _JAVA_THROWN.fullmatch(result.error.evalue) if was == "RuntimeException" else None
+    if thrown:  # the simple name, as Java prints it (a JShell class: REPL.$JShell$13$MyError)
+        ename = re.split(r"[.$]", thrown.group(1))[-1]
+        evalue = "" if thrown.group(2) == "null" else thrown.group(2)
+    elif not was:
+        ename = "ExitStatus"
+        evalue = f"the last command exited with status {result.error.evalue}"
+    else:
+        return
     result.error = dataclasses.replace(result.error, ename=ename, evalue=evalue)
-    result.outputs = [_named(output, ename, evalue) for output in result.outputs]
+    result.outputs = [_named(output, was, ename, evalue) for output in result.outputs]
 
 
-def _named(output: Output, ename: str, evalue: str) -> Output:
-    """Return an output, an error output without a name given `ename` and `evalue`."""
-    if output["output_type"] != "error" or output.get("ename"):
+def _named(output: Output, was: str, ename: str, evalue: str) -> Output:
+    """Return an output, the error output named `was` renamed `ename` with `evalue`."""
+    if output["output_type"] != "error" or output.get("ename", "") != was:
         return output
     named: Output = {**output, "ename": ename, "evalue": evalue}
     return named
