@@ -20,6 +20,13 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+#: Bytes written and not yet sent past which a stream's chunk is sent at once.
+FLUSH_BYTES = 1 << 16
+#: Seconds a stream's chunk may wait for the next (the stream's end) to go in one write.
+COALESCE_S = 0.0
+
+#: The scope's key holding the tornado handler of the request (its user, its authorizer).
+HANDLER = "jupyter_ci.handler"
 
 
 def asgi_scope(request: httputil.HTTPServerRequest, root_path: str = "") -> Scope:
@@ -50,6 +57,7 @@ class ASGIHandler(APIHandler):
     app: ASGIApp
     _disconnected: asyncio.Event | None = None
     _started = False
+    _flushing: asyncio.TimerHandle | None = None
 
     async def serve(self) -> None:
         """Run the app on this request, streaming its response."""
@@ -66,7 +74,9 @@ class ASGIHandler(APIHandler):
             await self._disconnected.wait()
             return {"type": "http.disconnect"}
 
-        await self.app(asgi_scope(self.request), receive, self._send)
+        scope = asgi_scope(self.request)
+        scope[HANDLER] = self  # in process, the app authorizes each call with it
+        await self.app(scope, receive, self._send)
         if not self._finished:
             self.finish(set_content_type=self._headers.get("Content-Type", "text/plain"))
 
@@ -93,12 +103,31 @@ class ASGIHandler(APIHandler):
         if chunk:
             self.write(chunk)
         if message.get("more_body", False):
-            try:
-                await self.flush()
-            except Exception:  # the client hung up: on_connection_close tells the app
-                self._hung_up()
+            # Sent at the loop's next turn, not now: a reply's event and the stream's end,
+            # which follows it at once, go as one write (one wake-up of the client), and a
+            # large stream still waits for its client (flushed now past FLUSH_BYTES).
+            if sum(map(len, self._write_buffer)) > FLUSH_BYTES:
+                await self._flush()
+            elif self._flushing is None:
+                self._flushing = asyncio.get_running_loop().call_later(
+                    COALESCE_S, lambda: asyncio.ensure_future(self._flush()))
             return
+        self._cancel_flush()
         self.finish(set_content_type=self._headers.get("Content-Type", "text/plain"))
+
+    async def _flush(self) -> None:
+        self._cancel_flush()
+        if self._finished or self.request.connection is None:
+            return
+        try:
+            await self.flush()
+        except Exception:  # the client hung up: on_connection_close tells the app
+            self._hung_up()
+
+    def _cancel_flush(self) -> None:
+        if self._flushing is not None:
+            self._flushing.cancel()
+            self._flushing = None
 
     def on_connection_close(self) -> None:
         """Tell the app the client went away (it ends the stream it serves)."""

@@ -24,8 +24,15 @@ import anyio
 import httpx
 from mcp.server.mcpserver import Context, MCPServer
 
-from jupyter_ci.client import AsyncClient, AsyncSession, Client, CodeInterpreterError, Session
-from jupyter_ci.mcp.tools import Connection, build_server
+from jupyter_ci.client import (
+    AsyncClient,
+    AsyncSession,
+    Client,
+    CodeInterpreterError,
+    Execution,
+    Session,
+)
+from jupyter_ci.mcp.tools import Connection, build_server, rest_execute
 
 #: Where the token is read from when --token is not given (kept off the command line).
 TOKEN_VARS = ("JUPYTER_CI_TOKEN", "JUPYTER_TOKEN")
@@ -53,6 +60,11 @@ class StdioBackend:
     def connection(self) -> Connection:
         """Return the process's state."""
         return self.process
+
+    async def execute(self, ctx: Context[Any, Any], sid: str, code: str,
+                      timeout: float | None, language: str | None) -> Execution:
+        """Run code over HTTP (the stdio door keeps REST)."""
+        return await rest_execute(self._client, sid, code, timeout, language)
 
     def end_now(self) -> None:
         """Close the sessions this process started, blocking (from a signal handler)."""

@@ -18,15 +18,17 @@ import asyncio
 import contextlib
 import importlib
 import json
+from collections.abc import Awaitable, Callable
 from logging import Logger
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import httpx
 from jupyter_server.auth.decorator import authorized
+from jupyter_server.utils import ensure_async
 from tornado import web
 
-from jupyter_ci.client import AsyncClient
+from jupyter_ci.client import AsyncClient, Execution
 from jupyter_ci.mcp.asgi import ASGIHandler
 from jupyter_ci.server.sessions.errors import UnknownSession
 from jupyter_ci.server.sessions.handlers import NO_TOKEN
@@ -90,6 +92,13 @@ class LoopbackBackend:
         """None: each MCP session keeps its own (`closed` is told of its end)."""
         return None
 
+    async def execute(self, ctx: Context[Any, Any], sid: str, code: str,
+                      timeout: float | None, language: str | None) -> Execution:
+        """Run code over loopback REST (inprocess.InProcessBackend runs it in process)."""
+        from jupyter_ci.mcp.tools import rest_execute  # the SDK: loaded at the first request
+
+        return await rest_execute(self.client(ctx), sid, code, timeout, language)
+
     async def closed(self, connection: Connection) -> None:
         """End the sessions this MCP session started (its client's DELETE, or idle)."""
         # In the server itself: the caller's credentials went with its last request, and a
@@ -126,9 +135,10 @@ class MCPDoor:
             if self._task is None:
                 # The SDK takes ~0.3 s to import: not on the event loop.
                 await asyncio.to_thread(importlib.import_module, "jupyter_ci.mcp.tools")
+                from jupyter_ci.mcp.inprocess import InProcessBackend
                 from jupyter_ci.mcp.tools import build_server, handshake_only
 
-                self.backend = LoopbackBackend(self.server)
+                self.backend = InProcessBackend(self.server)
                 mcp = build_server(self.backend)
                 mcp.middleware.append(handshake_only)
                 mcp.streamable_http_app()  # makes the server's session manager (its app unused)
@@ -160,6 +170,15 @@ class MCPDoor:
             await asyncio.wait_for(self._task, STOP_S)
         if self.backend is not None:
             await self.backend.transport.aclose()
+
+
+Method = TypeVar("Method", bound=Callable[..., Awaitable[None]])
+
+
+def reading(method: Method) -> Method:
+    """Authorize a handler's method as jupyter_server's `authorized` does, for "read"."""
+    wrap: Callable[[Method], Method] = authorized("read")
+    return wrap(method)
 
 
 class MCPHandler(ASGIHandler):
@@ -194,14 +213,22 @@ class MCPHandler(ASGIHandler):
         self.app = manager.handle_request
         await self.serve()
 
+    # "read" lets in what REST would let in: each tool's call is authorized as its REST route
+    # would be (over loopback, by the route itself; in process, inprocess.authorize), so a
+    # read-only user may list sessions but not execute. A client's reply to the server (an
+    # elicitation's answer: an ask's approval) needs "write", as REST's approvals route does.
     @web.authenticated
-    @authorized
+    @reading
     async def post(self) -> None:
         """Serve one MCP message (a reply or a stream of server-sent events)."""
+        if answers(self.request.body) and not await ensure_async(self.authorizer.is_authorized(
+                self, self.current_user, "write", self.auth_resource)):
+            raise web.HTTPError(403, f"User is not authorized to write on resource: "
+                                f"{self.auth_resource} (to answer the server's requests).")
         await self._serve()
 
     @web.authenticated
-    @authorized
+    @reading
     async def get(self) -> None:
         """Serve the MCP session's stream of server-initiated messages."""
         await self._serve()
@@ -211,6 +238,16 @@ class MCPHandler(ASGIHandler):
     async def delete(self) -> None:
         """End an MCP session."""
         await self._serve()
+
+
+def answers(body: bytes) -> bool:
+    """Tell whether an MCP message holds anything but requests and notifications (a reply)."""
+    try:
+        message = json.loads(body or b"{}")
+    except ValueError:
+        return False  # the SDK refuses it, answering nothing to anyone
+    messages = message if isinstance(message, list) else [message]
+    return any(not isinstance(one, dict) or "method" not in one for one in messages)
 
 
 def routes(door: MCPDoor) -> list[tuple[str, type[web.RequestHandler], dict[str, MCPDoor]]]:

@@ -27,7 +27,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import Field
 
 from jupyter_ci._version import __version__
-from jupyter_ci.client import AsyncClient, AsyncSession, CodeInterpreterError
+from jupyter_ci.client import AsyncClient, AsyncSession, CodeInterpreterError, Execution
 from jupyter_ci.client.formats import raise_for
 from jupyter_ci.mcp import results
 from jupyter_ci.mcp.approval import NEEDS_ELICITATION, Approver
@@ -63,6 +63,20 @@ class Backend(Protocol):
     async def closed(self, connection: Connection) -> None:
         """Clean up after an MCP connection that ended."""
         ...
+
+    async def execute(self, ctx: Context[Any, Any], sid: str, code: str,
+                      timeout: float | None, language: str | None) -> Execution:
+        """Run code in session `sid` as POST .../execute does (`rest_execute`, or in process)."""
+        ...
+
+
+async def rest_execute(client: AsyncClient, sid: str, code: str, timeout: float | None,
+                       language: str | None) -> Execution:
+    """Run code in session `sid` over the REST API (timeout omitted: the server's default)."""
+    # Omitted, not None, when not given: the client reads None as "no deadline".
+    options: dict[str, Any] = {"timeout": timeout} if timeout else {}
+    return await AsyncSession(client.http, {"id": sid}).execute(code, language=language,
+                                                                 **options)
 
 
 @dataclass
@@ -224,14 +238,18 @@ def _run_tools(server: MCPServer[Any], backend: Backend) -> None:
             session_id: SessionId = None, timeout: Annotated[float | None, Field(
                 description="Seconds before the run is interrupted (the session stays "
                 "usable); omitted: the server's default.", gt=0)] = None,
+            language: Annotated[str | None, Field(
+                description="The language the code is in (python, r, bash, javascript, "
+                "...); a session of another language refuses it, running nothing. "
+                "Omitted: the session's own.")] = None,
     ) -> CallToolResult:
         """Run Python code in a stateful Jupyter session: print output, the last
         expression's value, errors (with traceback) come back as text, plots as images."""
-        session = await _session(ctx, backend, session_id)
-        # Omitted, not None, when not given: the client reads None as "no deadline".
-        run = await (session.execute(code, timeout=timeout) if timeout
-                     else session.execute(code))
-        return results.run_result(run)
+        # The session's id only: an in-process run needs no REST client for it.
+        connection = None if session_id else _connection(ctx, backend)
+        sid = session_id or (connection and connection.default) or \
+            (await _session(ctx, backend, None)).id
+        return results.run_result(await backend.execute(ctx, sid, code, timeout, language))
 
 
 def _ask_tool(server: MCPServer[Any], backend: Backend) -> None:
@@ -328,4 +346,4 @@ def _read_tools(server: MCPServer[Any], backend: Backend) -> None:
         return results.notebook_text(response.json())
 
 
-__all__ = ["Backend", "CodeInterpreterError", "Connection", "build_server"]
+__all__ = ["Backend", "CodeInterpreterError", "Connection", "build_server", "rest_execute"]

@@ -1,0 +1,112 @@
+"""The HTTP door's execute in process: the sessions service called directly, not over loopback.
+
+A loopback call cost an MCP execute 1.3-1.9x a REST one (a second HTTP request, its client,
+its parsing). In process, each call is checked as the REST route would check it: the user of
+the MCP request that carries the call must be signed in, and the server's authorizer must
+allow them the route's action on `jupyter_ci` (execute: "write"), asked with the door's own
+handler (its XSRF, host and origin checks ran when tornado took the request). The body is read
+by REST's own reader (its size limits, its timeout rules), the run takes the session's lock as
+a REST run does, and a cancelled call interrupts its run as a client hanging up does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from typing import TYPE_CHECKING, Any
+
+from jupyter_server.auth.utils import HTTP_METHOD_TO_AUTH_ACTION
+from jupyter_server.utils import ensure_async
+from mcp.server.mcpserver.exceptions import ToolError
+
+from jupyter_ci.client import Execution
+from jupyter_ci.client.formats import executions_of
+from jupyter_ci.mcp.asgi import HANDLER
+from jupyter_ci.mcp.http import LoopbackBackend
+from jupyter_ci.server.sessions import languages
+from jupyter_ci.server.sessions.errors import SessionError
+from jupyter_ci.server.sessions.fields import execute
+from jupyter_ci.server.sessions.runs import Run
+from jupyter_ci.wire.codec import encode
+from jupyter_ci.wire.requests import SERVER_TIMEOUT
+
+if TYPE_CHECKING:
+    from jupyter_server.base.handlers import JupyterHandler
+    from mcp.server.mcpserver import Context
+
+    from jupyter_ci.server.sessions.manager import SessionManager
+    from jupyter_ci.server.sessions.session import Session
+
+#: The resource every REST sessions route is authorized on (SessionAPIHandler.auth_resource).
+RESOURCE = "jupyter_ci"
+
+
+async def authorize(ctx: Context[Any, Any], method: str) -> None:
+    """Refuse the call unless its caller may do what REST's route of `method` needs."""
+    request = ctx.request_context.request
+    handler: JupyterHandler | None = getattr(request, "scope", {}).get(HANDLER)
+    action = HTTP_METHOD_TO_AUTH_ACTION[method]
+    refused = ToolError(f"Forbidden: this user is not authorized to {action} on resource "
+                        f"{RESOURCE} (as the REST API would answer with a 403); ask the "
+                        "server's administrator for that permission.")
+    if handler is None:
+        raise refused  # no request of the door behind it: nobody to authorize
+    user = handler.current_user
+    if not user or not await ensure_async(
+            handler.authorizer.is_authorized(handler, user, action, RESOURCE)):
+        raise refused
+
+
+class InProcessBackend(LoopbackBackend):
+    """The door's tools: execute in process, the others over loopback as the caller."""
+
+    @property
+    def sessions(self) -> SessionManager:
+        """Return the server's session manager."""
+        manager: SessionManager = self.server.web_app.settings["jupyter_ci_sessions"]
+        return manager
+
+    async def execute(self, ctx: Context[Any, Any], sid: str, code: str,
+                      timeout: float | None, language: str | None) -> Execution:
+        """Run `code` as POST .../execute would, for the caller of this MCP request."""
+        await authorize(ctx, "POST")
+        ci = self.server.web_app.settings["jupyter_ci"]
+        body: dict[str, object] = {"code": code}
+        body.update({k: v for k, v in (("timeout", timeout), ("language", language)) if v})
+        try:
+            request = execute(body, ci.max_code_bytes)
+            seconds = ci.timeout if request.timeout == SERVER_TIMEOUT else \
+                request.timeout or math.inf
+            target = self.sessions.get(sid)
+            languages.check_run(request.language, target.language)
+            reply = await self._run(target, code, seconds)
+        except SessionError as error:
+            raise ToolError(error.message) from None
+        return executions_of(encode(reply))[0]
+
+    async def _run(self, session: Session, code: str, timeout: float) -> object:
+        """Run under the session's lock, as a task of the session (its deletion cancels it)."""
+        holding = False
+
+        async def locked() -> object:
+            nonlocal holding
+            async with session.lock:
+                holding = True
+                return await Run(self.sessions, session, timeout, {}, None).one(code)
+
+        task = asyncio.ensure_future(locked())
+        session.tasks.add(task)
+        task.add_done_callback(session.tasks.discard)
+        try:
+            await asyncio.wait([task])
+        except asyncio.CancelledError:
+            # The MCP call was cancelled: stop its run as REST stops a hung-up client's.
+            if holding and not task.done():
+                await asyncio.shield(self.sessions.interrupt(session.id))
+            else:
+                task.cancel()
+            raise
+        if task.cancelled():  # deleted (or culled) while it ran
+            raise ToolError(f"The session {session.id!r} was deleted while this ran; its "
+                            "kernel is gone.")
+        return task.result()
