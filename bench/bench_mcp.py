@@ -7,8 +7,11 @@ baseline measured in the same run, interleaved, on one server.
 
 1. REST: `jupyter_ci.client.AsyncClient` execute of `x = 1` (what the MCP tools call);
 2. MCP over the server's Streamable HTTP door (/jupyter-ci/mcp): `tools/call execute`, with
-   the SDK's own client (one extra hop: the door calls the REST API on loopback);
-3. MCP over stdio: `jupyter-ci mcp` as a subprocess, `tools/call execute` (two extra hops:
+   the SDK's own client; the door runs it in process (jupyter_ci/mcp/inprocess.py). Goal:
+   at most 1.2x REST;
+3. the same door with every tool over loopback REST, as before (this module is also the
+   server extension that serves it, at /jupyter-ci/mcp-loopback): one extra HTTP hop;
+4. MCP over stdio: `jupyter-ci mcp` as a subprocess, `tools/call execute` (two extra hops:
    the pipe, then HTTP to the server).
 """
 
@@ -24,9 +27,10 @@ import time
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
+from typing import Any
 
 import httpx2
-from bench_sessions import start_server
+from bench_sessions import launch
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -34,6 +38,27 @@ from mcp.client.streamable_http import streamable_http_client
 from jupyter_ci.client import AsyncClient
 
 Call = Callable[[], Awaitable[object]]
+#: The door that calls the REST API on loopback (this module's extension serves it).
+LOOPBACK_ROUTE = "/jupyter-ci/mcp-loopback"
+#: The goal of the in-process door: MCP execute / REST execute.
+GOAL = 1.2
+IN_PROCESS = "MCP execute (http, in process)"
+
+
+def _jupyter_server_extension_points() -> list[dict[str, str]]:
+    """Be a server extension too: the loopback door, to compare with the in-process one."""
+    return [{"module": "bench_mcp"}]
+
+
+def _load_jupyter_server_extension(server: Any) -> None:
+    """Serve the MCP door with every tool over loopback REST at LOOPBACK_ROUTE."""
+    from jupyter_server.utils import url_path_join
+
+    from jupyter_ci.mcp.http import MCPDoor, MCPHandler
+
+    door = MCPDoor(server, server.log, in_process=False)
+    route = url_path_join(server.base_url, LOOPBACK_ROUTE)
+    server.web_app.add_handlers(".*$", [(route, MCPHandler, {"door": door})])
 
 
 async def timed(call: Call) -> float:
@@ -45,12 +70,13 @@ async def timed(call: Call) -> float:
 
 async def mcp_session(stack: AsyncExitStack, transport: str, url: str, token: str
                       ) -> ClientSession:
-    """Open an MCP client session over `transport` ("http" or "stdio")."""
-    if transport == "http":
+    """Open an MCP client session over `transport` ("http", "loopback" or "stdio")."""
+    if transport in ("http", "loopback"):
         http = await stack.enter_async_context(httpx2.AsyncClient(
             headers={"Authorization": f"token {token}"}, timeout=300))
+        route = "/jupyter-ci/mcp" if transport == "http" else LOOPBACK_ROUTE
         read, write = await stack.enter_async_context(streamable_http_client(
-            f"{url}/jupyter-ci/mcp", http_client=http))
+            f"{url}{route}", http_client=http))
     else:
         command = Path(sys.executable).parent / "jupyter-ci"
         params = StdioServerParameters(command=str(command), args=["mcp", "--url", url],
@@ -72,18 +98,20 @@ async def mcp_call(session: ClientSession, sid: str) -> Call:
 
 
 async def bench(url: str, token: str, rounds: int) -> None:
-    """Interleave REST, MCP over HTTP and MCP over stdio executes; print medians, ratios."""
+    """Interleave REST and the MCP doors' executes; print medians, ratios."""
     async with AsyncExitStack() as stack:
         client = await stack.enter_async_context(AsyncClient(url, token))
         calls: dict[str, Call] = {}
         rest = await client.session()
         stack.push_async_callback(rest.delete)
         calls["REST execute (AsyncClient)"] = lambda: rest.execute("x = 1")
-        for transport in ("http", "stdio"):
+        names = {"http": IN_PROCESS, "loopback": "MCP execute (http, loopback REST)",
+                 "stdio": "MCP execute (stdio)"}
+        for transport, name in names.items():
             session = await mcp_session(stack, transport, url, token)
             started = await client.session()
             stack.push_async_callback(started.delete)
-            calls[f"MCP execute ({transport})"] = await mcp_call(session, started.id)
+            calls[name] = await mcp_call(session, started.id)
         for _ in range(5):  # warm every path
             for call in calls.values():
                 await call()
@@ -96,6 +124,9 @@ async def bench(url: str, token: str, rounds: int) -> None:
         median = statistics.median(values)
         print(f"{name:34} {median * 1000:7.2f} ms   ratio {median / base:5.2f}x   "
               f"(p90 {sorted(values)[int(0.9 * (len(values) - 1))] * 1000:6.2f} ms)")
+    ratio = statistics.median(times[IN_PROCESS]) / base
+    print(f"in-process door / REST: {ratio:.2f}x (goal <= {GOAL}x: "
+          f"{'met' if ratio <= GOAL else 'missed'})")
 
 
 def main() -> None:
@@ -104,7 +135,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=30)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as root:
-        server, url, token = start_server(root, 1, 10)
+        server, url, token = launch(root, ["--JupyterCI.session_pool=1",
+                                           "--JupyterCI.max_sessions=10"],
+                                    ("jupyter_ci", "bench_mcp"))
         try:
             asyncio.run(bench(url, token, args.rounds))
         finally:

@@ -120,8 +120,9 @@ async def _end(sessions: SessionManager, sid: str) -> None:
 class MCPDoor:
     """The SDK's session manager, started at the first request and stopped with the server."""
 
-    def __init__(self, server: ServerApp, log: Logger) -> None:
-        self.server, self.log = server, log
+    def __init__(self, server: ServerApp, log: Logger, in_process: bool = True) -> None:
+        # in_process=False: every tool over loopback REST (bench/bench_mcp.py compares them).
+        self.server, self.log, self.in_process = server, log, in_process
         self.manager: StreamableHTTPSessionManager | None = None
         self._task: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
@@ -138,7 +139,8 @@ class MCPDoor:
                 from jupyter_ci.mcp.inprocess import InProcessBackend
                 from jupyter_ci.mcp.tools import build_server, handshake_only
 
-                self.backend = InProcessBackend(self.server)
+                self.backend = (InProcessBackend if self.in_process else LoopbackBackend)(
+                    self.server)
                 mcp = build_server(self.backend)
                 mcp.middleware.append(handshake_only)
                 mcp.streamable_http_app()  # makes the server's session manager (its app unused)
