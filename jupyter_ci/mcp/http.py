@@ -4,12 +4,14 @@ The SDK's session manager is ASGI; `MCPHandler` (a tornado handler, see asgi.py)
 Jupyter's authentication and authorizer first, then hands the request over. The manager's
 task group runs from the first request until the extension stops.
 
-The tools call the REST sessions API on the server's own address (loopback), forwarding the
-caller's own credentials (its Authorization header, or its cookie and XSRF header): every call
-is authenticated and authorized again exactly as a REST call of that user would be, the limits
-and checks of the REST handlers apply once, and no credential is minted or borrowed (the
-server's own token is never used). The SDK is imported at the first request, not when the
-server starts.
+`execute` runs in process (inprocess.py: authorized as REST's execute, with the user of the
+request that carries it). The other tools call the REST sessions API on the server's own
+address (loopback), forwarding the caller's own credentials (its Authorization header, or its
+cookie and XSRF header): every call is authenticated and authorized again exactly as a REST
+call of that user would be, the limits and checks of the REST handlers apply once, and no
+credential is minted or borrowed (the server's own token is never used). The door itself lets
+in "read"; each tool's call is then authorized as its REST route. The SDK is imported at the
+first request, not when the server starts.
 """
 
 from __future__ import annotations

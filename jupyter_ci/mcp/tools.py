@@ -3,7 +3,8 @@ in notebooks.py, the user's own notebooks: read them, and run code in one as a n
 
 Every tool goes through the REST sessions API with `jupyter_ci.client.AsyncClient`, which a
 `Backend` hands out per call: the stdio server keeps one for its process, the server's own
-Streamable HTTP door makes one per request carrying that request's own credentials.
+Streamable HTTP door makes one per request carrying that request's own credentials; `execute`
+goes through `Backend.execute` (the door's runs in process, authorized as REST would).
 A tool that names no session uses the connection's default one, started on first use.
 """
 
