@@ -61,8 +61,9 @@ if [ "$extra" = test ] && command -v npm >/dev/null 2>&1 && [ ! -d tests/mcp-ins
   (cd tests/mcp-inspector && npm ci --no-audit --no-fund --silent >/dev/null 2>&1) ||
     echo "note: the MCP Inspector could not be installed; tests/test_mcp_inspector.py is skipped." >&2
 fi
-# Kernels of other languages (bash, Deno, R) for REST sessions: tests/test_languages.py uses
-# them. About 10 s the first time (R's Debian packages), a fraction of a second after.
+# Kernels of other languages (bash, Deno, R, Java) for REST sessions: tests/test_languages*.py
+# use them. Tens of seconds the first time (R's and the JDK's Debian packages), a fraction of a
+# second after.
 if [ "$extra" = test ]; then
   bash scripts/install-languages.sh --with-r
 fi
