@@ -373,5 +373,5 @@ async def test_an_mcp_ask_is_one_clear_error(
     async with http(url, str(jp_serverapp.identity_provider.token)) as mcp:
         result = await mcp.call_tool("ask", {"prompt": "go"})
     said = texts(result)
-    assert result.isError and "BadModelReply" in said, said
+    assert result.is_error and "BadModelReply" in said, said
     check_message(said, fake, "openai", "html")

@@ -510,7 +510,7 @@ async def test_a_missing_or_wrong_token_is_a_403_saying_so(
 @pytest.mark.parametrize(("path", "body", "known"), [
     ((), {"kernel": "python3"}, "cwd_name, env, kernel_name"),
     (("{sid}", "execute"), {"code": "import time; time.sleep(30)", "tiemout": 1},
-     "cells, code, env, timeout"),
+     "cells, code, env, language, timeout"),
     (("{sid}", "ask"), {"prompt": "hi", "modle": "openai:x", "max_step": 2},
      "approve, max_fixes, max_steps, model, prompt, timeout"),
 ])

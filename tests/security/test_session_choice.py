@@ -130,7 +130,7 @@ async def test_the_python_client_and_mcp_get_boxed_or_refused_too(
     async with http(url, token) as mcp:
         result = await mcp.call_tool("start_session", {"kernel_name": "plain"})
         said = " ".join(getattr(part, "text", "") for part in result.content)
-        assert result.isError and "sandbox_required" in said, said
+        assert result.is_error and "sandbox_required" in said, said
         started = await mcp.call_tool("start_session", {})
         info = json.loads(started.content[0].text)
         assert info["sandboxed"] is True and info["kernel_name"] == "python3-sandboxed"

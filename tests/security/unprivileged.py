@@ -16,6 +16,7 @@ import contextlib
 import json
 import os
 import shutil
+import socket
 import stat
 import subprocess
 import sys
@@ -223,7 +224,7 @@ def running(who: str, ci: dict[str, Any], env: dict[str, str] | None = None
 
 
 def wait_ready(server: Server, timeout: float = 60) -> None:
-    """Wait for the server's runtime info file and read it."""
+    """Wait for the server's runtime info file, read it, and wait until its port listens."""
     runtime = server.home / "runtime"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -232,8 +233,12 @@ def wait_ready(server: Server, timeout: float = 60) -> None:
         for info in runtime.glob("jpserver-*.json"):
             try:
                 server.info = {**json.loads(info.read_text()), "runtime_dir": str(runtime)}
-                return
             except ValueError:
-                pass  # still being written
+                continue  # still being written
+            # Jupyter writes the file before its loop binds the port: a request sent at once
+            # on a loaded machine was refused (CI saw it).
+            with contextlib.suppress(OSError), socket.create_connection(
+                    ("127.0.0.1", int(server.info["port"])), timeout=1):
+                return
         time.sleep(0.1)
     raise AssertionError(f"jupyter server did not start:\n{server.log.read_text()[-3000:]}")
