@@ -55,8 +55,10 @@ def run_cells(sources: Iterable[str], env: dict[str, str], cwd: Path,
     """Execute `sources` as one notebook (errors allowed) and return the executed notebook."""
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(src) for src in ["%load_ext jupyter_ci", *sources]]
+    # startup_timeout is a hang guard: CI's floors pass saw a kernel take over nbclient's
+    # default 60 s to answer while the other worker drove Chromium.
     client = NotebookClient(nb, timeout=timeout, allow_errors=True, kernel_name=kernel_name,
-                            resources={"metadata": {"path": str(cwd)}})
+                            startup_timeout=180, resources={"metadata": {"path": str(cwd)}})
     client.execute(env=env)
     return nb
 

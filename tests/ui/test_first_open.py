@@ -26,6 +26,8 @@ def lab_sh_url() -> str:
 
 def test_the_example_opens_unmodified_and_new_notebooks_land_at_the_root(lab: Lab) -> None:
     root = lab.server.root
+    # The session's lab root is shared: another test may have copied (and run) them.
+    shutil.rmtree(root / "examples", ignore_errors=True)
     shutil.copytree(EXAMPLES, root / "examples")
     url = lab_sh_url()
     # lab.sh's page in this test's own workspace (reset), with the test server's token.

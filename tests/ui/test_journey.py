@@ -85,6 +85,8 @@ def test_the_main_path_shows_only_what_each_cell_itself_outputs(
         lab: Lab, fake: FakeLLM) -> None:
     # The example, Run All: its two asks answered by the model, their code run here.
     root = lab.server.root
+    # The session's lab root is shared: another test may have copied (and run) them.
+    shutil.rmtree(root / "examples", ignore_errors=True)
     shutil.copytree(EXAMPLES, root / "examples")
     fake.push(code(EXAMPLE_STEP), Turn("**East** grew most."), Turn("March, by a little."))
     lab.goto("examples/getting-started.ipynb")

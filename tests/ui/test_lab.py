@@ -684,6 +684,8 @@ def test_the_example_runs_with_no_key_and_shows_replayed_cells_a_table_and_a_plo
 ) -> None:
     lab = bare_lab
     root = lab.server.root
+    # The session's lab root is shared: another test may have copied (and run) them.
+    shutil.rmtree(root / "examples", ignore_errors=True)
     shutil.copytree(EXAMPLES, root / "examples")
     lab.goto("examples/getting-started.ipynb")
     nb = lab.reload_target(root / "examples" / "getting-started.ipynb")

@@ -66,6 +66,8 @@ def test_a_fix_leaning_on_its_failed_attempt_ends_self_contained_and_restart_run
 def test_run_all_of_the_example_warns_of_no_name_the_asks_above_define(bare_lab: Lab) -> None:
     lab = bare_lab
     root = lab.server.root
+    # The session's lab root is shared: another test may have copied (and run) them.
+    shutil.rmtree(root / "examples", ignore_errors=True)
     shutil.copytree(EXAMPLES, root / "examples")
     lab.goto("examples/getting-started.ipynb")
     nb = lab.reload_target(root / "examples" / "getting-started.ipynb")
