@@ -143,6 +143,8 @@ class Reservation:
     tokens: int
     #: Priced by the model the call names.
     usd: float = 0.0
+    #: The model the call names (canonical id), for a meter that records by model.
+    model: str = ""
 
 
 def _tokens() -> Budget[int]:

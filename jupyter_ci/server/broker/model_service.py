@@ -25,11 +25,10 @@ from logging import Logger
 from typing import cast
 
 from jupyter_ci import secret_rules
-from jupyter_ci.agent.cost import EXAMPLE, PriceTable, Rates
+from jupyter_ci.agent.cost import PriceTable, Rates
 from jupyter_ci.agent.errors import (
     AskError,
     BadModelReply,
-    LimitReached,
     ModelConfigError,
     ModelUnavailable,
 )
@@ -55,6 +54,7 @@ from jupyter_ci.providers import ProviderSpec
 from jupyter_ci.server.broker.broker import Broker, Provider
 from jupyter_ci.server.broker.budget import Reservation
 from jupyter_ci.server.broker.errors import BrokerError
+from jupyter_ci.server.broker.meter import Meter, ServerMeter
 
 #: The tools a turn may offer the model: running code and editing a cell (by name; schemas
 #: are ours).
@@ -85,18 +85,28 @@ class ModelService:
     prices: PriceTable = field(default_factory=PriceTable)
     #: One adapter per (provider, base URL, key): turns for other models use it renamed.
     _adapters: dict[tuple[str, str, str, UrlSetting], Renamable] = field(default_factory=dict)
+    #: Who judges and charges turns (the Hub's service: each user's policy); None: the
+    #: broker's budgets (`ServerMeter`).
+    custom_meter: Meter | None = None
 
-    async def model(self, model_id: str) -> AsyncChatModel:
+    @property
+    def meter(self) -> Meter:
+        """Return who judges and charges turns (the server's budgets unless one was given)."""
+        if self.custom_meter is None:
+            self.custom_meter = ServerMeter(self.broker.budget)
+        return self.custom_meter
+
+    async def model(self, model_id: str, holder: str | None = None) -> AsyncChatModel:
         """Return the adapter of `model_id` with the key the server holds now.
 
-        Refuses a model without a price while a money budget is set: its calls could not
-        be counted against it.
+        Refuses what the meter refuses `holder` (None: any caller), such as a model without
+        a price while a money budget is set: its calls could not be counted against it.
         """
         spec, name = parse_model_id(model_id)
         if spec.in_process:
             raise ModelConfigError(f"{model_id} runs in the kernel, not in the server.",
                                    "Use it with %%ask outside a server, or pick a provider.")
-        self._rates(f"{spec.name}:{name}")
+        self.meter.admit(holder, f"{spec.name}:{name}", self.prices.rates(f"{spec.name}:{name}"))
         return await self._adapter(spec, name)
 
     async def _adapter(self, spec: ProviderSpec, name: str) -> AsyncChatModel:
@@ -144,12 +154,10 @@ class ModelService:
     async def turn(self, holder: str, turn: Turn, emit: EmitLine) -> ModelReply:
         """Stream one turn for `holder` (a kernel, a session's ask); return it with its cost."""
         model_id = canonical_model_id(turn.model)  # priced, budgeted and called as one
-        model, rates = await self.model(model_id), self._rates(model_id)
+        model, rates = await self.model(model_id, holder), self.prices.rates(model_id)
         tokens = reserve_for(turn.request)
-        reservation = self.broker.budget.reserve(holder, tokens,
-                                                 _cost(rates, tokens, turn.request.max_tokens))
-        if isinstance(reservation, str):
-            raise LimitReached(reservation, "")
+        reservation = self.meter.reserve(holder, model_id, tokens,
+                                         _cost(rates, tokens, turn.request.max_tokens))
         usage = Usage()
         spent: ModelReply | None = None  # what is charged; None: the whole reservation
         try:
@@ -190,25 +198,8 @@ class ModelService:
     def _settle(self, reservation: Reservation, spent: ModelReply | None,
                 rates: Rates | None) -> None:
         """Charge what a turn used (None: its reservation), in tokens and in USD."""
-        if spent is None:
-            self.broker.budget.settle(reservation, reservation.tokens, reservation.usd)
-            return
-        usd = rates.cost(spent) if rates is not None else 0.0  # as the reply says (turn)
-        self.broker.budget.settle(reservation, spent.input_tokens + spent.output_tokens, usd)
-
-    def _rates(self, model_id: str) -> Rates | None:
-        """Return the model's prices; refuse a model without while a money budget is set."""
-        rates = self.prices.rates(model_id)
-        money = self.broker.budget.money
-        if rates is None and money.active:
-            raise ModelConfigError(
-                f"{model_id} has no price, and this server limits what model calls may cost "
-                f"(c.JupyterCI.max_cost_per_kernel = {money.per_kernel:g}, "
-                f"max_cost_per_server = {money.per_server:g} USD): its calls could not be "
-                "counted, so none is made.",
-                f"Add its price to the server's config, c.JupyterCI.prices = {{{model_id!r}: "
-                f"{EXAMPLE.split(' (')[0]}}} (USD per million tokens), or pick a priced model.")
-        return rates
+        usd = rates.cost(spent) if rates is not None and spent is not None else 0.0
+        self.meter.settle(reservation, spent, usd)
 
     def warn(self, message: str) -> None:
         """Log a problem that does not end a turn."""
@@ -217,11 +208,11 @@ class ModelService:
 
     def open_budget(self, holder: str) -> None:
         """Start counting the tokens of `holder` (a session's asks; kernels open at start)."""
-        self.broker.budget.open(holder)
+        self.meter.open(holder)
 
     def close_budget(self, holder: str) -> None:
         """Forget `holder`'s budget (its session is gone)."""
-        self.broker.budget.close(holder)
+        self.meter.close(holder)
 
     def held_keys(self) -> list[str]:
         """Return the provider keys the server holds, for a REST ask to redact."""

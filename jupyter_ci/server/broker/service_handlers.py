@@ -10,11 +10,13 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from logging import Logger
-from typing import Any
+from typing import Any, Protocol
 
 from tornado import web
 from tornado.http1connection import HTTP1Connection
+from tornado.httputil import HTTPServerRequest
 
 from jupyter_ci.agent.errors import AskError, LimitReached, ModelConfigError
 from jupyter_ci.config import JupyterCI
@@ -30,6 +32,25 @@ from jupyter_ci.wire.turn import ErrorLine, TurnError
 
 #: HTTP status of an ask error answered before the stream starts.
 _STATUS = {LimitReached: 429, ModelConfigError: 400}
+
+
+class Gate(Protocol):
+    """Names who a turn is charged to, from its request's headers, before its body is read."""
+
+    async def holder(self, request: HTTPServerRequest) -> str:
+        """Return the budget holder of `request`, or raise the BrokerError refusing it."""
+        ...
+
+
+@dataclass(frozen=True)
+class CredentialGate:
+    """A single server's gate: the credential of one of its running kernels."""
+
+    broker: Broker
+
+    async def holder(self, request: HTTPServerRequest) -> str:
+        """Return the kernel whose live credential the request carries."""
+        return self.broker.authenticate(presented_token(request.headers))
 
 
 class _KernelRoute(web.RequestHandler):
@@ -98,9 +119,11 @@ class TurnHandler(_KernelRoute):
     """POST one turn (turn_wire.py) and stream its events back as JSON lines."""
 
     def initialize(self, service: ModelService, log: Logger, max_body: int,
-                   max_reply_tokens: int) -> None:
-        """Keep the service, the server's logger, the body cap and the reply token cap."""
+                   max_reply_tokens: int, gate: Gate | None = None) -> None:
+        """Keep the service, the server's logger, the body cap, the reply token cap and the
+        gate that names a request's budget holder (a kernel's credential unless given)."""
         self.service = service
+        self.gate = gate or CredentialGate(service.broker)
         self.log = log
         self.max_body = max_body
         self.max_reply_tokens = max_reply_tokens
@@ -112,10 +135,10 @@ class TurnHandler(_KernelRoute):
         # the loop gets busier, each write carries more.
         self._writer = StreamWriter[Mapping[str, Any]](self, JsonLines(), on_lost=self._stop)
 
-    def prepare(self) -> None:
+    async def prepare(self) -> None:
         """Admit the request on its credential and length, or answer why not."""
         try:
-            self.holder = self.service.broker.authenticate(presented_token(self.request.headers))
+            self.holder = await self.gate.holder(self.request)
             declared = self.request.headers.get("Content-Length", "0")
             if not declared.isdigit() or int(declared) > self.max_body:
                 raise BodyTooLarge(self._too_large())
