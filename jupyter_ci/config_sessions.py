@@ -160,6 +160,20 @@ class SessionSettings(Settings):
         "(a step or plan that waits for approval, see approval; answered by its approval_id) "
         "before it stops, saying no answer came; nothing more runs (default 600).",
     ).tag(config=True)
+    agent_notebooks = Enum(
+        ["never", "allowed", "opened", "always"], default_value="opened",
+        help="Which of the user's own notebooks agents (MCP clients, REST apps) may change: "
+        "insert, edit and run cells in, in the notebook's own kernel. 'opened' (default): "
+        "those the user opened in JupyterLab since this server started, and those allowed "
+        "one by one (the command 'Let agents edit and run this notebook'); 'allowed': only "
+        "those; 'always': every notebook; 'never': none. Reading a notebook is not limited.",
+    ).tag(config=True)
+    agent_notebooks_file = Unicode(
+        "",
+        help="The file that keeps which notebooks the user allowed agents to change, one by "
+        "one (mode 0600). Default: jupyter-ci-agent-notebooks.json in Jupyter's data "
+        "directory (`jupyter --data-dir`), outside every notebook and box.",
+    ).tag(config=True)
 
 
 class SandboxSettings(Settings):

@@ -35,7 +35,7 @@ from tests.nbrun import TEST_KEY, session_server_config
 PLOT = "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()"
 TOOLS = {"start_session", "list_sessions", "close_session", "execute", "ask", "upload_file",
          "download_file", "list_files", "get_notebook", "list_notebooks", "read_notebook",
-         "run_in_notebook"}
+         "run_in_notebook", "insert_cell", "edit_cell", "run_cell"}
 
 
 @pytest.fixture

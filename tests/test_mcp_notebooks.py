@@ -55,7 +55,8 @@ async def test_open_notebooks_are_listed_and_read_with_their_outputs(
     assert [(n["path"], n["kernel"]["id"], n["kernel"]["name"]) for n in listed] == [
         ("work/sales.ipynb", kernel_id, "python3")]
     text = texts(read)
-    assert "# cell 1 (code, [3])\nprint('hi')\n6 * 7" in text
+    ids = [cell.id for cell in nbformat.read(jp_root_dir / "work" / "sales.ipynb", 4).cells]
+    assert f"# cell 1 (code, [3], id {ids[1]})\nprint('hi')\n6 * 7" in text
     assert "## output: hi" in text and "## output: 42" in text and "# Sales" in text
     images = [c for c in read.content if isinstance(c, ImageContent)]
     assert [(i.mime_type, i.data) for i in images] == [("image/png", PNG)]

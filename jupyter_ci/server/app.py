@@ -74,7 +74,9 @@ class JupyterCIApp(ExtensionApp):
         self.settings.update({"jupyter_ci": self.ci, "jupyter_ci_broker": self.broker,
                               "jupyter_ci_service": self.service,
                               "jupyter_ci_sessions": self.sessions,
-                              "jupyter_ci_told": self.told})
+                              "jupyter_ci_told": self.told,
+                              # The notebook door marks the kernels agents run code in.
+                              "jupyter_ci_mark_model_code": self.broker.model_code.mark})
         names = ", ".join(p.name for p in self.broker.configured()) or "none"
         self.log.info("jupyter-ci: provider keys held by the server's model service (%s)",
                       names)

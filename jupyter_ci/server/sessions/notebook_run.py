@@ -1,6 +1,7 @@
-"""Run an MCP client's code in the kernel of a notebook the user has open, never silently.
+"""Run an agent's code in a notebook a page has open, never silently: the door without the
+server's shared documents (no jupyter-collaboration: notebook_door.py needs no page).
 
-`POST /jupyter-ci/notebooks/run {"path", "code", "timeout"?}` (both MCP transports call it):
+`POST /jupyter-ci/notebooks/run {"path", "code", "timeout"?}` (notebook_handlers.py), there:
 the notebook's kernel is found among Jupyter's own sessions; a silent request asks the kernel
 side (kernel/external.py) to announce the cell to the pages; only when a JupyterLab page with
 the labextension acknowledges it, within ACK_S, is the code sent, and it lands as a new cell
@@ -11,27 +12,19 @@ loaded in it, or when no page shows the cell.
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from typing import Any
 
 from jupyter_core.utils import ensure_async
-from jupyter_server.auth.decorator import authorized
-from tornado import web
 
 from jupyter_ci.server.sessions.errors import SessionError
 from jupyter_ci.server.sessions.executor import KernelControl, KernelExecutor
-from jupyter_ci.server.sessions.fields import Refused
-from jupyter_ci.server.sessions.fields import timeout_of as _timeout
-from jupyter_ci.server.sessions.handlers import SessionAPIHandler
 from jupyter_ci.server.sessions.notebook_clients import NotebookClients
 from jupyter_ci.server.sessions.results import execute_result
 from jupyter_ci.wire.codec import encode
 from jupyter_ci.wire.messages import ExecuteRequestContent, IOPubMessage, ShellReply
 
-ROUTE = "/jupyter-ci/notebooks/run"
-FIELDS = ("path", "code", "timeout")
 #: Seconds a page has to acknowledge the cell once the kernel announced it.
 ACK_S = 3.0
 #: Seconds at most to wait for the kernel to take the announcing request (it may be busy).
@@ -61,7 +54,7 @@ class NotShown(SessionError):
     status, reason = 409, "notebook_not_open"
 
 
-class _Marked:
+class MarkedClient:
     """A kernel client whose execute_requests carry the external cell's metadata."""
 
     def __init__(self, client: Any, metadata: dict[str, object]) -> None:
@@ -94,7 +87,7 @@ def send(client: Any, content: ExecuteRequestContent, metadata: dict[str, object
     return str(msg["header"]["msg_id"])
 
 
-async def _reply(client: Any, msg_id: str, wait: float) -> ShellReply | None:
+async def reply_to(client: Any, msg_id: str, wait: float) -> ShellReply | None:
     """Return the shell reply to one request, or None after `wait` seconds."""
     deadline = time.monotonic() + wait
     while (left := deadline - time.monotonic()) > 0:
@@ -107,15 +100,15 @@ async def _reply(client: Any, msg_id: str, wait: float) -> ShellReply | None:
     return None
 
 
-def _quiet(expression: str) -> ExecuteRequestContent:
+def quiet_request(expression: str) -> ExecuteRequestContent:
     return {"code": "", "silent": True, "store_history": False, "allow_stdin": False,
             "user_expressions": {"jupyter_ci": expression}, "stop_on_error": False}
 
 
 async def _announce(client: Any, cell: dict[str, str], path: str) -> None:
     """Have the kernel announce the cell; refuse when its extension is not loaded."""
-    msg_id = send(client, _quiet(ANNOUNCE), {EXTERNAL_KEY: {**cell, "announce": True}})
-    reply = await _reply(client, msg_id, ANNOUNCE_S)
+    msg_id = send(client, quiet_request(ANNOUNCE), {EXTERNAL_KEY: {**cell, "announce": True}})
+    reply = await reply_to(client, msg_id, ANNOUNCE_S)
     if reply is None:
         raise NotShown(f"The kernel of {path} did not answer within {ANNOUNCE_S:g} s (busy?); "
                        "nothing ran.")
@@ -161,7 +154,8 @@ async def run_in_notebook(kernel_manager: Any, kernel_id: str, path: str, code: 
         await _announce(client, cell, path)
         if not await _acknowledged(client, cell["id"]):
             # The page that acknowledges late removes the cell the kernel drops here.
-            await _reply(client, send(client, _quiet(CANCEL.format(id=cell["id"])), {}), 5.0)
+            cancel = quiet_request(CANCEL.format(id=cell["id"]))
+            await reply_to(client, send(client, cancel, {}), 5.0)
             raise NotShown(f"No JupyterLab page with the jupyter-ci extension has {path} open: "
                            "open the notebook in JupyterLab first; nothing ran.")
 
@@ -172,29 +166,7 @@ async def run_in_notebook(kernel_manager: Any, kernel_id: str, path: str, code: 
             return kernel_id in kernel_manager and bool(await ensure_async(
                 kernel_manager.get_kernel(kernel_id).is_alive()))
 
-        marked = _Marked(client, {EXTERNAL_KEY: {"id": cell["id"], "source": "mcp"}})
+        marked = MarkedClient(client, {EXTERNAL_KEY: {"id": cell["id"], "source": "mcp"}})
         result = await KernelExecutor(marked, KernelControl(interrupt, is_alive)).run(
             code, timeout)
         return {**encode(execute_result(result)), "path": path}
-
-
-class NotebookRunHandler(SessionAPIHandler):
-    """POST code to run in a notebook the user has open, as a new cell of it."""
-
-    @web.authenticated
-    @authorized
-    async def post(self) -> None:
-        """Run {"path", "code", "timeout"?} in the notebook's kernel, shown as a cell."""
-        body = self.fields(FIELDS)
-        path, code = body.get("path"), body.get("code")
-        if not isinstance(path, str) or not path.strip("/"):
-            raise Refused(400, "bad_field", "'path' (the notebook's path) is required.")
-        if not isinstance(code, str) or not code.strip():
-            raise Refused(400, "bad_field", "'code' (a non-empty string) is required.")
-        if len(code.encode()) > self.ci.max_code_bytes:
-            raise Refused(413, "code_too_large", f"The code is over "
-                          f"{self.ci.max_code_bytes} bytes (c.JupyterCI.max_code_bytes).")
-        kernel_id = await kernel_of(self.session_manager, path)
-        result = await run_in_notebook(self.kernel_manager, kernel_id, path, code,
-                                       _timeout(body) or self.ci.timeout)
-        self.finish(json.dumps(result))

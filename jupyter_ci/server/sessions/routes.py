@@ -12,8 +12,7 @@ from jupyter_ci.server.sessions import runs
 from jupyter_ci.server.sessions.approval_handler import ApprovalsHandler
 from jupyter_ci.server.sessions.file_handler import FileHandler
 from jupyter_ci.server.sessions.manager import SessionManager
-from jupyter_ci.server.sessions.notebook_run import ROUTE as NOTEBOOK_RUN
-from jupyter_ci.server.sessions.notebook_run import NotebookRunHandler
+from jupyter_ci.server.sessions.notebook_handlers import notebook_routes
 
 
 def routes(ci: ServerSettings, manager: SessionManager
@@ -32,5 +31,5 @@ def routes(ci: ServerSettings, manager: SessionManager
         (rf"{base}/{sid}/notebook", s.NotebookHandler, session),
         (rf"{base}/{sid}/files", s.FilesHandler, session),
         (rf"{base}/{sid}/files/(?P<path>.+)", FileHandler, session),
-        (NOTEBOOK_RUN, NotebookRunHandler, session),
+        *notebook_routes(session),
     ]
