@@ -33,6 +33,7 @@ from gen_shapes import SHAPES, shapes_module
 from jupyter_ci.wire import comm
 from jupyter_ci.wire import events as wire
 from jupyter_ci.wire.codec import FLATTEN, OMIT_IF, SCHEMA, hints, tag_of
+from jupyter_ci.wire.notebooks import NOTEBOOK_BODIES, NOTEBOOK_SCHEMAS
 from jupyter_ci.wire.requests import BODIES
 from jupyter_ci.wire.rest import SCHEMAS, CellResult, CellStart
 from jupyter_ci.wire.results import AskResult
@@ -47,9 +48,10 @@ MARK_END = "<!-- /wire:events -->"
 #: The comm's messages whose interfaces protocol.generated.ts declares after the events'.
 COMM: tuple[type, ...] = (comm.Frontend, comm.AskOpened, comm.AskClosed, comm.AskReused,
                           comm.ExternalCell, comm.ExternalAck)
-OUTPUT_FIELDS = {("Output", "output"), ("SetOutputs", "outputs"), ("Execution", "outputs")}
+OUTPUT_FIELDS = {("Output", "output"), ("SetOutputs", "outputs"), ("Execution", "outputs"),
+                 ("NotebookCell", "outputs")}
 #: The REST classes that openapi.json names: a field of one of them is a $ref to its schema.
-NAMED = {cls: name for name, cls in SCHEMAS.items()}
+NAMED = {cls: name for name, cls in (SCHEMAS | NOTEBOOK_SCHEMAS).items()}
 
 
 def notes(cls: type) -> dict[str, str]:
@@ -267,9 +269,9 @@ def openapi(current: str) -> str:
         events[tag_of(cls)] = object_schema(AskResult if cls is wire.AskEnd else cls,
                                             description=True)
     schemas["AskResult"] = object_schema(AskResult, description=True)
-    for name, cls in SCHEMAS.items():
+    for name, cls in (SCHEMAS | NOTEBOOK_SCHEMAS).items():
         schemas[name] = object_schema(cls, description=True)
-    for name, (cls, keywords) in BODIES.items():
+    for name, (cls, keywords) in (BODIES | NOTEBOOK_BODIES).items():
         schemas[name] = body_schema(cls, keywords)
     streamed = schemas["ExecuteEvents"]["properties"]
     streamed["cell"] = {**object_schema(CellStart, description=True), "additionalProperties": False}
