@@ -19,8 +19,12 @@ PATHS = (
     "tests/test_service_kernel.py", "tests/security/test_model_code_marks.py",
     "tests/security/test_step_outputs_inline.py", "tests/security/test_signed_records.py",
 )
+#: Left out there: they need Jupyter's real-time collaboration (jupyter-collaboration 5 needs
+#: JupyterLab 4.6), which the floors' stack cannot have; its door is the page path there,
+#: which tests/ui/test_notebook_run.py and tests/test_notebook_run.py test on both stacks.
+LEFT_OUT = ("tests/ui/test_notebook_door.py",)
 #: The versions they run on (pip's constraints), beside this file.
 CONSTRAINTS = Path(__file__).with_name("floors.txt")
 
 if __name__ == "__main__":
-    print(" ".join(PATHS))
+    print(" ".join([*PATHS, *(f"--ignore={path}" for path in LEFT_OUT)]))

@@ -121,8 +121,10 @@ class LabServer:
                 self.proc.wait(timeout=10)
 
 
-def start_lab(base: Path, env: dict[str, str], timeout: float = 90) -> LabServer:
-    """Start `jupyter lab` isolated under `base` and wait until /api/status answers."""
+def start_lab(base: Path, env: dict[str, str], timeout: float = 90,
+              options: tuple[str, ...] = ()) -> LabServer:
+    """Start `jupyter lab` isolated under `base` (with more command-line `options`) and wait
+    until /api/status answers."""
     root, config, runtime = base / "root", base / "config", base / "runtime"
     app_settings, user_settings, workspaces = base / "app-settings", base / "user", base / "ws"
     data = base / "data"  # the kernels' record-signing secret: never the user's own
@@ -137,7 +139,7 @@ def start_lab(base: Path, env: dict[str, str], timeout: float = 90) -> LabServer
         f"--ServerApp.root_dir={root}", f"--LabApp.app_settings_dir={app_settings}",
         f"--LabApp.user_settings_dir={user_settings}", f"--LabApp.workspaces_dir={workspaces}",
         # window.jupyterapp: run commands and read the notebook model as the UI sees it.
-        "--LabApp.expose_app_in_browser=True",
+        "--LabApp.expose_app_in_browser=True", *options,
     ]
     if os.geteuid() == 0:
         args.append("--allow-root")

@@ -1,17 +1,41 @@
-"""run_in_notebook in a real browser: an MCP client's code lands as a new last cell of the
-notebook open in JupyterLab, marked, with its outputs; the caller gets the same outputs.
-(The refusals, with no page or no extension, are tests/test_notebook_run.py.)"""
+"""run_in_notebook in a real browser without real-time collaboration (the page path): an MCP
+client's code lands as a new last cell of the notebook open in JupyterLab, marked, with its
+outputs; the caller gets the same outputs. (The refusals, with no page or no extension, are
+tests/test_notebook_run.py; with collaboration, the door needs no page:
+tests/ui/test_notebook_door.py.)"""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import urllib.error
+from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import expect
+from playwright.sync_api import Browser, expect
 
-from tests.ui.lab import WAIT_MS, Lab
+from tests.fakellm import FakeLLM
+from tests.ui.fixtures import _lab_page
+from tests.ui.lab import WAIT_MS, Lab, LabServer, start_lab
+
+
+@pytest.fixture(scope="module")
+def page_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+    """A `jupyter lab` whose pages do not share their notebooks (no real-time collaboration:
+    turned off where jupyter-collaboration is installed, absent on the floors' stack)."""
+    off = ("--YDocExtension.disable_rtc=True",) if importlib.util.find_spec(
+        "jupyter_server_ydoc") else ()
+    server = start_lab(tmp_path_factory.mktemp("page-lab"), {}, options=off)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def lab(request: pytest.FixtureRequest, browser: Browser, page_server: LabServer,
+        fake: FakeLLM) -> Iterator[Lab]:
+    """A fresh page on that server."""
+    yield from _lab_page(request, browser, page_server, fake)
 
 CODE = "print('from the client')\nx * 2"
 

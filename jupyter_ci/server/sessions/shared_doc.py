@@ -54,10 +54,12 @@ class NoCollaboration(SessionError):
 
 
 def collaboration(server_app: Any) -> Any | None:
-    """Return jupyter-collaboration's server extension, or None when it is not loaded."""
+    """Return jupyter-collaboration's server extension, or None when it is not loaded or
+    pages do not use it (`YDocExtension.disable_rtc`: their notebooks are not shared)."""
     manager = getattr(server_app, "extension_manager", None)
     apps = manager.extension_apps.get(EXTENSION, set()) if manager is not None else set()
-    return next((app for app in apps if hasattr(app, "get_document")), None)
+    return next((app for app in apps if hasattr(app, "get_document") and
+                 not getattr(app, "disable_rtc", False)), None)
 
 
 def needs_collaboration(what: str) -> NoCollaboration:
