@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal
 
 from jupyter_ci.agent.approval import ProposedEdit
@@ -10,9 +10,10 @@ from jupyter_ci.agent.errors import AskError
 from jupyter_ci.agent.images import Vision
 from jupyter_ci.agent.restart import RestartProblem
 from jupyter_ci.agent.types import ModelRequest
+from jupyter_ci.wire.frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class Limits:
     """Hard limits of one ask, enforced in code."""
 
@@ -26,7 +27,7 @@ class Limits:
     vision: Vision = field(default_factory=Vision)
 
 
-@dataclass(frozen=True)
+@frozen
 class CallModel:
     """Call the model with this request and feed the reply to `on_reply`."""
 
@@ -39,7 +40,7 @@ class CallModel:
 StepKind = Literal["code", "install", "retry"]
 
 
-@dataclass(frozen=True)
+@frozen
 class RunCode:
     """Run this code and feed the result to `on_result`; a retry of a step has attempt > 1."""
 
@@ -54,7 +55,7 @@ class RunCode:
     package: str = ""
 
 
-@dataclass(frozen=True)
+@frozen
 class ConfirmInstall:
     """Ask the user `question`; feed whether they said yes to `on_install_answer`."""
 
@@ -62,7 +63,7 @@ class ConfirmInstall:
     question: str
 
 
-@dataclass(frozen=True)
+@frozen
 class ApproveStep:
     """Ask the user whether to run this step; feed the answer to `on_approval`."""
 
@@ -70,7 +71,7 @@ class ApproveStep:
     question: str
 
 
-@dataclass(frozen=True)
+@frozen
 class ApprovePlan:
     """Ask the user to approve (or edit) the model's plan; feed it to `on_plan_answer`."""
 
@@ -78,7 +79,7 @@ class ApprovePlan:
     question: str
 
 
-@dataclass(frozen=True)
+@frozen
 class ReviewEdits:
     """Show these proposed edits of the user's cells; feed the decisions to `on_review`."""
 
@@ -90,14 +91,14 @@ class ReviewEdits:
 Question = ApproveStep | ApprovePlan | ReviewEdits
 
 
-@dataclass(frozen=True)
+@frozen
 class Finish:
     """The ask is done; show the answer."""
 
     answer: str
 
 
-@dataclass(frozen=True)
+@frozen
 class Fail:
     """The ask ended without an answer."""
 
@@ -108,7 +109,7 @@ Action = (CallModel | RunCode | ConfirmInstall | ApproveStep | ApprovePlan | Rev
           | Finish | Fail)
 
 
-@dataclass(frozen=True)
+@frozen
 class Unresolved:
     """The model answered while the last attempt of a step still failed."""
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Literal
 
 from jupyter_ci.wire.events import EditDecision as EditDecision
 from jupyter_ci.wire.events import ProposedEdit as ProposedEdit
+from jupyter_ci.wire.frozen import frozen
 
 ApprovalMode = Literal["never", "first", "plan", "each"]
 #: The modes from least to most asking: an admin's minimum wins when it is stricter.
@@ -23,7 +23,7 @@ def stricter(*modes: str) -> ApprovalMode:
     return MODES[max(known, default=0)]
 
 
-@dataclass(frozen=True)
+@frozen
 class Decision:
     """The user's answer to a step or plan: run it, run it edited, skip it or stop the ask."""
 
@@ -32,7 +32,7 @@ class Decision:
     code: str = ""
 
 
-@dataclass(frozen=True)
+@frozen
 class NotebookCell:
     """A code cell of the user's notebook the model may propose to edit."""
 

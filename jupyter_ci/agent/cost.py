@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from jupyter_ci.agent.types import ModelReply
+from jupyter_ci.wire.frozen import frozen
 
 #: Prices are per this many tokens.
 PER_TOKENS = 1_000_000
@@ -36,7 +37,7 @@ class PriceError(ValueError):
     """A price entry that cannot be used; the message names it and says what is wrong."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Rates:
     """One model's prices in USD per million tokens, and its context window in tokens."""
 
@@ -140,7 +141,7 @@ def _usd(where: str, name: str, value: object) -> float:
     return float(value)
 
 
-@dataclass(frozen=True)
+@frozen
 class PriceTable:
     """The prices a door uses: the user's entries first, then the defaults."""
 
@@ -172,7 +173,7 @@ def price_table(prices: Mapping[str, object] | None = None) -> PriceTable:
     return PriceTable(parse_prices(prices or {}))
 
 
-@dataclass(frozen=True)
+@frozen
 class AskUsage:
     """What one ask used over all its model calls, and what that cost (None: unpriced)."""
 

@@ -11,18 +11,18 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from jupyter_ci.agent.budget import estimate_tokens
 from jupyter_ci.agent.prompts import CONTEXT_CLOSE, CONTEXT_OPEN, INSTRUCTIONS_HEADING
 from jupyter_ci.agent.types import Message, ModelRequest
+from jupyter_ci.wire.frozen import frozen
 
 # Sections of the kernel context start with a `## Title` line (budget.fit_sections).
 _SECTION = re.compile(r"\n\n(?=## )")
 _ROLES = {"user": "user", "assistant": "model", "tool": "code result"}
 
 
-@dataclass(frozen=True)
+@frozen
 class Part:
     """One piece of a request: a name for people, the exact text sent, its token estimate."""
 

@@ -41,6 +41,7 @@ from jupyter_ci.wire.events import Text as Text
 from jupyter_ci.wire.events import Thinking as Thinking
 from jupyter_ci.wire.events import Usage as Usage
 from jupyter_ci.wire.events import WaitingForUser as WaitingForUser
+from jupyter_ci.wire.frozen import frozen
 from jupyter_ci.wire.results import ApprovalNote, AskResult, ResultUsage
 
 #: The ask's start as the doors have named it (the wire class is `AskStart`).
@@ -49,7 +50,7 @@ AskStarted = AskStart
 FilesWritten = wire.Files
 
 
-@dataclass(frozen=True)
+@frozen
 class RequestSent:
     """The model was sent a request: its parts, as a user checks them (--show-context)."""
 
@@ -60,7 +61,7 @@ class RequestSent:
         return wire.RequestSent(tuple(wire.Part(p.name, p.tokens, p.text) for p in self.parts))
 
 
-@dataclass(frozen=True)
+@frozen
 class StepStarted:
     """A step's code is about to run; the outputs that follow are its."""
 
@@ -72,7 +73,7 @@ class StepStarted:
         return wire.StepStart(run.step, run.attempt, run.kind, run.package, run.code)
 
 
-@dataclass(frozen=True)
+@frozen
 class OutputsChanged:
     """The running step's outputs changed; `outputs` is the list as it now stands."""
 
@@ -101,7 +102,7 @@ class OutputsChanged:
         return wire.SetOutputs(self.step, tuple(change.outputs))
 
 
-@dataclass(frozen=True)
+@frozen
 class StepEnded:
     """A step's code finished, failed, timed out, was interrupted, or its kernel died."""
 
@@ -116,7 +117,7 @@ class StepEnded:
                             wire.StepError(error.ename, error.evalue) if error else None)
 
 
-@dataclass(frozen=True)
+@frozen
 class StepSentBack:
     """The model's answer was sent back: a kept step would fail after a restart."""
 
@@ -137,7 +138,7 @@ def waiting_for(asked: Question) -> WaitingForUser:
     return WaitingForUser(asked.question, "edits", edits=asked.edits)
 
 
-@dataclass(frozen=True)
+@frozen
 class Outcome:
     """How an ask ended: the one reading the REST result, the comm's end and the record share."""
 
@@ -198,7 +199,7 @@ class Outcome:
                          self.error_wire(), self.unresolved_wire())
 
 
-@dataclass(frozen=True)
+@frozen
 class AskEnded:
     """The ask ended, answered or not."""
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jupyter_ci.agent.types import Image, Output
+from jupyter_ci.wire.frozen import frozen
 
 #: Display types sent as images, in order of preference when an output has several.
 IMAGE_MIMES = ("image/png", "image/jpeg")
@@ -27,7 +28,7 @@ MAX_SVG_CHARS = 4_000
 JPEG_QUALITY = 85
 
 
-@dataclass(frozen=True)
+@frozen
 class Vision:
     """Whether and how a run's images reach the model in one ask."""
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Literal
 
 from jupyter_ci.agent.types import CodeResult, ErrorInfo
+from jupyter_ci.wire.frozen import frozen
 
 InstallMode = Literal["ask", "always", "never"]
 
@@ -62,7 +62,7 @@ def normalise(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-@dataclass(frozen=True)
+@frozen
 class InstallPolicy:
     """How missing packages are handled in one ask."""
 
@@ -80,7 +80,7 @@ class InstallPolicy:
         return not self.allow or bool({normalise(package), normalise(module)} & self.allow)
 
 
-@dataclass(frozen=True)
+@frozen
 class Install:
     """Install `package` (after asking the user when `ask`), then run the code again."""
 
@@ -89,7 +89,7 @@ class Install:
     ask: bool
 
 
-@dataclass(frozen=True)
+@frozen
 class Refuse:
     """Do not install; `note` tells the model why and to do without."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from jupyter_ci.agent import install as packages
 from jupyter_ci.agent.actions import (
@@ -58,9 +58,10 @@ from jupyter_ci.agent.types import (
     ToolCall,
     ToolResult,
 )
+from jupyter_ci.wire.frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class _Missing:
     """A run that failed for want of a package, held while the package is installed."""
 

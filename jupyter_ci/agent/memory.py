@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from jupyter_ci.agent.budget import estimate_tokens, trim_middle
 from jupyter_ci.agent.control import parse_arguments
 from jupyter_ci.agent.types import Message
+from jupyter_ci.wire.frozen import frozen
 
 # Older asks are summaries: enough to build on, too short to crowd out the new task.
 MAX_CODE_CHARS = 1_500
 MAX_OUTPUT_CHARS = 400
 
 
-@dataclass(frozen=True)
+@frozen
 class PastAsk:
     """One finished ask, reduced to what a follow-up needs."""
 

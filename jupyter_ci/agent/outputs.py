@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Literal, cast
 
 from jupyter_ci.agent.feedback import human_size
 from jupyter_ci.agent.types import Output
+from jupyter_ci.wire.frozen import frozen
 
 if TYPE_CHECKING:
     from jupyter_ci.wire.nbformat import (
@@ -35,7 +36,7 @@ OUTPUT_MSG_TYPES = frozenset({"stream", "display_data", "execute_result", "error
                               "update_display_data", "clear_output"})
 
 
-@dataclass(frozen=True)
+@frozen
 class OutputEvent:
     """One change of the output list."""
 

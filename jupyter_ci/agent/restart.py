@@ -11,12 +11,12 @@ self-contained, within the ask's fix budget.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from jupyter_ci.agent.prompts import TOOL_NAME
+from jupyter_ci.wire.frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class RestartProblem:
     """A kept step that would fail after a restart, and the names it would miss."""
 

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from jupyter_ci.wire.frozen import frozen
 from jupyter_ci.wire.nbformat import NbOutput
 
 Role = Literal["user", "assistant", "tool"]
@@ -21,7 +22,7 @@ OnText = Callable[[str], None]
 OnToolInput = Callable[[str, str], None]
 
 
-@dataclass(frozen=True)
+@frozen
 class ToolCall:
     """A tool call as the model sent it; `arguments` is the raw JSON text, unparsed."""
 
@@ -30,7 +31,7 @@ class ToolCall:
     arguments: str
 
 
-@dataclass(frozen=True)
+@frozen
 class Image:
     """An image for the model: base64 data, its MIME type and, when known, its size in pixels."""
 
@@ -40,7 +41,7 @@ class Image:
     height: int = 0
 
 
-@dataclass(frozen=True)
+@frozen
 class FileInfo:
     """A file a code run created or changed."""
 
@@ -49,7 +50,7 @@ class FileInfo:
     mime: str
 
 
-@dataclass(frozen=True)
+@frozen
 class ToolResult:
     """What the model is told about one tool call, built once and rendered per provider."""
 
@@ -64,7 +65,7 @@ class ToolResult:
         return self.status in ("error", "timeout", "died", "interrupted")
 
 
-@dataclass(frozen=True)
+@frozen
 class Message:
     """One conversation message in a provider-neutral form; tool messages carry `result`."""
 
@@ -80,7 +81,7 @@ class Message:
         return cls("tool", result.text, tool_call_id=call_id, result=result)
 
 
-@dataclass(frozen=True)
+@frozen
 class ToolSpec:
     """A tool offered to the model, with a JSON-schema for its arguments."""
 
@@ -89,7 +90,7 @@ class ToolSpec:
     parameters: dict[str, object]
 
 
-@dataclass(frozen=True)
+@frozen
 class ModelRequest:
     """Everything a model adapter needs for one turn."""
 
@@ -103,7 +104,7 @@ class ModelRequest:
     on_tool_input: OnToolInput | None = field(default=None, compare=False, repr=False)
 
 
-@dataclass(frozen=True)
+@frozen
 class ModelReply:
     """What the model answered in one turn: text, tool calls and token usage.
 
@@ -121,7 +122,7 @@ class ModelReply:
     cost_usd: float | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class ErrorInfo:
     """An exception raised by executed code; traceback lines are ANSI-free."""
 

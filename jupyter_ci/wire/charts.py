@@ -18,10 +18,11 @@ is a PieSeries' `radius`, one per wedge.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import ClassVar, Literal
 
 from jupyter_ci.wire.codec import FLATTEN, OMIT_IF
+from jupyter_ci.wire.frozen import frozen
 
 #: A value in an axis' data coordinates: a number, an ISO 8601 date, a category's name, or
 #: null (NaN, infinities, a date out of range).
@@ -38,7 +39,7 @@ def _omit(empty: object) -> dict[str, object]:
     return {OMIT_IF: empty}
 
 
-@dataclass(frozen=True)
+@frozen
 class Axis:
     """One axis of an Axes: its label, scale and limits (and categories when named)."""
 
@@ -61,7 +62,7 @@ class Axis:
     tick_labels: tuple[str, ...] = field(default=(), metadata=_omit(()))
 
 
-@dataclass(frozen=True)
+@frozen
 class Points:
     """A line's or a scatter's points, evenly sampled (first and last kept) when cut."""
 
@@ -72,21 +73,21 @@ class Points:
     truncated: bool = field(default=False, metadata=_omit(False))
 
 
-@dataclass(frozen=True)
+@frozen
 class LineSeries(Points):
     """A line (Axes.plot)."""
 
     type: ClassVar[Literal["line"]] = "line"
 
 
-@dataclass(frozen=True)
+@frozen
 class ScatterSeries(Points):
     """A scatter (Axes.scatter)."""
 
     type: ClassVar[Literal["scatter"]] = "scatter"
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class BarSeries:
     """Bars: each one's label (its tick's name, or its centre) and height (its value)."""
 
@@ -100,7 +101,7 @@ class BarSeries:
     truncated: bool = field(default=False, metadata=_omit(False))
 
 
-@dataclass(frozen=True)
+@frozen
 class HistogramSeries:
     """Touching bars: n bins between n + 1 edges."""
 
@@ -113,7 +114,7 @@ class HistogramSeries:
     truncated: bool = field(default=False, metadata=_omit(False))
 
 
-@dataclass(frozen=True)
+@frozen
 class PieSeries:
     """A pie: each wedge's label and share of the whole (0 to 1)."""
 
@@ -128,7 +129,7 @@ class PieSeries:
     radius: tuple[ChartValue, ...] = field(default=(), metadata=_omit(()))
 
 
-@dataclass(frozen=True)
+@frozen
 class Box:
     """One box of a box-and-whisker plot, in the value axis' data (E2B's names)."""
 
@@ -146,7 +147,7 @@ class Box:
     outlier_count: int | None = field(default=None, metadata=_omit(None))
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class BoxAndWhiskerSeries:
     """The boxes of an Axes' box-and-whisker plots (Axes.boxplot, pandas'), by position."""
 
@@ -164,7 +165,7 @@ Series = (LineSeries | ScatterSeries | BarSeries | HistogramSeries | PieSeries
           | BoxAndWhiskerSeries)
 
 
-@dataclass(frozen=True)
+@frozen
 class ChartAxes:
     """One Axes of a figure: what it shows, its two axes and its series."""
 
@@ -182,7 +183,7 @@ class ChartAxes:
     not_read: tuple[str, ...] = field(default=(), metadata=_omit(()))
 
 
-@dataclass(frozen=True)
+@frozen
 class Chart:
     """A matplotlib Figure's data (application/vnd.jupyter-ci.chart+json)."""
 
@@ -195,7 +196,7 @@ class Chart:
     truncated: bool = field(default=False, metadata=_omit(False))
 
 
-@dataclass(frozen=True)
+@frozen
 class TableField:
     """A column as pandas' table schema describes it; `more` holds pandas' other keys."""
 
@@ -205,7 +206,7 @@ class TableField:
     more: dict[str, object] = field(default_factory=dict, metadata={FLATTEN: True})
 
 
-@dataclass(frozen=True)
+@frozen
 class TableSchema:
     """The Frictionless table schema pandas writes (`DataFrame.to_json(orient="table")`)."""
 
@@ -215,7 +216,7 @@ class TableSchema:
     pandas_version: str | None = field(default=None, metadata=_omit(None))
 
 
-@dataclass(frozen=True)
+@frozen
 class Table:
     """A DataFrame's first rows (application/vnd.dataresource+json), and its full size."""
 

@@ -9,16 +9,17 @@ start) and `AskReused` (a re-run that reused its answer).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import ClassVar, Literal
 
 from jupyter_ci.wire.codec import FLATTEN, OMIT_IF
 from jupyter_ci.wire.events import AskEnd, AskStart, Event
+from jupyter_ci.wire.frozen import frozen
 from jupyter_ci.wire.names import PROTOCOL_VERSION
 from jupyter_ci.wire.record import AskRecord
 
 
-@dataclass(frozen=True)
+@frozen
 class AskAbove:
     """An ask cell above the asking one, as the browser read it."""
 
@@ -29,7 +30,7 @@ class AskAbove:
     cells: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class SentCell:
     """One of the notebook's code cells, which the model may propose to edit."""
 
@@ -39,7 +40,7 @@ class SentCell:
     error: str = ""
 
 
-@dataclass(frozen=True)
+@frozen
 class Frontend:
     """The labextension's announcement, `metadata.jupyter_ci_frontend` of a request."""
 
@@ -56,7 +57,7 @@ class Frontend:
     cells: tuple[SentCell, ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class Envelope:
     """One event on the ask's comm: the ask it belongs to and the version beside its fields."""
 
@@ -65,7 +66,7 @@ class Envelope:
     protocol: int = PROTOCOL_VERSION
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class AskOpened:
     """The comm's open data: the ask's start, and the cell the browser shows it in."""
 
@@ -79,7 +80,7 @@ class AskOpened:
     protocol: int = PROTOCOL_VERSION
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class AskClosed:
     """The comm's last message: the ask's end, the record to keep and, when done, the pin."""
 
@@ -92,7 +93,7 @@ class AskClosed:
     protocol: int = PROTOCOL_VERSION
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class AskState:
     """Where an ask stands, for a page that missed its start (reloaded, or a second tab)."""
 
@@ -111,7 +112,7 @@ class AskState:
     protocol: int = PROTOCOL_VERSION
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class AskReused:
     """A re-run reused its recorded answer."""
 
@@ -127,7 +128,7 @@ class AskReused:
     protocol: int = PROTOCOL_VERSION
 
 
-@dataclass(frozen=True)
+@frozen
 class ExternalCell:
     """An MCP client's code, for a page to show as a new cell first (docs/protocol.md §5)."""
 
@@ -141,7 +142,7 @@ class ExternalCell:
     protocol: int = PROTOCOL_VERSION
 
 
-@dataclass(frozen=True)
+@frozen
 class ExternalAck:
     """A page's answer: it shows the cell (the one message a page sends the kernel)."""
 
@@ -149,7 +150,7 @@ class ExternalAck:
     id: str
 
 
-@dataclass(frozen=True)
+@frozen
 class ExternalAcked:
     """The kernel's echo of an acknowledgement, which the server waits for on IOPub."""
 
@@ -157,7 +158,7 @@ class ExternalAcked:
     id: str
 
 
-@dataclass(frozen=True)
+@frozen
 class ExternalRun:
     """Sent in the code's own request, just before it runs: its outputs are the cell's."""
 
@@ -167,7 +168,7 @@ class ExternalRun:
     execution_count: int | None
 
 
-@dataclass(frozen=True)
+@frozen
 class ExternalCancelled:
     """The comm's close data when no page acknowledged the cell in time."""
 

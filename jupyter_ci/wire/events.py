@@ -8,10 +8,11 @@ there. The agent's events (agent/events.py) carry live objects; each gives its w
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, ClassVar, Literal
 
 from jupyter_ci.wire.codec import FLATTEN, OMIT_IF, ROUND, SCHEMA
+from jupyter_ci.wire.frozen import frozen
 from jupyter_ci.wire.nbformat import NbOutput
 
 #: An open JSON object: an nbformat v4 output, a file as the API lists it.
@@ -27,7 +28,7 @@ WaitKind = Literal["install", "step", "plan", "edits"]
 EditDecision = Literal["accepted", "rejected", "proposed"]
 
 
-@dataclass(frozen=True)
+@frozen
 class AskStart:
     """An ask began: who is asked what."""
 
@@ -37,7 +38,7 @@ class AskStart:
     model: str
 
 
-@dataclass(frozen=True)
+@frozen
 class Part:
     """One part of what a model call sent."""
 
@@ -48,7 +49,7 @@ class Part:
     text: str
 
 
-@dataclass(frozen=True)
+@frozen
 class RequestSent:
     """At every model call: what it sent, in parts."""
 
@@ -56,14 +57,14 @@ class RequestSent:
     parts: tuple[Part, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class Thinking:
     """The model is called and nothing came back yet."""
 
     type: ClassVar[Literal["thinking"]] = "thinking"
 
 
-@dataclass(frozen=True)
+@frozen
 class Text:
     """A piece of the model's text as it streams."""
 
@@ -71,7 +72,7 @@ class Text:
     delta: str
 
 
-@dataclass(frozen=True)
+@frozen
 class Usage:
     """The tokens and cost of the model's turn just ended, and of the whole ask so far."""
 
@@ -91,7 +92,7 @@ class Usage:
     context_window: int | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class CodePreview:
     """The code of a step the model is still writing (a fix of the last step if it failed)."""
 
@@ -102,7 +103,7 @@ class CodePreview:
     code: str
 
 
-@dataclass(frozen=True)
+@frozen
 class StepStart:
     """A step's code is about to run; the outputs that follow are its."""
 
@@ -115,7 +116,7 @@ class StepStart:
     code: str
 
 
-@dataclass(frozen=True)
+@frozen
 class Output:
     """One output of the running step, appended to its outputs."""
 
@@ -125,7 +126,7 @@ class Output:
     output: NbOutput
 
 
-@dataclass(frozen=True)
+@frozen
 class ClearOutput:
     """The running step cleared its outputs (with wait: on its next output)."""
 
@@ -134,7 +135,7 @@ class ClearOutput:
     wait: bool
 
 
-@dataclass(frozen=True)
+@frozen
 class SetOutputs:
     """The running step's outputs, replaced whole (a display updated in place)."""
 
@@ -143,7 +144,7 @@ class SetOutputs:
     outputs: tuple[NbOutput, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class StepError:
     """The error a step's code raised."""
 
@@ -151,7 +152,7 @@ class StepError:
     evalue: str
 
 
-@dataclass(frozen=True)
+@frozen
 class StepEnd:
     """A step's code finished, failed, timed out, was interrupted, or its kernel died."""
 
@@ -167,7 +168,7 @@ class StepEnd:
     error: StepError | None
 
 
-@dataclass(frozen=True)
+@frozen
 class FileEntry:
     """One file of a session's directory, as the API lists it."""
 
@@ -177,7 +178,7 @@ class FileEntry:
     mime: str
 
 
-@dataclass(frozen=True)
+@frozen
 class Files:
     """The running step wrote files the user can download (a REST session's directory)."""
 
@@ -186,7 +187,7 @@ class Files:
     files: tuple[FileEntry, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class StepSentBack:
     """The model is sent back to make step `step` self-contained."""
 
@@ -196,7 +197,7 @@ class StepSentBack:
     message: str
 
 
-@dataclass(frozen=True)
+@frozen
 class Notice:
     """Something the user should know that does not stop the ask (a retiring model)."""
 
@@ -204,7 +205,7 @@ class Notice:
     message: str
 
 
-@dataclass(frozen=True)
+@frozen
 class ProposedEdit:
     """A new source the model proposes for an existing cell of the user's notebook."""
 
@@ -225,7 +226,7 @@ class ProposedEdit:
         return "\n".join(lines)
 
 
-@dataclass(frozen=True)
+@frozen
 class WaitingForUser:
     """A question waits for the user: an install, a step, a plan or edits to review."""
 
@@ -247,7 +248,7 @@ class WaitingForUser:
     ask_id: str | None = field(default=None, metadata={OMIT_IF: None})
 
 
-@dataclass(frozen=True)
+@frozen
 class AskFailure:
     """Why an ask ended without an answer."""
 
@@ -258,7 +259,7 @@ class AskFailure:
     type: str
 
 
-@dataclass(frozen=True)
+@frozen
 class UnresolvedStep:
     """A step whose last attempt still failed when the model answered."""
 
@@ -270,7 +271,7 @@ class UnresolvedStep:
     message: str
 
 
-@dataclass(frozen=True)
+@frozen
 class UsageTotals:
     """An ask's tokens over all its model calls, and their price (null: unpriced)."""
 
@@ -280,7 +281,7 @@ class UsageTotals:
     cost_usd: float | None = field(metadata={ROUND: 8})
 
 
-@dataclass(frozen=True)
+@frozen
 class EditOutcome:
     """An edit an ask proposed, and what became of it."""
 
@@ -292,7 +293,7 @@ class EditOutcome:
     decision: EditDecision
 
 
-@dataclass(frozen=True)
+@frozen
 class Outcome:
     """How an ask ended, as the REST result, the comm's end and the record read it."""
 
@@ -311,7 +312,7 @@ class Outcome:
     edits: tuple[EditOutcome, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class AskEnd:
     """The ask ended, answered or not: its outcome's fields."""
 

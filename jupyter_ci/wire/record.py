@@ -7,15 +7,16 @@ and never raises (labextension/src/cells.ts reads it by the same rule).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from jupyter_ci.wire.codec import OMIT_IF, WireError, decode
 from jupyter_ci.wire.events import EditOutcome, UnresolvedStep, UsageTotals
+from jupyter_ci.wire.frozen import frozen
 
 RECORD_VERSION = 1
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class AskRecord:
     """The record the browser keeps in the %%ask cell's metadata."""
 

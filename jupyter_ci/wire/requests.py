@@ -7,16 +7,17 @@ directory's name, the variables a session may set) the server checks after. A fi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal
 
 from jupyter_ci.wire.codec import OMIT_IF, SCHEMA
+from jupyter_ci.wire.frozen import frozen
 
 _ENV_NAME = {"$ref": "#/components/schemas/EnvName"}
 _NO_NUL = {"type": "string", "pattern": "^[^\\u0000]*$"}
 
 
-@dataclass(frozen=True)
+@frozen
 class NewSession:
     """POST /jupyter-ci/api/sessions: every field optional."""
 
@@ -51,7 +52,7 @@ class NewSession:
 SERVER_TIMEOUT = -1.0
 
 
-@dataclass(frozen=True)
+@frozen
 class Execute:
     """POST .../execute: one cell's `code`, or several `cells` run in order (one of them)."""
 
@@ -82,7 +83,7 @@ class Execute:
     language: str | None = field(default=None, metadata={OMIT_IF: None})
 
 
-@dataclass(frozen=True)
+@frozen
 class ApprovalAnswer:
     """POST .../approvals: the answer to a waiting question."""
 
@@ -102,7 +103,7 @@ class ApprovalAnswer:
 Approve = Literal["never", "first", "plan", "each"]
 
 
-@dataclass(frozen=True)
+@frozen
 class Ask:
     """POST .../ask: the prompt, and what may override the server's settings for this ask."""
 

@@ -7,11 +7,12 @@ server may add fields). scripts/gen_wire.py writes their openapi.json schemas; a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal
 
 from jupyter_ci.wire.codec import FLATTEN, OMIT_IF, ROUND, SCHEMA
 from jupyter_ci.wire.events import FileEntry as FileEntry
+from jupyter_ci.wire.frozen import frozen
 from jupyter_ci.wire.nbformat import NbOutput
 
 #: How one run ended as the API says it (the executor's "died" is "dead" here).
@@ -23,7 +24,7 @@ _AT_LEAST_0 = {SCHEMA: {"minimum": 0}}
 _DATE_TIME = {SCHEMA: {"format": "date-time"}}
 
 
-@dataclass(frozen=True)
+@frozen
 class Execution:
     """One cell's run: its status, nbformat outputs, count, duration and the files it wrote."""
 
@@ -55,7 +56,7 @@ class Execution:
     files_cut: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class ExecutionOfCells:
     """The runs of an execute's `cells`, in order, up to the first that did not end `ok`."""
 
@@ -69,14 +70,14 @@ class ExecutionOfCells:
     skipped: int = field(metadata=_AT_LEAST_0)
 
 
-@dataclass(frozen=True)
+@frozen
 class CellStart:
     """A streamed execute of `cells` starts a cell."""
 
     index: int = field(metadata=_AT_LEAST_0)
 
 
-@dataclass(frozen=True)
+@frozen
 class CellResult:
     """A streamed execute of `cells` ran a cell: its index and its Execution."""
 
@@ -84,7 +85,7 @@ class CellResult:
     execution: Execution = field(metadata={FLATTEN: True})
 
 
-@dataclass(frozen=True)
+@frozen
 class SessionInfo:
     """A session as GET and POST .../sessions describe it."""
 
@@ -123,7 +124,7 @@ class SessionInfo:
     sandbox_unenforced: str = field(default="", metadata={OMIT_IF: ""})
 
 
-@dataclass(frozen=True)
+@frozen
 class ApprovalReply:
     """What POST .../approvals decided for the question it answered."""
 
@@ -137,7 +138,7 @@ class ApprovalReply:
     plan: str | None = field(default=None, metadata={OMIT_IF: None})
 
 
-@dataclass(frozen=True)
+@frozen
 class ErrorReply:
     """A refusal (a 4xx or 5xx reply's body, a stream's `error` event): what and why."""
 

@@ -7,7 +7,7 @@ step's last attempt with its outputs, and the approvals the ask waited for.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import ClassVar, Literal
 
 from jupyter_ci.wire.codec import FLATTEN, OMIT_IF
@@ -19,12 +19,13 @@ from jupyter_ci.wire.events import (
     UsageTotals,
     WaitKind,
 )
+from jupyter_ci.wire.frozen import frozen
 
 #: What became of a question (timeout: no answer came in c.JupyterCI.approval_timeout).
 ApprovalDecision = Literal["run", "edit", "skip", "stop", "timeout"]
 
 
-@dataclass(frozen=True)
+@frozen
 class ResultUsage:
     """What the ask's model calls used and cost (cost_usd: null when the model is unpriced)."""
 
@@ -33,7 +34,7 @@ class ResultUsage:
     totals: UsageTotals = field(metadata={FLATTEN: True})
 
 
-@dataclass(frozen=True)
+@frozen
 class ApprovalNote:
     """A question the ask waited for, and what became of it."""
 
@@ -47,7 +48,7 @@ class ApprovalNote:
     plan: str | None = field(default=None, metadata={OMIT_IF: None})
 
 
-@dataclass(frozen=True)
+@frozen
 class AskResult:
     """The REST ask ended: its result (the same payload follows as `result`, deprecated)."""
 

@@ -11,10 +11,11 @@ models/turn_wire.py converts these to and from the agent's types.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal
 
 from jupyter_ci.wire.codec import OMIT_IF
+from jupyter_ci.wire.frozen import frozen
 
 Role = Literal["user", "assistant", "tool"]
 #: A code run's status, or "invalid" (the call could not be run) or "not_run" (ask ended).
@@ -23,7 +24,7 @@ ToolStatus = Literal["ok", "error", "timeout", "died", "interrupted", "invalid",
 ImageType = Literal["image/png", "image/jpeg", "image/gif", "image/webp"]
 
 
-@dataclass(frozen=True)
+@frozen
 class TurnToolCall:
     """A tool call as the model sent it."""
 
@@ -34,7 +35,7 @@ class TurnToolCall:
     arguments: str = ""
 
 
-@dataclass(frozen=True)
+@frozen
 class TurnImage:
     """An image a tool result shows the model."""
 
@@ -46,7 +47,7 @@ class TurnImage:
     height: int = 0
 
 
-@dataclass(frozen=True)
+@frozen
 class TurnFile:
     """A file a code run created or changed."""
 
@@ -56,7 +57,7 @@ class TurnFile:
     mime: str = ""
 
 
-@dataclass(frozen=True)
+@frozen
 class TurnResult:
     """What the model is told about one tool call."""
 
@@ -66,7 +67,7 @@ class TurnResult:
     files: tuple[TurnFile, ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class TurnMessage:
     """One message of the conversation; a tool message carries its `result`."""
 
@@ -77,7 +78,7 @@ class TurnMessage:
     result: TurnResult | None = field(default=None, metadata={OMIT_IF: None})
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class TurnRequest:
     """POST names.TURN_PATH: one turn of an ask, for a `provider:model`."""
 
@@ -95,14 +96,14 @@ class TurnRequest:
     messages: tuple[TurnMessage, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class TextLine:
     """A piece of the model's text as it streams."""
 
     text: str
 
 
-@dataclass(frozen=True)
+@frozen
 class ToolInput:
     """A tool call's raw arguments so far: the earlier ones cut at `at`, then `text`."""
 
@@ -111,14 +112,14 @@ class ToolInput:
     text: str
 
 
-@dataclass(frozen=True)
+@frozen
 class ToolInputLine:
     """A tool call's arguments as they stream (a preview)."""
 
     tool_input: ToolInput
 
 
-@dataclass(frozen=True)
+@frozen
 class TurnReply:
     """The finished turn: text, tool calls, token usage and, when priced, its cost."""
 
@@ -133,14 +134,14 @@ class TurnReply:
     cost_usd: float | None = field(default=None, metadata={OMIT_IF: None})
 
 
-@dataclass(frozen=True)
+@frozen
 class ReplyLine:
     """The last line of a turn that ended with a reply."""
 
     reply: TurnReply
 
 
-@dataclass(frozen=True)
+@frozen
 class TurnError:
     """Why a turn ended without a reply (also the body of a refusal before the stream)."""
 
@@ -151,7 +152,7 @@ class TurnError:
     hint: str = ""
 
 
-@dataclass(frozen=True)
+@frozen
 class ErrorLine:
     """The last line of a turn that ended with an error."""
 
