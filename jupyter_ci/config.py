@@ -32,6 +32,7 @@ from jupyter_ci.config_sessions import SandboxSettings, SessionSettings, Setting
 from jupyter_ci.models.base import SeesImages
 from jupyter_ci.models.broker import ENV_PRICES
 from jupyter_ci.models.resolve import ModelSettings, vision_enabled
+from jupyter_ci.wire.hub import ENV_HUB_URL
 
 
 class JupyterCI(Settings):
@@ -226,6 +227,21 @@ class JupyterCI(Settings):
         "https://jupyter.example.org/jupyter-ci/broker when kernels run on other machines "
         "(a gateway, --gateway-url). Default: this server's own address on the loopback.",
     ).tag(config=True)
+
+    hub_url = Unicode(
+        "",
+        help="Under JupyterHub: the URL of the Hub's jupyter-ci service (ending with its "
+        "prefix, e.g. http://127.0.0.1:10101/services/jupyter-ci/). With it, and the "
+        "server's JUPYTERHUB_API_TOKEN, the server holds no provider key: every model turn "
+        "goes to that service as the server's user, which judges and charges it by the "
+        "Hub's policy, and the policy's approval floor and boxing apply here. Default: the "
+        "environment variable JUPYTER_CI_HUB_URL, which jupyter_ci.hub.configure sets for "
+        "every user's server; empty: no Hub service (keys held by this server).",
+    ).tag(config=True)
+
+    @default("hub_url")
+    def _hub_url_default(self) -> str:
+        return os.environ.get(ENV_HUB_URL, "")
 
     @default("key_file")
     def _key_file_default(self) -> str:

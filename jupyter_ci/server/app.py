@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from jupyter_server._tz import utcnow
 from jupyter_server.extension.application import ExtensionApp
 from jupyter_server.serverapp import ServerApp
 from tornado.ioloop import PeriodicCallback
@@ -17,6 +18,17 @@ from jupyter_ci.config import ServerSettings
 from jupyter_ci.mcp.http import MCPDoor
 from jupyter_ci.models.broker import ENV_APPROVAL, ENV_PRICES
 from jupyter_ci.server.broker.broker import BROKER_ROUTE, Broker, broker_url
+from jupyter_ci.server.broker.hub_link import (
+    HUB_TOKENS,
+    UNREAD,
+    Applied,
+    HubLink,
+    HubLinkError,
+    HubUpstream,
+    apply_policy,
+    hub_client,
+    start_with_policy,
+)
 from jupyter_ci.server.broker.kernels import Told, hook_kernel_manager
 from jupyter_ci.server.broker.keys import key_file_to_read, stored_keys
 from jupyter_ci.server.broker.model_service import ModelService
@@ -31,7 +43,12 @@ from jupyter_ci.server.sandbox.environ import ENV_BROKER_SOCKET, ENV_HIDE
 from jupyter_ci.server.sessions.manager import SessionManager
 from jupyter_ci.server.sessions.notebook_clients import close_notebook_clients
 from jupyter_ci.server.sessions.ports import ModelPort
+from jupyter_ci.wire.hub import UserPolicy
 
+#: Seconds between checks of whether a turn or a session runs (activity, for culling).
+ACTIVITY_EVERY_S = 5.0
+#: Seconds between readings of the user's policy under the Hub's service.
+POLICY_EVERY_S = 300.0
 #: The kernelspecs the package carries ("Python 3 (sandboxed)").
 KERNELS = Path(__file__).parent / "sandbox" / "kernels"
 
@@ -46,9 +63,7 @@ class JupyterCIApp(ExtensionApp):
         self.ci = ServerSettings(parent=self)
         if self.ci.harden_process:
             make_non_dumpable(self.log)
-        key_file = key_file_to_read(self.ci.key_file)
-        stored = stored_keys(key_file, os.environ, self.log)
-        self.broker = Broker.take_from_environ(os.environ, stored, key_file)
+        self._take_keys()
         self._budgets()
         self._hook_kernels()
         # Kernel websockets without Nagle's 40 ms per execute (server/nodelay.py).
@@ -56,7 +71,7 @@ class JupyterCIApp(ExtensionApp):
         self.client = make_client(self.ci.request_timeout)
         self.service = ModelService(self.broker, self.ci.request_timeout, self.ci.retries,
                                     self.ci.max_reply_tokens, self.log, self.ci.model,
-                                    price_table(self.ci.prices))
+                                    price_table(self.ci.prices), upstream=self.hub)
         self._publish_environ()
         # The port is final only once init_httpserver has run (after extensions load,
         # and it resolves --port=0 and port retries); the loop's first callback runs
@@ -83,12 +98,60 @@ class JupyterCIApp(ExtensionApp):
         for problem in self.broker.misconfigured():
             self.log.warning("jupyter-ci: %s", problem)
 
+    def _take_keys(self) -> None:
+        """Hold the provider keys (environment, key file, keyring), or join the Hub's service."""
+        key_file = key_file_to_read(self.ci.key_file)
+        stored = stored_keys(key_file, os.environ, self.log)
+        self.broker = Broker.take_from_environ(os.environ, stored, key_file)
+        self.hub = self._join_hub()
+
+    def _join_hub(self) -> HubUpstream | None:
+        """Under the Hub's jupyter-ci service: hold no key, take the user's policy."""
+        link = HubLink.find(self.ci.hub_url, os.environ)
+        if link is None:
+            return None
+        dropped = [p.name for p in self.broker.configured()]
+        if dropped:
+            self.log.warning("jupyter-ci: ignoring the %s key(s) of this server: under "
+                             "JupyterHub the jupyter-ci service holds the keys", ", ".join(dropped))
+        self.own = Applied(self.ci.approval_minimum, self.ci.session_sandbox)
+        try:
+            policy = link.read_policy()
+        except HubLinkError as err:
+            self.log.error("jupyter-ci: %s; until it answers, every ask waits for approval of "
+                           "each step and every REST session must be boxed", err)
+            policy = UNREAD
+        self.broker = start_with_policy(self.ci, policy)
+        self._policy(policy)
+        self._policy_reader = PeriodicCallback(self._read_policy, POLICY_EVERY_S * 1000)
+        self._server().io_loop.add_callback(self._policy_reader.start)
+        return HubUpstream(link, hub_client(self.ci.request_timeout, self.ci.retries))
+
+    def _policy(self, policy: UserPolicy) -> None:
+        """Apply the user's policy (approval floor, boxing) to this server's settings."""
+        for change in apply_policy(self.ci, policy, self.own):
+            self.log.info("jupyter-ci: the JupyterHub's policy sets %s", change)
+
+    async def _read_policy(self) -> None:
+        """Read the user's policy again (an admin may have changed it, or it was unread)."""
+        assert self.hub is not None
+        try:
+            policy = await asyncio.to_thread(self.hub.link.read_policy)
+        except HubLinkError as err:
+            self.log.warning("jupyter-ci: %s", err)
+            return
+        # The providers the Hub serves now (none were known if the start could not read them).
+        self.broker.providers.clear()
+        self.broker.providers.update(start_with_policy(self.ci, policy).providers)
+        self._policy(policy)
+        self._publish_environ()
+
     def _hook_kernels(self) -> None:
         """Hook the server's kernel manager, whichever door starts a kernel."""
         kernels = self._server().kernel_manager
         # Each kernel gets its own token in the env of its start (see server/broker/kernels.py),
         # with what the server tells its kernels (self.told), never put in os.environ.
-        self.told = Told()
+        self.told = Told(withheld=HUB_TOKENS if self.hub is not None else frozenset())
         hook_kernel_manager(kernels, self.broker, self.told, self.log)
         # No 500 from /api/kernels for a kernel being started (server/kernel_models.py).
         fill_starting_kernels(kernels)
@@ -106,11 +169,21 @@ class JupyterCIApp(ExtensionApp):
 
     def _start_sessions(self) -> None:
         """Cull idle sessions once the server runs (the pool fills at the first session)."""
+        # A turn streaming or a session running is activity (what jupyterhub-singleuser
+        # reports to the Hub's idle culler, and shutdown_no_activity_timeout reads), even
+        # while the kernels say nothing: a long model call, a quiet step.
+        self._activity = PeriodicCallback(self._mark_activity, ACTIVITY_EVERY_S * 1000)
+        self._activity.start()
         idle = self.ci.session_idle_timeout
         if idle > 0:
             # Check often enough that a session outlives its timeout by a quarter at most.
             self._culler = PeriodicCallback(self.sessions.cull, min(60.0, idle / 4) * 1000)
             self._culler.start()
+
+    def _mark_activity(self) -> None:
+        """Say the server is active now if a turn streams or a session runs."""
+        if self.service.in_flight or self.sessions.in_use():
+            self._server().web_app.settings["jupyter_ci_last_activity"] = utcnow()
 
     def _start_warming(self) -> None:
         """Load the SDKs in a worker thread while the server starts, not in the first ask."""
@@ -142,7 +215,8 @@ class JupyterCIApp(ExtensionApp):
         def part(name: str) -> Any:
             return getattr(self, name, None)
 
-        for stopping in (part("_culler"), part("broker_socket")):
+        for stopping in (part("_culler"), part("broker_socket"), part("_policy_reader"),
+                         part("_activity")):
             if stopping is not None:
                 stopping.stop()
         warming = part("_warming")
@@ -155,6 +229,9 @@ class JupyterCIApp(ExtensionApp):
         close_notebook_clients(self._server().kernel_manager)  # run_in_notebook's
         if part("client") is not None:
             await self.client.aclose()
+        hub = part("hub")
+        if hub is not None:
+            await hub.client.aclose()
 
     def _keys_changed(self) -> None:
         """A key was pasted in the panel: tell new kernels, drop adapters of replaced keys."""

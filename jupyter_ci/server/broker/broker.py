@@ -108,6 +108,9 @@ class Broker:
     budget: Budgets = field(default_factory=Budgets)
     #: Kernels where model-written code ran since their start (model_code.py).
     model_code: ModelCodeKernels = field(default_factory=ModelCodeKernels)
+    #: Who holds the keys when this server holds none (a JupyterHub service): the panel
+    #: takes no key then. "" (a single server): the keys are here.
+    elsewhere: str = ""
 
     @classmethod
     def take_from_environ(

@@ -80,10 +80,13 @@ class Told:
     kernels: dict[str, str] = field(default_factory=dict)
     #: A sandboxed kernel's provisioner's: the broker's socket, the paths its box hides.
     boxes: dict[str, str] = field(default_factory=dict)
+    #: What no kernel inherits of the server's environment (under the Hub's service, the
+    #: server's Hub token: server/broker/hub_link.py).
+    withheld: frozenset[str] = frozenset()
 
     def local(self, env: Mapping[str, str], session: bool, boxed: bool) -> dict[str, str]:
         """Return the env of a kernel started here: `env` with what the server tells it."""
-        start = {k: v for k, v in env.items() if k not in SERVER_SET}
+        start = {k: v for k, v in env.items() if k not in SERVER_SET and k not in self.withheld}
         if not session:
             start.update(self.kernels)
         if boxed:
@@ -95,7 +98,8 @@ class Told:
     def gateway(self, env: Mapping[str, str], session: bool) -> dict[str, str]:
         """Return the env of a gateway kernel's start request (its client adds os.environ)."""
         # Blank what the client would add from a parent server's os.environ.
-        start = {**dict.fromkeys((k for k in SERVER_SET if k in os.environ), ""), **env}
+        start = {**dict.fromkeys((k for k in SERVER_SET if k in os.environ), ""),
+                 **{k: v for k, v in env.items() if k not in self.withheld}}
         start.update(self.boxes)
         if session:
             start.update(dict.fromkeys(SESSION_WITHOUT, ""))

@@ -22,7 +22,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from logging import Logger
-from typing import cast
+from typing import Protocol, cast
 
 from jupyter_ci import secret_rules
 from jupyter_ci.agent.cost import PriceTable, Rates
@@ -69,6 +69,18 @@ FRAMING_TOKENS = 16
 EmitLine = Callable[[dict[str, object]], None]
 
 
+class Upstream(Protocol):
+    """Where every model is reached when this server holds no key (the Hub's service)."""
+
+    def model(self, model_id: str) -> AsyncChatModel:
+        """Return the model `model_id` as the upstream serves it."""
+        ...
+
+    def secrets(self) -> list[str]:
+        """Return the credentials the upstream is called with, for REST asks to redact."""
+        ...
+
+
 @dataclass
 class ModelService:
     """Provider adapters holding the server's keys, shared by every kernel and session."""
@@ -88,6 +100,11 @@ class ModelService:
     #: Who judges and charges turns (the Hub's service: each user's policy); None: the
     #: broker's budgets (`ServerMeter`).
     custom_meter: Meter | None = None
+    #: Where turns go instead of a provider (a user's server under JupyterHub); None: the
+    #: providers, with the broker's keys.
+    upstream: Upstream | None = None
+    #: Turns streaming now (a server with one is active, whatever its kernels say).
+    in_flight: int = 0
 
     @property
     def meter(self) -> Meter:
@@ -107,6 +124,8 @@ class ModelService:
             raise ModelConfigError(f"{model_id} runs in the kernel, not in the server.",
                                    "Use it with %%ask outside a server, or pick a provider.")
         self.meter.admit(holder, f"{spec.name}:{name}", self.prices.rates(f"{spec.name}:{name}"))
+        if self.upstream is not None:
+            return self.upstream.model(f"{spec.name}:{name}")
         return await self._adapter(spec, name)
 
     async def _adapter(self, spec: ProviderSpec, name: str) -> AsyncChatModel:
@@ -160,16 +179,15 @@ class ModelService:
                                          _cost(rates, tokens, turn.request.max_tokens))
         usage = Usage()
         spent: ModelReply | None = None  # what is charged; None: the whole reservation
+        self.in_flight += 1
         try:
             reply = await model.acomplete(_streaming(turn.request, emit),
                                           lambda text: emit({"text": text}), usage)
-            spent = reply
-            if not usage.reported and not reply.input_tokens + reply.output_tokens:
-                # A server that reports no usage: a guess of what went each way.
-                sent = _size(turn.request) // BYTES_PER_TOKEN
-                total = (_size(turn.request) + _reply_size(reply)) // BYTES_PER_TOKEN
-                spent = ModelReply(input_tokens=sent, output_tokens=total - sent)
-            return reply if rates is None else replace(reply, cost_usd=rates.cost(spent))
+            reported = usage.reported or reply.input_tokens + reply.output_tokens
+            spent = reply if reported else _guessed(turn.request, reply)
+            if rates is None or (self.upstream is not None and reply.cost_usd is not None):
+                return reply  # unpriced, or priced by the upstream that charged it
+            return replace(reply, cost_usd=rates.cost(spent))
         except asyncio.CancelledError:
             # Hung up: the provider bills what it streamed; with no report, the reservation.
             spent = _reported(usage) if usage.reported else None
@@ -187,6 +205,7 @@ class ModelService:
                 f"{model_id}'s reply failed while it streamed ({type(err).__name__}).",
                 "Try again; if it keeps failing, try another model.") from None
         finally:
+            self.in_flight -= 1
             self._settle(reservation, spent, rates)
 
     def _note(self, model_id: str, error: AskError) -> None:
@@ -216,7 +235,8 @@ class ModelService:
 
     def held_keys(self) -> list[str]:
         """Return the provider keys the server holds, for a REST ask to redact."""
-        return [p.api_key for p in self.broker.providers.values() if p.api_key]
+        held = [p.api_key for p in self.broker.providers.values() if p.api_key]
+        return held + (self.upstream.secrets() if self.upstream is not None else [])
 
     def forget(self) -> None:
         """Drop adapters built with keys that were replaced (the panel's keys form)."""
@@ -268,6 +288,13 @@ def reserve_for(request: ModelRequest) -> int:
     images = sum(len(m.result.images) for m in request.messages if m.result is not None)
     return (_size(request) + tools + FRAMING_TOKENS * (len(request.messages) + 1)
             + IMAGE_TOKENS * images + request.max_tokens)
+
+
+def _guessed(request: ModelRequest, reply: ModelReply) -> ModelReply:
+    """Guess what went each way for a server that reports no usage."""
+    sent = _size(request) // BYTES_PER_TOKEN
+    total = (_size(request) + _reply_size(reply)) // BYTES_PER_TOKEN
+    return ModelReply(input_tokens=sent, output_tokens=total - sent)
 
 
 def _cost(rates: Rates | None, tokens: int, reply_tokens: int) -> float:

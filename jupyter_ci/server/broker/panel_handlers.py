@@ -54,10 +54,22 @@ class KeysHandler(APIHandler):
         self.logger = log
         self.publish = publish
 
+    def _held_elsewhere(self) -> bool:
+        """Refuse keys on a server that holds none (the Hub's service holds them)."""
+        if not self.broker.elsewhere:
+            return False
+        self.set_status(409)
+        self.finish(json.dumps({"message": f"This server holds no model keys: "
+                                f"{self.broker.elsewhere} holds them for everyone. Ask your "
+                                "JupyterHub admin to add or change one."}))
+        return True
+
     @web.authenticated
     @authorized
     async def post(self) -> None:
         """Check the key with its provider, hold it (pasted_keys.py); answer the panel config."""
+        if self._held_elsewhere():
+            return
         try:
             body = parse_json(self.request.body or b"{}")
             reply = await accept_key(body, self.ci, self.broker, self.client, self.logger)
@@ -75,6 +87,8 @@ class KeysHandler(APIHandler):
     @authorized
     def delete(self) -> None:
         """Forget the key and URL of `?provider=`; answer the panel config."""
+        if self._held_elsewhere():
+            return
         try:
             reply = remove_key(self.get_query_argument("provider", ""), self.ci, self.broker,
                                self.logger)

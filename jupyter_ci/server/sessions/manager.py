@@ -306,6 +306,10 @@ class SessionManager:
                     await self.delete(sid, f"was culled after {limit:g} s idle "
                                       "(c.JupyterCI.session_idle_timeout)")
 
+    def in_use(self) -> bool:
+        """Say whether a session runs code or an ask now (activity for JupyterHub's culler)."""
+        return any(session.lock.locked() for session in self.sessions.values())
+
     async def close(self) -> None:
         """Shut down every session and pooled kernel (the server is stopping)."""
         await self.kernels.stop_filling()
