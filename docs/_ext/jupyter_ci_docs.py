@@ -95,7 +95,9 @@ def schema_text(schema: dict[str, Any] | None) -> str:
     name = ref_of(schema) or ref_of(schema.get("items", {}))
     if name:
         return f"{{ref}}`{name} <rest-schema-{name.lower()}>`"
-    kinds = schema.get("type", "")
+    if "allOf" in schema:  # a named schema with fields of its own beside it
+        return " + ".join(schema_text(part) for part in schema["allOf"])
+    kinds = schema.get("type") or "any"
     return f"`{'/'.join(kinds) if isinstance(kinds, list) else kinds}`"
 
 
@@ -128,7 +130,10 @@ def body_lines(body: dict[str, Any]) -> list[str]:
         schema = content.get("schema", {})
         lines += [f"- `{ctype}`: {schema_text(schema) or 'any'}"]
         if schema and not ref_of(schema):
-            lines += ["", *["  " + line for line in json_block(schema)]]
+            # Every line indented into the list item (a dump holds many): a line left at the
+            # margin would end the item and leave its fence open over the rest of the page.
+            block = "\n".join(json_block(schema)).splitlines()
+            lines += ["", *[f"  {line}" if line else "" for line in block]]
     return [*lines, ""]
 
 
