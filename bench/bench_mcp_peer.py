@@ -14,10 +14,11 @@ by one client: this project's MCP SDK (2.x).
 
 1. execute round trip, `x = 1` and `print('hi')`, in ONE kernel (a jupyter-ci session's):
    ours `execute` (session_id), theirs `execute_code` (kernel_id of that session's kernel);
-2. run a cell in an open notebook, ONE notebook and kernel: ours `run_in_notebook` (the page
-   that shows it is tests/fakepage.py, what the labextension does, over a kernel client),
-   theirs `use_notebook` once, then `insert_execute_code_cell` at the end (their shared
-   document, jupyter-collaboration; no page needed).
+2. run a cell at the end of a notebook, ONE notebook and kernel, both through the server's
+   shared document (jupyter-collaboration; no page needed): ours `run_in_notebook` (the
+   notebook marked as opened by its user, as a page does: the door's consent), theirs
+   `use_notebook` once, then `insert_execute_code_cell` at the end. Each cell's outputs are
+   counted in that document afterwards.
 """
 
 from __future__ import annotations
@@ -40,8 +41,6 @@ import httpx
 import httpx2
 import nbformat
 from bench_sessions import free_port
-from jupyter_client.asynchronous.client import AsyncKernelClient
-from jupyter_core.paths import jupyter_runtime_dir
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
@@ -173,37 +172,40 @@ async def bench_execute(stack: AsyncExitStack, url: str, token: str, rounds: int
            f"{rounds} rounds", await measure(calls, rounds), pairs)
 
 
-async def open_page(stack: AsyncExitStack, url: str, token: str) -> tuple[str, Any]:
-    """Open NOTEBOOK in a Jupyter session and in a page whose kernel loaded jupyter-ci;
-    return its kernel id and the page."""
-    from tests.fakepage import FakePage
-
+async def open_notebook(url: str, token: str) -> str:
+    """Open NOTEBOOK in a Jupyter session, and say so as its user's page does; return its
+    kernel id."""
     async with httpx.AsyncClient(base_url=url, timeout=120,
                                  headers={"Authorization": f"token {token}"}) as http:
         opened = (await http.post("/api/sessions", json={
             "path": NOTEBOOK, "name": NOTEBOOK, "type": "notebook",
             "kernel": {"name": "python3"}})).json()
-    kernel = opened["kernel"]["id"]
-    client = AsyncKernelClient(connection_file=os.path.join(
-        jupyter_runtime_dir(), f"kernel-{kernel}.json"))
-    client.load_connection_file()
-    page = await stack.enter_async_context(FakePage(client, NOTEBOOK))
-    client.execute("%load_ext jupyter_ci")  # what the page does before its first run
-    return kernel, page
+        said = await http.post("/jupyter-ci/notebooks/opened", json={"path": NOTEBOOK})
+        said.raise_for_status()
+    return str(opened["kernel"]["id"])
 
 
-def shown(cell: Any) -> bool:
-    """Say whether a page's cell shows CELL's count and outputs (a print may come as two
-    stream messages, `hi` then the newline: a page joins them)."""
-    printed = "".join(out.get("text", "") for out in cell.outputs
-                      if out.output_type == "stream")
-    return bool(cell.execution_count) and printed == "hi\n" and any(
-        out.output_type == "execute_result" for out in cell.outputs)
+async def cells_filled(url: str, token: str) -> tuple[int, int]:
+    """Count the shared document's cells that show CELL's output whole, and its cells."""
+    async with httpx.AsyncClient(base_url=url, timeout=120,
+                                 headers={"Authorization": f"token {token}"}) as http:
+        cells = (await http.get("/jupyter-ci/notebooks/cells",
+                                params={"path": NOTEBOOK})).json()["cells"]
+    return sum(1 for cell in cells if shown(cell)), len(cells)
+
+
+def shown(cell: dict[str, Any]) -> bool:
+    """Say whether a cell shows CELL's count and outputs (a print may come as two stream
+    outputs, `hi` then the newline)."""
+    outputs = cell.get("outputs") or []
+    printed = "".join(out.get("text", "") for out in outputs if out["output_type"] == "stream")
+    return bool(cell.get("execution_count")) and printed == "hi\n" and any(
+        out["output_type"] == "execute_result" for out in outputs)
 
 
 async def bench_notebook(stack: AsyncExitStack, url: str, token: str, rounds: int) -> None:
-    """Run a cell at the end of one open notebook, in its kernel, ours against theirs."""
-    kernel, page = await open_page(stack, url, token)
+    """Run a cell at the end of one notebook, in its kernel, ours against theirs."""
+    kernel = await open_notebook(url, token)
     ours = await mcp_session(stack, f"{url}/jupyter-ci/mcp", token)
     theirs = await mcp_session(stack, f"{url}/mcp", token)
     await tool(theirs, "use_notebook", {"notebook_name": "bench", "notebook_path": NOTEBOOK,
@@ -218,10 +220,10 @@ async def bench_notebook(stack: AsyncExitStack, url: str, token: str, rounds: in
             "cell_index": -1, "cell_source": CELL}, "42"),
     }
     times = await measure(calls, rounds)
-    await asyncio.sleep(1)  # the page reads the last outputs
-    filled = sum(1 for cell in page.notebook.cells if shown(cell))
-    report(f"run a cell in an open notebook over MCP, one notebook and kernel, {rounds} "
-           f"rounds (our page filled {filled} of {rounds + 3} cells)", times,
+    filled, cells = await cells_filled(url, token)
+    report(f"run a cell at the end of a notebook over MCP, one notebook and kernel, {rounds} "
+           f"rounds each ({filled} of the document's {cells} cells show the cell's outputs "
+           f"whole; {2 * (rounds + 3)} ran it, warm-ups included)", times,
            [("ours run_in_notebook", "theirs insert_execute_code_cell")])
 
 

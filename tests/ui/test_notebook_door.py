@@ -1,11 +1,13 @@
-"""The notebook door in a real browser, with Jupyter's real-time collaboration: an agent's cell
-appears and fills live in a notebook open in JupyterLab, and its user can stop it with the
-toolbar's stop button; with the page closed, the cell and its outputs are there when the
-notebook is opened. (The server side, consent and refusals: tests/test_notebook_door.py.
-Without collaboration, the floors' JupyterLab, the door is tests/ui/test_notebook_run.py's.)"""
+"""The notebook door in a real browser, with Jupyter's real-time collaboration: an agent's cell,
+sent over MCP (the SDK's client, Streamable HTTP), appears and fills live in a notebook open in
+JupyterLab, and its user can stop it with the toolbar's stop button; with the page closed, the
+cells and their outputs are there when the notebook is opened. (The server side, consent and
+refusals: tests/test_notebook_door.py. Without collaboration, the floors' JupyterLab, the door
+is tests/ui/test_notebook_run.py's.)"""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import threading
 from collections.abc import Callable
@@ -14,6 +16,7 @@ from typing import Any
 import nbformat
 from playwright.sync_api import expect
 
+from tests.test_mcp import http, texts
 from tests.ui.lab import WAIT_MS, Lab, write_notebook
 
 #: Prints one line a second, then gives a value: long enough to see it fill.
@@ -46,12 +49,18 @@ class Call:
         return self.result
 
 
-def run(lab: Lab, path: str, code: str, timeout: float | None = None) -> Call:
-    """Start an agent's run of `code` at the end of `path`, as the MCP door does."""
-    body: dict[str, Any] = {"path": path, "code": code}
-    if timeout is not None:
-        body["timeout"] = timeout
-    return Call(lambda: lab.server.api("POST", "/jupyter-ci/notebooks/run", body, timeout=90))
+def tools(lab: Lab, *calls: tuple[str, dict[str, Any]]) -> Call:
+    """Call MCP tools in turn over one connection, in a thread; its result: their results."""
+    async def call() -> list[Any]:
+        async with http(lab.server.url, lab.server.token) as mcp:
+            return [await mcp.call_tool(name, args) for name, args in calls]
+
+    return Call(lambda: asyncio.run(call()))
+
+
+def run(lab: Lab, path: str, code: str) -> Call:
+    """Start an agent's run of `code` at the end of `path` (run_in_notebook)."""
+    return tools(lab, ("run_in_notebook", {"path": path, "code": code}))
 
 
 def allow(lab: Lab, path: str) -> None:
@@ -73,11 +82,12 @@ def test_an_agents_cell_appears_and_fills_live_in_the_open_notebook(lab: Lab) ->
     expect(cell.locator(".jp-InputPrompt")).to_contain_text("*", timeout=WAIT_MS)
     expect(cell.locator(".jp-OutputArea")).to_contain_text("tick 1", timeout=WAIT_MS)
     assert call.thread.is_alive(), "the page saw the outputs only after the run"
-    reply = call.done()
-    assert reply["status"] == "ok", reply
+    [reply] = call.done()
+    assert not reply.is_error and "tick 3" in texts(reply) and "42" in texts(reply)
     expect(cell.locator(".jp-OutputArea")).to_contain_text("42", timeout=WAIT_MS)
     nb.wait_cell_done(1)
-    assert nb.source(1) == TICKS and nb.execution_count(1) == reply["execution_count"]
+    assert nb.source(1) == TICKS and f"cell 1, id {nb.model_json()['cells'][1]['id']}" in \
+        texts(reply)
     expect(cell).to_have_class(re.compile(r"(^|\s)jp-ci-external(\s|$)"), timeout=WAIT_MS)
     assert cell.get_attribute("data-jupyter-ci-badge") == "from an MCP client"
     held = nb.model_json()["cells"][1]
@@ -90,9 +100,12 @@ def test_with_the_page_closed_the_notebook_opens_with_the_agents_cell_and_output
 ) -> None:
     path = write_notebook(lab.server.root, "door-closed", ["x = 5"])
     allow(lab, "door-closed.ipynb")
-    first = run(lab, "door-closed.ipynb", "x = 21").done()
-    reply = run(lab, "door-closed.ipynb", "print('while closed')\nx * 2").done()
-    assert (first["status"], reply["status"]) == ("ok", "ok"), (first, reply)
+    inserted, ran, reply = tools(
+        lab, ("insert_cell", {"path": "door-closed.ipynb", "source": "x = 21"}),
+        ("run_cell", {"path": "door-closed.ipynb", "cell": 1}),
+        ("run_in_notebook", {"path": "door-closed.ipynb",
+                             "code": "print('while closed')\nx * 2"})).done()
+    assert not (inserted.is_error or ran.is_error or reply.is_error), texts(reply)
     lab.goto("door-closed.ipynb")
     nb = lab.reload_target(path)
     nb.wait_cell_count(3)
@@ -100,7 +113,8 @@ def test_with_the_page_closed_the_notebook_opens_with_the_agents_cell_and_output
     expect(nb.cell(2).locator(".jp-OutputArea")).to_contain_text("while closed",
                                                                  timeout=WAIT_MS)
     expect(nb.cell(2).locator(".jp-OutputArea")).to_contain_text("42")
-    assert nb.execution_count(2) == reply["execution_count"]
+    nb.wait_cell_done(2)
+    assert nb.execution_count(2) == nb.execution_count(1) + 1  # the one kernel, in order
     saved = nbformat.read(path, as_version=4)
     assert [c.source for c in saved.cells][2] == "print('while closed')\nx * 2"
     assert saved.cells[2].outputs[0].text == "while closed\n"
@@ -118,9 +132,8 @@ def test_the_user_stops_an_agents_run_with_the_stop_button(lab: Lab) -> None:
     expect(nb.cell(1).locator(".jp-OutputArea")).to_contain_text("sleeping", timeout=WAIT_MS)
     nb.activate()
     nb.root.locator(".jp-Toolbar [data-jp-item-name='interrupt'] button").click()
-    reply = call.done(timeout=60)
-    assert reply["status"] == "error", reply
-    assert reply["outputs"][-1]["ename"] == "KeyboardInterrupt"
+    [reply] = call.done(timeout=60)
+    assert reply.is_error and "KeyboardInterrupt" in texts(reply), texts(reply)
     expect(nb.cell(1).locator(".jp-OutputArea")).to_contain_text("KeyboardInterrupt",
                                                                  timeout=WAIT_MS)
     # The kernel and the user's state are still there.
