@@ -322,3 +322,28 @@ async def test_an_mcp_client_is_told_how_to_get_consent(
                                                          "code": MARKER})
     assert result.is_error and ALLOW_COMMAND in texts(result)
     assert not (jp_root_dir / "work" / "ran.txt").exists()
+
+
+async def test_a_cell_named_by_index_is_the_one_run_even_if_cells_move_while_the_kernel_is_busy(
+    jp_fetch: Any, jp_root_dir: Path, jp_serverapp: Any
+) -> None:
+    notebook(jp_root_dir, cells=("print('A')", "print('B')"))
+    await opened(jp_fetch)
+    kernel = (await call(jp_fetch, "POST", "run", {"path": "work/nb.ipynb", "cell": 0})
+              )["kernel_id"]
+    client = jp_serverapp.kernel_manager.get_kernel(kernel).client()
+    client.start_channels()
+    try:
+        await client.wait_for_ready(timeout=60)
+        client.execute("import time; time.sleep(2)")  # the user's cell keeps it busy
+        run = asyncio.ensure_future(call(jp_fetch, "POST", "run", {"path": "work/nb.ipynb",
+                                                                   "cell": 1}))
+        await asyncio.sleep(0.5)
+        assert not run.done()
+        # Meanwhile a cell goes in above: the cell that was at index 1 is at 2 now.
+        await call(jp_fetch, "POST", "cells", {"path": "work/nb.ipynb", "index": 0,
+                                               "source": "print('new')"})
+        result = await run
+    finally:
+        client.stop_channels()
+    assert result["outputs"][0]["text"] == "B\n" and result["index"] == 2

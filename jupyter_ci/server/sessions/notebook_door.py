@@ -86,19 +86,15 @@ class NotebookDoor:
         """Run new code as a cell at the end, or a cell as it is; return the run's result."""
         real, doc = await self._doc(path)
         self.consent.check(real)
-        if cell is not None:
-            index = shared_doc.cell_index(doc, cell)
-            if doc.ycells[index].get("cell_type") != "code":
-                raise shared_doc.NoSuchCell(f"Cell {cell!r} of {real} is a "
-                                            f"{doc.ycells[index].get('cell_type')} cell: only "
-                                            "code cells run.")
+        cell_id = None if cell is None else _code_cell(doc, cell, real)
         kernel_id = await self._kernel(real, doc)
         async with NotebookClients.of(self.server_app.kernel_manager).use(kernel_id) as client:
             await _idle(client, real)
-            if cell is None:
+            # Found again by id: the user may have moved cells while the kernel was busy.
+            if cell_id is None:
                 index, cell_id = shared_doc.insert_cell(doc, None, "code", code or "")
             else:
-                cell_id = str(doc.ycells[index]["id"])
+                index = shared_doc.cell_index(doc, cell_id)
             shared_doc.mark(doc, index, ran_by=shared_doc.AGENT)
             source = str(doc.ycells[index]["source"])
             self.mark_model_code(kernel_id)  # before its first line runs
@@ -149,6 +145,15 @@ async def _idle(client: Any, path: str) -> None:
     if reply is None:
         raise NotShown(f"The kernel of {path} is still busy after {ANNOUNCE_S:g} s (running "
                        "the user's cells?); nothing ran: try again once it is idle.")
+
+
+def _code_cell(doc: Any, cell: int | str, path: str) -> str:
+    """Return the id of a code cell given by id or index; refuse any other cell."""
+    ycell = doc.ycells[shared_doc.cell_index(doc, cell)]
+    if ycell.get("cell_type") != "code":
+        raise shared_doc.NoSuchCell(f"Cell {cell!r} of {path} is a {ycell.get('cell_type')} "
+                                    "cell: only code cells run.")
+    return str(ycell["id"])
 
 
 def _kernelspec_name(doc: Any) -> str | None:
