@@ -7,10 +7,11 @@ need be open. A cell is named by its id (stable while cells are inserted) or its
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal
 
 from jupyter_ci.wire.codec import OMIT_IF, SCHEMA
+from jupyter_ci.wire.frozen import frozen
 from jupyter_ci.wire.nbformat import NbOutput
 
 _PATH = {"minLength": 1, "description": "The notebook's path, relative to Jupyter's root."}
@@ -23,7 +24,7 @@ ConsentWhy = Literal["always", "never", "allowed", "opened", "not_opened", "not_
 ConsentSetting = Literal["never", "allowed", "opened", "always"]
 
 
-@dataclass(frozen=True)
+@frozen
 class NotebookInsert:
     """POST /jupyter-ci/notebooks/cells: insert an agent's cell into a notebook."""
 
@@ -34,7 +35,7 @@ class NotebookInsert:
     cell_type: CellType = "code"
 
 
-@dataclass(frozen=True)
+@frozen
 class NotebookEdit:
     """PATCH /jupyter-ci/notebooks/cells: replace a cell's source with an agent's."""
 
@@ -43,7 +44,7 @@ class NotebookEdit:
     source: str
 
 
-@dataclass(frozen=True)
+@frozen
 class NotebookRun:
     """POST /jupyter-ci/notebooks/run: run `code` as a new cell at the end, or a `cell`."""
 
@@ -56,14 +57,14 @@ class NotebookRun:
     timeout: float | None = field(default=None, metadata={OMIT_IF: None})
 
 
-@dataclass(frozen=True)
+@frozen
 class NotebookOpened:
     """POST /jupyter-ci/notebooks/opened: the user opened this notebook in a page."""
 
     path: str = field(metadata={SCHEMA: _PATH})
 
 
-@dataclass(frozen=True)
+@frozen
 class NotebookConsentChange:
     """PUT /jupyter-ci/notebooks/consent: allow agents in one notebook for good, or not."""
 
@@ -71,7 +72,7 @@ class NotebookConsentChange:
     allow: bool
 
 
-@dataclass(frozen=True)
+@frozen
 class NotebookCell:
     """One cell as the notebook holds it now (unsaved changes of open pages included)."""
 
@@ -87,7 +88,7 @@ class NotebookCell:
     ran_by: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class NotebookCells:
     """GET /jupyter-ci/notebooks/cells: a notebook's cells."""
 
@@ -98,7 +99,7 @@ class NotebookCells:
     live: bool
 
 
-@dataclass(frozen=True)
+@frozen
 class NotebookCellChanged:
     """The cell an insert or edit changed: where it is now."""
 
@@ -107,7 +108,7 @@ class NotebookCellChanged:
     id: str
 
 
-@dataclass(frozen=True)
+@frozen
 class NotebookConsent:
     """Whether agents may change a notebook (c.JupyterCI.agent_notebooks), and why."""
 
