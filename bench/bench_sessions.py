@@ -40,20 +40,20 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_server(root: str, pool: int, max_sessions: int,
-                 extra: Sequence[str] = ()) -> tuple[subprocess.Popen[bytes], str, str]:
-    """Start `jupyter server` with the extension; return it, its URL and token."""
+def start_server(root: str, pool: int, max_sessions: int, extra: Sequence[str] = (),
+                 python: str = sys.executable) -> tuple[subprocess.Popen[bytes], str, str]:
+    """Start `jupyter server` with the extension (on `python`); return it, its URL and token."""
     return launch(root, [f"--JupyterCI.session_pool={pool}",
-                         f"--JupyterCI.max_sessions={max_sessions}", *extra])
+                         f"--JupyterCI.max_sessions={max_sessions}", *extra], python=python)
 
 
-def launch(root: str, options: Sequence[str], extensions: Sequence[str] = ("jupyter_ci",)
-           ) -> tuple[subprocess.Popen[bytes], str, str]:
+def launch(root: str, options: Sequence[str], extensions: Sequence[str] = ("jupyter_ci",),
+           python: str = sys.executable) -> tuple[subprocess.Popen[bytes], str, str]:
     """Start `jupyter server` with `extensions` and `options`; return it, its URL and token
     once it answers (this folder on its PYTHONPATH: the benches' own extensions load)."""
     port, token = free_port(), secrets.token_hex(16)
     enabled = "{" + ", ".join(f"'{name}': True" for name in extensions) + "}"
-    args = [sys.executable, "-m", "jupyter_server", "--no-browser", f"--port={port}",
+    args = [python, "-m", "jupyter_server", "--no-browser", f"--port={port}",
             f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
             f"--ServerApp.jpserver_extensions={enabled}", *options,
             *(["--allow-root"] if os.geteuid() == 0 else [])]

@@ -79,13 +79,17 @@ class HubMeter:
     log: Logger | None = None
     clock: Callable[[], datetime] = utc_now
     books: dict[str, Book] = field(default_factory=dict)
+    _rules: dict[tuple[str, tuple[str, ...]], Rules] = field(default_factory=dict)
     #: The one thread that talks to the database, so writes land in order.
     _db: ThreadPoolExecutor = field(
         default_factory=lambda: ThreadPoolExecutor(1, thread_name_prefix="jupyter-ci-db"))
 
     async def enter(self, user: str, groups: list[str], now: float) -> Book:
         """Know `user` (a member of `groups`): their rules, and this month's counts."""
-        rules = self.policy.rules_for(user, groups)
+        key = (user, tuple(groups))
+        rules = self._rules.get(key)
+        if rules is None:  # read once per user and set of groups
+            rules = self._rules[key] = self.policy.rules_for(user, groups)
         month = self.clock().strftime("%Y-%m")
         book = self.books.get(user)
         if book is None or book.month != month:

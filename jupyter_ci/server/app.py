@@ -125,7 +125,7 @@ class JupyterCIApp(ExtensionApp):
         self._policy(policy)
         self._policy_reader = PeriodicCallback(self._read_policy, POLICY_EVERY_S * 1000)
         self._server().io_loop.add_callback(self._policy_reader.start)
-        return HubUpstream(link, hub_client(self.ci.request_timeout, self.ci.retries))
+        return HubUpstream(link, hub_client(link, self.ci.request_timeout, self.ci.retries))
 
     def _policy(self, policy: UserPolicy) -> None:
         """Apply the user's policy (approval floor, boxing) to this server's settings."""
@@ -231,7 +231,7 @@ class JupyterCIApp(ExtensionApp):
             await self.client.aclose()
         hub = part("hub")
         if hub is not None:
-            await hub.client.aclose()
+            hub.client.close()
 
     def _keys_changed(self) -> None:
         """A key was pasted in the panel: tell new kernels, drop adapters of replaced keys."""

@@ -127,3 +127,42 @@ def files_holding(root: Path, secret: str) -> list[str]:
             except OSError:
                 continue
     return found
+
+
+def rest_ask_answering(hub: Hub, user: str, token: str, sid: str, decision: str,
+                       **body: Any) -> list[tuple[str, Any]]:
+    """POST an ask, answer each question it waits on with `decision`; return its events."""
+    import urllib.request
+
+    request = urllib.request.Request(
+        f"{hub.url}user/{user}/jupyter-ci/sessions/{sid}/ask", method="POST",
+        data=json.dumps(body).encode(),
+        headers={"Authorization": f"token {token}", "Content-Type": "application/json"})
+    events: list[tuple[str, Any]] = []
+    with urllib.request.urlopen(request, timeout=180) as response:
+        block: list[str] = []
+        for raw in response:
+            line = raw.decode().rstrip("\n")
+            if line:
+                block.append(line)
+                continue
+            for event in sse("\n".join(block)):
+                events.append(event)
+                if event[0] == "waiting_for_user":
+                    status, said = hub.request(
+                        "POST", f"user/{user}/jupyter-ci/sessions/{sid}/approvals", token,
+                        {"approval_id": event[1]["approval_id"], "decision": decision})
+                    assert status == 200, (status, said)
+            block = []
+    return events
+
+
+def write_user_config(user: UnixUser, text: str) -> Path:
+    """Write `user`'s own jupyter_server_config.py, as they could from a terminal."""
+    folder = user.home / ".jupyter"
+    folder.mkdir(exist_ok=True)
+    path = folder / "jupyter_server_config.py"
+    path.write_text(text)
+    for made in (folder, path):
+        os.chown(made, user.uid, user.uid)
+    return path

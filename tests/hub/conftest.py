@@ -53,7 +53,9 @@ def team() -> Iterator[Team]:
         with FakeLLM() as fake:
             env = {"OPENAI_API_KEY": HUB_KEY, "OPENAI_BASE_URL": fake.openai_base_url}
             budgets = {ALICE: {"tokens_per_day": ALICE_TOKENS_PER_DAY}}
-            with start_hub(root, python, [ALICE, BOB], ADMIN, env, budgets) as hub:
+            # Groups a test changes are seen at once (users_ttl 0: no cache).
+            with start_hub(root, python, [ALICE, BOB], ADMIN, env, budgets,
+                           {"users_ttl": 0}) as hub:
                 for user in users:
                     hub.start_server(user.name)
                 yield Team(hub, fake, *users)

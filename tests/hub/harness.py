@@ -185,7 +185,8 @@ class Hub:
 
 
 def hub_config(root: Path, python: str, users: list[str], admin: str, token: str,
-               ports: dict[str, int], budgets: dict[str, dict[str, object]]) -> str:
+               ports: dict[str, int], budgets: dict[str, dict[str, object]],
+               settings: dict[str, object]) -> str:
     """Write the test's jupyterhub_config.py: its lines, the docs' config, the budgets."""
     config_path = root / "config"
     config_path.mkdir()
@@ -226,8 +227,8 @@ service = next(s for s in c.JupyterHub.services if s["name"] == "jupyter-ci")
 policy = json.loads(service["environment"]["JUPYTER_CI_HUB_POLICY"])
 policy.setdefault("users", {{}}).update({budgets!r})
 service["environment"]["JUPYTER_CI_HUB_POLICY"] = json.dumps(policy)
-# Groups changed by a test are seen at once.
-service["environment"]["JUPYTER_CI_HUB_SETTINGS"] = json.dumps({{"users_ttl": 0}})
+# The service's settings (a test sees groups it changed at once: users_ttl 0).
+service["environment"]["JUPYTER_CI_HUB_SETTINGS"] = json.dumps({settings!r})
 """
     path = root / "jupyterhub_config.py"
     path.write_text(text)
@@ -236,13 +237,14 @@ service["environment"]["JUPYTER_CI_HUB_SETTINGS"] = json.dumps({{"users_ttl": 0}
 
 @contextlib.contextmanager
 def running_hub(root: Path, python: str, users: list[str], admin: str,
-                env: dict[str, str], budgets: dict[str, dict[str, object]]) -> Iterator[Hub]:
-    """Run JupyterHub from `root` until the block ends."""
+                env: dict[str, str], budgets: dict[str, dict[str, object]],
+                settings: dict[str, object] | None = None) -> Iterator[Hub]:
+    """Run JupyterHub from `root` until the block ends (`settings`: the service's)."""
     if not PROXY.exists():
         pytest.skip("configurable-http-proxy is not installed: (cd tests/hub-proxy && npm ci)")
     ports = {name: free_port() for name in ("public", "hub", "proxy_api", "service")}
     token = secrets.token_hex(16)
-    config = hub_config(root, python, users, admin, token, ports, budgets)
+    config = hub_config(root, python, users, admin, token, ports, budgets, settings or {})
     log = (root / "hub.log").open("wb")
     proc = subprocess.Popen(
         [sys.executable, "-m", "jupyterhub", "-f", config, "--log-level=DEBUG"],

@@ -14,6 +14,7 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
+from jupyter_ci.server.broker.hub_http import HopError
 from jupyter_ci.server.broker.hub_link import HubUpstream
 from jupyter_ci.wire.codec import WireError, decode, encode
 from jupyter_ci.wire.hub import SPENDING_PATH, UserSpending
@@ -36,19 +37,18 @@ class SpendingHandler(APIHandler):
             self._say(404, "This server keeps no spending: it is not under a JupyterHub with "
                       "the jupyter-ci service (see docs/hub.md).")
             return
-        link = self.hub.link
         try:
-            reply = await self.hub.client.get(f"{link.url}{SPENDING_PATH}",
-                                              headers=link.headers())
-            data = reply.json()
-        except Exception as err:  # httpx's, or a body that is not JSON: told by class
+            async with self.hub.client.request("GET", SPENDING_PATH,
+                                               self.hub.link.headers()) as reply:
+                status, data = reply.status, json.loads(await reply.read())
+        except (OSError, ValueError, HopError, TimeoutError) as err:  # told by class only
             self._say(502, f"The JupyterHub's jupyter-ci service did not answer "
                       f"({type(err).__name__}).")
             return
-        if reply.status_code != 200:
+        if status != 200:
             said = data.get("message") if isinstance(data, dict) else None
-            self._say(502, f"The JupyterHub's jupyter-ci service answered HTTP "
-                      f"{reply.status_code}: {str(said or '')[:300]}")
+            self._say(502, f"The JupyterHub's jupyter-ci service answered HTTP {status}: "
+                      f"{str(said or '')[:300]}")
             return
         try:
             spending = decode(UserSpending, data, lenient=True)

@@ -13,11 +13,11 @@ can: the approval floor and the boxing of REST sessions (apply_policy).
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from jupyter_ci import providers
@@ -29,11 +29,9 @@ from jupyter_ci.models.base import UrlSetting, Usage
 from jupyter_ci.models.service import connection
 from jupyter_ci.models.turn_wire import NDJSON, TURN_PATH, ReplyReader, read_error, request_json
 from jupyter_ci.server.broker.broker import Broker, Provider
+from jupyter_ci.server.broker.hub_http import HopClient, HopError
 from jupyter_ci.wire.codec import WireError, decode, encode
 from jupyter_ci.wire.hub import ENV_HUB_URL, POLICY_PATH, UserPolicy
-
-if TYPE_CHECKING:
-    import httpx
 
 #: The server's own Hub token, which kernels do not get under the Hub service (with it,
 #: code in a kernel could call the service as the user, past the kernel's own budget).
@@ -153,7 +151,7 @@ class HubUpstream:
     """Every model, reached through the Hub service as this server's user."""
 
     link: HubLink
-    client: httpx.AsyncClient
+    client: HopClient
 
     def model(self, model_id: str) -> HubModel:
         """Return the Hub service's model `model_id` (it judges whether the user may)."""
@@ -186,30 +184,25 @@ class HubModel:
     async def acomplete(self, request: ModelRequest, on_text: OnText,
                         usage: Usage | None = None) -> ModelReply:
         """Send the turn to the Hub service; stream its text and tool input back."""
-        link, client = self.upstream.link, self.upstream.client
+        link = self.upstream.link
         body = json.dumps(request_json(self.model_id, request)).encode()
         headers = {**link.headers(), "Content-Type": "application/json"}
         try:
-            async with client.stream("POST", f"{link.url}{TURN_PATH}", content=body,
-                                     headers=headers) as reply:
-                if reply.status_code != 200:
-                    raise _refusal(reply.status_code, await reply.aread(), link.url)
-                if reply.headers.get("Content-Type", "").partition(";")[0] != NDJSON:
+            async with self.upstream.client.request("POST", TURN_PATH, headers, body) as reply:
+                if reply.status != 200:
+                    raise _refusal(reply.status, await reply.read(), link.url)
+                if reply.headers.get("content-type", "").partition(";")[0] != NDJSON:
                     raise ModelUnavailable(f"Something other than the jupyter-ci Hub "
                                            f"service answered at {link.url}.",
                                            "Ask your JupyterHub admin to check its URL.")
-                reader = ReplyReader(on_text, request.on_tool_input)
-                async for line in reply.aiter_lines():
-                    done = reader.feed(line.encode())
-                    if done is not None:
-                        if usage is not None:
-                            usage.set(done.input_tokens, done.output_tokens, done.cached_tokens)
-                        return done
-        except ModelUnavailable:
-            raise
-        except Exception as err:
-            if not type(err).__module__.startswith(("httpx", "httpcore")):
-                raise
+                reader, done = ReplyReader(on_text, request.on_tool_input), None
+                async for line in reply.lines():  # to the body's end: the connection is kept
+                    done = reader.feed(line) or done
+            if done is not None:
+                if usage is not None:
+                    usage.set(done.input_tokens, done.output_tokens, done.cached_tokens)
+                return done
+        except (OSError, HopError, TimeoutError, asyncio.IncompleteReadError) as err:
             raise ModelUnavailable(f"Could not reach the JupyterHub's jupyter-ci service at "
                                    f"{link.url} ({type(err).__name__}).",
                                    "Try again; if it keeps failing, tell your JupyterHub "
@@ -233,13 +226,6 @@ def _refusal(status: int, body: bytes, where: str) -> Exception:
                             "Tell your JupyterHub admin.")
 
 
-def hub_client(timeout: float, retries: int) -> httpx.AsyncClient:
+def hub_client(link: HubLink, timeout: float, retries: int) -> HopClient:
     """Return the client turns go to the Hub service with (it retries; we do not)."""
-    import httpx
-
-    from jupyter_ci.server.broker.upstream import no_cookies
-
-    wait = timeout * (retries + 1) + 30.0  # the service's own attempts, then some
-    return httpx.AsyncClient(timeout=httpx.Timeout(wait, connect=10.0), follow_redirects=False,
-                             trust_env=True, cookies=no_cookies())
-
+    return HopClient(link.url, timeout * (retries + 1) + 30.0)  # its attempts, then some
