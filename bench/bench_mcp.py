@@ -7,11 +7,14 @@ baseline measured in the same run, interleaved, on one server.
 
 1. REST: `jupyter_ci.client.AsyncClient` execute of `x = 1` (what the MCP tools call);
 2. MCP over the server's Streamable HTTP door (/jupyter-ci/mcp): `tools/call execute`, with
-   the SDK's own client; the door runs it in process (jupyter_ci/mcp/inprocess.py). Goal:
-   at most 1.2x REST;
-3. the same door with every tool over loopback REST, as before (this module is also the
-   server extension that serves it, at /jupyter-ci/mcp-loopback): one extra HTTP hop;
-4. MCP over stdio: `jupyter-ci mcp` as a subprocess, `tools/call execute` (two extra hops:
+   the SDK's own client; the door's fast path runs it in process and answers it as one JSON
+   body (jupyter_ci/mcp/fastpath.py). Goal: at most 1.2x REST;
+3. the same door without the fast path: the SDK's own transport and tool call, the run in
+   process (jupyter_ci/mcp/inprocess.py), every answer an event stream (this module is also
+   the server extension that serves it, at /jupyter-ci/mcp-sdk);
+4. the door with every tool over loopback REST (at /jupyter-ci/mcp-loopback): one extra
+   HTTP hop;
+5. MCP over stdio: `jupyter-ci mcp` as a subprocess, `tools/call execute` (two extra hops:
    the pipe, then HTTP to the server).
 """
 
@@ -38,11 +41,11 @@ from mcp.client.streamable_http import streamable_http_client
 from jupyter_ci.client import AsyncClient
 
 Call = Callable[[], Awaitable[object]]
-#: The door that calls the REST API on loopback (this module's extension serves it).
-LOOPBACK_ROUTE = "/jupyter-ci/mcp-loopback"
+#: The doors this module's extension serves: every tool over loopback REST; the SDK's path.
+ROUTES = {"loopback": "/jupyter-ci/mcp-loopback", "sdk": "/jupyter-ci/mcp-sdk"}
 #: The goal of the in-process door: MCP execute / REST execute.
 GOAL = 1.2
-IN_PROCESS = "MCP execute (http, in process)"
+IN_PROCESS = "MCP execute (http, fast path)"
 
 
 def _jupyter_server_extension_points() -> list[dict[str, str]]:
@@ -51,14 +54,16 @@ def _jupyter_server_extension_points() -> list[dict[str, str]]:
 
 
 def _load_jupyter_server_extension(server: Any) -> None:
-    """Serve the MCP door with every tool over loopback REST at LOOPBACK_ROUTE."""
+    """Serve the MCP door over loopback REST, and without its fast path, at ROUTES."""
     from jupyter_server.utils import url_path_join
 
     from jupyter_ci.mcp.http import MCPDoor, MCPHandler
 
-    door = MCPDoor(server, server.log, in_process=False)
-    route = url_path_join(server.base_url, LOOPBACK_ROUTE)
-    server.web_app.add_handlers(".*$", [(route, MCPHandler, {"door": door})])
+    doors = {"loopback": MCPDoor(server, server.log, in_process=False),
+             "sdk": MCPDoor(server, server.log, fast=False)}
+    server.web_app.add_handlers(".*$", [
+        (url_path_join(server.base_url, ROUTES[name]), MCPHandler, {"door": door})
+        for name, door in doors.items()])
 
 
 async def timed(call: Call) -> float:
@@ -70,11 +75,11 @@ async def timed(call: Call) -> float:
 
 async def mcp_session(stack: AsyncExitStack, transport: str, url: str, token: str
                       ) -> ClientSession:
-    """Open an MCP client session over `transport` ("http", "loopback" or "stdio")."""
-    if transport in ("http", "loopback"):
+    """Open an MCP client session over `transport` ("http", "sdk", "loopback", "stdio")."""
+    if transport != "stdio":
         http = await stack.enter_async_context(httpx2.AsyncClient(
             headers={"Authorization": f"token {token}"}, timeout=300))
-        route = "/jupyter-ci/mcp" if transport == "http" else LOOPBACK_ROUTE
+        route = ROUTES.get(transport, "/jupyter-ci/mcp")
         read, write = await stack.enter_async_context(streamable_http_client(
             f"{url}{route}", http_client=http))
     else:
@@ -105,7 +110,8 @@ async def bench(url: str, token: str, rounds: int) -> None:
         rest = await client.session()
         stack.push_async_callback(rest.delete)
         calls["REST execute (AsyncClient)"] = lambda: rest.execute("x = 1")
-        names = {"http": IN_PROCESS, "loopback": "MCP execute (http, loopback REST)",
+        names = {"http": IN_PROCESS, "sdk": "MCP execute (http, the SDK's path)",
+                 "loopback": "MCP execute (http, loopback REST)",
                  "stdio": "MCP execute (stdio)"}
         for transport, name in names.items():
             session = await mcp_session(stack, transport, url, token)
@@ -122,15 +128,16 @@ async def bench(url: str, token: str, rounds: int) -> None:
     base = statistics.median(times["REST execute (AsyncClient)"])
     for name, values in times.items():
         median = statistics.median(values)
-        print(f"{name:34} {median * 1000:7.2f} ms   ratio {median / base:5.2f}x   "
+        print(f"{name:36} {median * 1000:7.2f} ms   ratio {median / base:5.2f}x   "
               f"(p90 {sorted(values)[int(0.9 * (len(values) - 1))] * 1000:6.2f} ms)")
     ratio = statistics.median(times[IN_PROCESS]) / base
-    print(f"in-process door / REST: {ratio:.2f}x (goal <= {GOAL}x: "
-          f"{'met' if ratio <= GOAL else 'missed'})")
+    print(f"HTTP door / REST: {ratio:.2f}x (goal <= {GOAL}x: "
+          f"{'met' if ratio <= GOAL else 'missed'}); load average "
+          f"{' '.join(f'{load:.2f}' for load in os.getloadavg())}")
 
 
 def main() -> None:
-    """Start one server and measure the three paths against it."""
+    """Start one server and measure the five paths against it."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=30)
     args = parser.parse_args()

@@ -1,7 +1,8 @@
 """The tornado → ASGI bridge (jupyter_ci/mcp/asgi.py) under a live Jupyter server.
 
 A toy ASGI app behind the bridge: the scope and body it sees, a streamed response that
-reaches the client chunk by chunk, and `http.disconnect` when the client hangs up.
+reaches the client chunk by chunk, `http.disconnect` when the client hangs up, and a stream
+that holds only its answer sent as JSON (framing.py).
 """
 
 from __future__ import annotations
@@ -43,6 +44,21 @@ async def toy(scope: Scope, receive: Receive, send: Send) -> None:
     seen["gone"].set()
 
 
+ANSWER = b'{"jsonrpc":"2.0","id":5,"result":{}}'
+NOTE = b'{"jsonrpc":"2.0","method":"notifications/progress","params":{}}'
+
+
+async def answering(scope: Scope, receive: Receive, send: Send) -> None:
+    """Answer as the SDK's transport does: an event stream, a note first if asked."""
+    await receive()
+    await send({"type": "http.response.start", "status": 200,
+                "headers": [(b"content-type", b"text/event-stream"), (b"x-toy", b"2")]})
+    for data in ([NOTE] if scope["query_string"] == b"note=1" else []) + [ANSWER]:
+        await send({"type": "http.response.body", "more_body": True,
+                    "body": b"event: message\r\ndata: " + data + b"\r\n\r\n"})
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
 class ToyHandler(ASGIHandler):
     app = staticmethod(toy)
 
@@ -51,11 +67,17 @@ class ToyHandler(ASGIHandler):
         await self.serve()
 
 
+class AnsweringHandler(ToyHandler):
+    app = staticmethod(answering)
+    json_replies = True
+
+
 @pytest.fixture
 def toy_url(jp_serverapp: Any, http_server_client: Any, http_server_port: tuple[Any, int],
             jp_base_url: str) -> tuple[str, dict[str, str]]:
     route = url_path_join(jp_base_url, "/toy-asgi")
-    jp_serverapp.web_app.add_handlers(".*$", [(route, ToyHandler)])
+    jp_serverapp.web_app.add_handlers(".*$", [(route, ToyHandler),
+                                              (route + "-answers", AnsweringHandler)])
     token = str(jp_serverapp.identity_provider.token)
     return (f"http://127.0.0.1:{http_server_port[-1]}{route}",
             {"Authorization": f"token {token}"})
@@ -101,3 +123,25 @@ async def test_the_bridge_keeps_jupyters_auth(toy_url: tuple[str, dict[str, str]
     async with httpx.AsyncClient() as client:
         refused = await client.post(url, content=b"{}")
     assert refused.status_code == 403
+
+
+async def test_a_stream_holding_only_its_answer_goes_as_one_json_body(
+    toy_url: tuple[str, dict[str, str]],
+) -> None:
+    url, auth = toy_url
+    request = b'{"jsonrpc": "2.0", "id": 5, "method": "tools/call"}'
+    both = {**auth, "Accept": "application/json, text/event-stream"}
+    async with httpx.AsyncClient() as client:
+        lone = await client.post(f"{url}-answers", content=request, headers=both)
+        noted = await client.post(f"{url}-answers?note=1", content=request, headers=both)
+        streamed = await client.post(f"{url}-answers", content=request,
+                                     headers={**auth, "Accept": "text/event-stream"})
+    assert lone.headers["content-type"] == "application/json" and lone.content == ANSWER
+    assert lone.headers["content-length"] == str(len(ANSWER))  # the connection is kept
+    assert lone.headers["x-toy"] == "2"  # the app's other headers go too
+    # Anything before the answer (an ask's progress), or a client that takes no JSON: the
+    # stream as the app sent it.
+    assert noted.headers["content-type"] == "text/event-stream"
+    assert noted.text.count("event: message") == 2 and NOTE.decode() in noted.text
+    assert streamed.headers["content-type"] == "text/event-stream"
+    assert ANSWER.decode() in streamed.text

@@ -1,4 +1,5 @@
-"""What the MCP tools give back, without a server: runs, files, notebooks, ask progress."""
+"""What the MCP tools give back, without a server: runs, files, notebooks, ask progress, and
+when the HTTP door's answer goes as JSON rather than as an event stream (framing.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from mcp.types import EmbeddedResource, ImageContent, TextContent
 
 from jupyter_ci.client import Execution
 from jupyter_ci.mcp import results
+from jupyter_ci.mcp.framing import Framer, accepts_json, request_id
 
 PNG = base64.b64encode(b"\x89PNG" + b"0" * 8).decode()
 
@@ -79,3 +81,53 @@ def test_an_asks_result_says_how_it_ended() -> None:
     assert not done.is_error and done.content[0].text.startswith("42")  # type: ignore[union-attr]
     failed = results.ask_result({"status": "failed", "answer": None, "error": {"kind": "x"}})
     assert failed.is_error and "ask failed" in failed.content[0].text  # type: ignore[union-attr]
+
+
+def event(data: object, *, name: str = "message", ident: str | None = None) -> bytes:
+    """An SSE event as the SDK's server writes it (sse-starlette, CRLF lines)."""
+    lines = [f"event: {name}", *([f"id: {ident}"] if ident else []), f"data: {json.dumps(data)}"]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+ANSWER = {"jsonrpc": "2.0", "id": 7, "result": {"content": [], "isError": False}}
+PROGRESS = {"jsonrpc": "2.0", "method": "notifications/progress",
+            "params": {"progressToken": 1, "progress": 1}}
+
+
+def test_a_stream_of_only_its_answer_is_that_answers_json() -> None:
+    whole = event(ANSWER)
+    for chunks in ([whole], [whole[:9], whole[9:-1], whole[-1:]], [whole, b""]):
+        framer = Framer(7)
+        assert all(framer.feed(chunk) for chunk in chunks)
+        assert framer.reply() is not None and json.loads(framer.reply() or b"") == ANSWER
+
+
+def test_anything_else_in_the_stream_sends_it_as_a_stream() -> None:
+    others = [
+        event(PROGRESS) + event(ANSWER),  # progress first (an ask's)
+        event({"jsonrpc": "2.0", "id": 0, "method": "elicitation/create"}),  # a question
+        b": ping - 2026-12-01\r\n\r\n",  # a long run's keep-alive
+        event(ANSWER, ident="e1"),  # a resumable stream's event id
+        event({**ANSWER, "id": 8}),  # another request's answer
+        event(ANSWER, name="other"),
+        event(ANSWER) + event(ANSWER),
+        b"event: message\r\ndata: {not json\r\n\r\n",
+    ]
+    for stream in others:
+        framer = Framer(7)
+        assert not framer.feed(stream) and framer.reply() is None, stream
+    held = Framer(7)
+    assert held.feed(event(ANSWER)) and not held.feed(b"event: message\r\n")  # more after it
+    assert held.reply() is None and bytes(held.buffered).startswith(b"event: message")
+
+
+def test_a_json_answer_needs_a_client_that_takes_json_and_a_request_with_an_id() -> None:
+    assert accepts_json("application/json, text/event-stream")
+    assert accepts_json("*/*") and accepts_json("application/*;q=0.5")
+    assert not accepts_json("text/event-stream") and not accepts_json("")
+    assert request_id(b'{"jsonrpc": "2.0", "id": 3, "method": "ping"}') == 3
+    assert request_id(b'{"jsonrpc": "2.0", "id": "a", "method": "ping"}') == "a"
+    for body in (b'{"jsonrpc": "2.0", "method": "notifications/initialized"}',
+                 b'{"jsonrpc": "2.0", "id": true, "method": "ping"}',
+                 b'[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]', b"{", b""):
+        assert request_id(body) is None, body

@@ -15,6 +15,8 @@ from typing import Any
 from jupyter_server.base.handlers import APIHandler
 from tornado import httputil
 
+from jupyter_ci.mcp.framing import Framer, accepts_json, request_id
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -58,6 +60,10 @@ class ASGIHandler(APIHandler):
     _disconnected: asyncio.Event | None = None
     _started = False
     _flushing: asyncio.TimerHandle | None = None
+    #: Whether a POST's event stream that holds only its response goes as JSON (framing.py).
+    json_replies = False
+    _framer: Framer | None = None
+    _held: Message | None = None
 
     async def serve(self) -> None:
         """Run the app on this request, streaming its response."""
@@ -76,17 +82,34 @@ class ASGIHandler(APIHandler):
 
         scope = asgi_scope(self.request)
         scope[HANDLER] = self  # in process, the app authorizes each call with it
+        self._framer = self._framing()
         await self.app(scope, receive, self._send)
+        if self._held is not None and self._framer is not None:  # it stopped mid-stream
+            self._start(self._held)
+            self._held = None
+            self.write(bytes(self._framer.buffered))
         if not self._finished:
             self.finish(set_content_type=self._headers.get("Content-Type", "text/plain"))
 
+    def _framing(self) -> Framer | None:
+        """Return the framer of this request's answer, if it may come as JSON."""
+        if not self.json_replies or self.request.method != "POST" or \
+                not accepts_json(self.request.headers.get("Accept", "")):
+            return None
+        ident = request_id(self.request.body)
+        return None if ident is None else Framer(ident)
+
     async def _send(self, message: Message) -> None:
         if message["type"] == "http.response.start":
+            if self._framer is not None and message["status"] == 200 and \
+                    _content_type(message) == "text/event-stream":
+                self._held = message  # sent with the first event that is not the answer
+                return
             self._start(message)
         elif message["type"] == "http.response.body":
             await self._body(message)
 
-    def _start(self, message: Message) -> None:
+    def _start(self, message: Message, content_type: str | None = None) -> None:
         self._started = True
         self.set_status(int(message["status"]))
         self.clear_header("Content-Type")
@@ -94,10 +117,14 @@ class ASGIHandler(APIHandler):
             key, text = bytes(name).decode("latin-1"), bytes(value).decode("latin-1")
             if key.lower() == "content-length":
                 continue  # tornado sets it (or chunks) itself
+            if content_type is not None and key.lower() == "content-type":
+                text = content_type
             self.add_header(key, text)
 
     async def _body(self, message: Message) -> None:
         if self._finished or self.request.connection is None:
+            return
+        if self._held is not None and not self._release(message):
             return
         chunk = bytes(message.get("body", b""))
         if chunk:
@@ -114,6 +141,22 @@ class ASGIHandler(APIHandler):
             return
         self._cancel_flush()
         self.finish(set_content_type=self._headers.get("Content-Type", "text/plain"))
+
+    def _release(self, message: Message) -> bool:
+        """Hold a stream back while it may be a lone answer; tell whether to send it on."""
+        assert self._framer is not None and self._held is not None
+        more = message.get("more_body", False)
+        if self._framer.feed(bytes(message.get("body", b""))) and more:
+            return False
+        start, self._held = self._held, None
+        answer = None if more else self._framer.reply()
+        if answer is not None:  # the whole stream was the answer: one JSON body
+            self._start(start, "application/json")
+            self.finish(answer)
+            return False
+        self._start(start)
+        message["body"] = bytes(self._framer.buffered)  # from the stream's start
+        return True
 
     async def _flush(self) -> None:
         self._cancel_flush()
@@ -141,3 +184,11 @@ class ASGIHandler(APIHandler):
     def _hung_up(self) -> None:
         if self._disconnected is not None:
             self._disconnected.set()
+
+
+def _content_type(message: Message) -> str:
+    """Return the media type an ASGI response start names (lower case, no parameters)."""
+    for name, value in message.get("headers", []):
+        if bytes(name).lower() == b"content-type":
+            return bytes(value).decode("latin-1").split(";")[0].strip().lower()
+    return ""

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from mcp.server.mcpserver import Context
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
+    from jupyter_ci.mcp.fastpath import FastPath
     from jupyter_ci.mcp.tools import Connection
     from jupyter_ci.server.sessions.manager import SessionManager
 
@@ -122,9 +123,13 @@ async def _end(sessions: SessionManager, sid: str) -> None:
 class MCPDoor:
     """The SDK's session manager, started at the first request and stopped with the server."""
 
-    def __init__(self, server: ServerApp, log: Logger, in_process: bool = True) -> None:
-        # in_process=False: every tool over loopback REST (bench/bench_mcp.py compares them).
+    def __init__(self, server: ServerApp, log: Logger, in_process: bool = True,
+                 fast: bool = True) -> None:
+        # in_process=False: every tool over loopback REST; fast=False: every answer from the
+        # SDK's transport as an event stream (bench/bench_mcp.py and the tests compare them).
         self.server, self.log, self.in_process = server, log, in_process
+        self.json_replies = fast
+        self.fast: FastPath | None = None
         self.manager: StreamableHTTPSessionManager | None = None
         self._task: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
@@ -147,6 +152,11 @@ class MCPDoor:
                 mcp.middleware.append(handshake_only)
                 mcp.streamable_http_app()  # makes the server's session manager (its app unused)
                 self.manager = mcp.session_manager
+                if self.json_replies and isinstance(self.backend, InProcessBackend):
+                    from jupyter_ci.mcp.fastpath import FastPath
+
+                    self.fast = FastPath.of(mcp, self.backend)
+                    self.fast.install(self.manager)
                 self._task = asyncio.ensure_future(self._run(self.manager))
         await self._ready.wait()
         if self.manager is None or self._task is None or self._task.done():
@@ -193,6 +203,7 @@ class MCPHandler(ASGIHandler):
     def initialize(self, door: MCPDoor) -> None:
         """Keep the door."""
         self.door = door
+        self.json_replies = door.json_replies
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         """Say what a refused request lacks (tornado's own words name an XSRF cookie)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from jupyter_server.auth.utils import HTTP_METHOD_TO_AUTH_ACTION
@@ -41,10 +42,15 @@ if TYPE_CHECKING:
 RESOURCE = "jupyter_ci"
 
 
-async def authorize(ctx: Context[Any, Any], method: str) -> None:
-    """Refuse the call unless its caller may do what REST's route of `method` needs."""
+def handler_of(ctx: Context[Any, Any]) -> JupyterHandler | None:
+    """Return the door's tornado handler of the HTTP request that carries this call."""
     request = ctx.request_context.request
     handler: JupyterHandler | None = getattr(request, "scope", {}).get(HANDLER)
+    return handler
+
+
+async def authorize(handler: JupyterHandler | None, method: str) -> None:
+    """Refuse the call unless its caller may do what REST's route of `method` needs."""
     action = HTTP_METHOD_TO_AUTH_ACTION[method]
     refused = ToolError(f"Forbidden: this user is not authorized to {action} on resource "
                         f"{RESOURCE} (as the REST API would answer with a 403); ask the "
@@ -55,6 +61,15 @@ async def authorize(ctx: Context[Any, Any], method: str) -> None:
     if not user or not await ensure_async(
             handler.authorizer.is_authorized(handler, user, action, RESOURCE)):
         raise refused
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """An execute that REST would take: authorized, its body read, its session found."""
+
+    session: Session
+    code: str
+    timeout: float
 
 
 class InProcessBackend(LoopbackBackend):
@@ -69,17 +84,30 @@ class InProcessBackend(LoopbackBackend):
     async def execute(self, ctx: Context[Any, Any], sid: str, code: str,
                       timeout: float | None, language: str | None) -> Execution:
         """Run `code` as POST .../execute would, for the caller of this MCP request."""
-        await authorize(ctx, "POST")
+        return await self.run(await self.prepare(handler_of(ctx), sid, code, timeout,
+                                                 language))
+
+    async def prepare(self, handler: JupyterHandler | None, sid: str, code: str,
+                      timeout: float | None, language: str | None) -> Prepared:
+        """Check an execute as REST's route would; raise ToolError with what it refuses."""
+        await authorize(handler, "POST")
         ci = self.server.web_app.settings["jupyter_ci"]
         body: dict[str, object] = {"code": code}
         body.update({k: v for k, v in (("timeout", timeout), ("language", language)) if v})
         try:
             request = execute(body, ci.max_code_bytes)
-            seconds = ci.timeout if request.timeout == SERVER_TIMEOUT else \
-                request.timeout or math.inf
             target = self.sessions.get(sid)
             languages.check_run(request.language, target.language)
-            reply = await self._run(target, code, seconds)
+        except SessionError as error:
+            raise ToolError(error.message) from None
+        seconds = ci.timeout if request.timeout == SERVER_TIMEOUT else \
+            request.timeout or math.inf
+        return Prepared(target, code, seconds)
+
+    async def run(self, prepared: Prepared) -> Execution:
+        """Run a prepared execute; raise ToolError with what stopped it."""
+        try:
+            reply = await self._run(prepared.session, prepared.code, prepared.timeout)
         except SessionError as error:
             raise ToolError(error.message) from None
         return executions_of(encode(reply))[0]
