@@ -1,10 +1,10 @@
-"""The HTTP door runs `execute` in process: each call is authorized as REST would authorize it.
+"""The HTTP door runs its tools in process: each call is authorized as REST would authorize it.
 
-Two users by token: alice may do anything; mallory may only read jupyter-ci (list sessions),
-as a token without the "write" scope. Mallory's MCP `execute` in alice's session is refused
-in process, as REST refuses her execute, and nothing of hers runs; her answer to a server's
-request (an ask's approval) is refused too. An execute naming another language than its
-session's is a tool error naming both.
+Two users by token: alice may do anything; mallory may only read jupyter-ci (list sessions,
+files, a notebook), as a token without the "write" scope. Mallory's MCP `execute` in alice's
+session is refused in process, as REST refuses her execute, and nothing of hers runs; so are
+her start_session and close_session, and her answer to a server's request (an ask's
+approval). An execute naming another language than its session's is a tool error naming both.
 """
 
 from __future__ import annotations
@@ -79,6 +79,39 @@ async def test_an_execute_is_authorized_in_process_as_rest_would(url: str) -> No
         after = await session.execute("x")
         assert after.text == "41", after.text  # nothing of hers ran
         await session.delete()
+
+
+async def test_starting_and_closing_sessions_needs_write_as_in_rest(
+        url: str, jp_serverapp: Any) -> None:
+    manager = jp_serverapp.web_app.settings["jupyter_ci_sessions"]
+    async with AsyncClient(url, "alice-token") as alice:
+        session = await alice.session()
+        await session.upload("data.txt", b"alice's")
+        async with TRANSPORTS["http"](url, "mallory-token") as mcp:
+            # Reading, as REST lets her.
+            files = await mcp.call_tool("list_files", {"session_id": session.id})
+            assert not files.is_error and "data.txt" in texts(files), texts(files)
+            notebook = await mcp.call_tool("get_notebook", {"session_id": session.id})
+            assert not notebook.is_error and '"nbformat": 4' in texts(notebook)
+            for tool, arguments in (("start_session", {}),
+                                    ("close_session", {"session_id": session.id})):
+                refused = await mcp.call_tool(tool, arguments)
+                assert refused.is_error, (tool, texts(refused))
+                assert "not authorized to write on resource jupyter_ci" in texts(refused)
+            assert list(manager.sessions) == [session.id]  # none started, hers not closed
+        async with AsyncClient(url, "mallory-token") as mallory:
+            rest = [await mallory.http.post("jupyter-ci/sessions", json={}),
+                    await mallory.http.delete(f"jupyter-ci/sessions/{session.id}")]
+            assert [reply.status_code for reply in rest] == [403, 403]  # what REST answers
+        async with TRANSPORTS["http"](url, "alice-token") as mcp:
+            started = await mcp.call_tool("start_session", {})
+            assert not started.is_error, texts(started)
+            mine = started.structured_content["id"]
+            listed = await mcp.call_tool("list_sessions", {})
+            assert {s["id"] for s in listed.structured_content["result"]} == {session.id, mine}
+            closed = await mcp.call_tool("close_session", {"session_id": session.id})
+            assert not closed.is_error, texts(closed)
+        assert list(manager.sessions) == []  # hers closed; the one it started ended with it
 
 
 async def test_answering_the_servers_requests_needs_write(url: str) -> None:

@@ -29,10 +29,10 @@ from jupyter_ci.client import (
     AsyncSession,
     Client,
     CodeInterpreterError,
-    Execution,
     Session,
 )
-from jupyter_ci.mcp.tools import Connection, build_server, rest_execute
+from jupyter_ci.mcp.rest import RestBackend
+from jupyter_ci.mcp.tools import Connection, build_server
 
 #: Where the token is read from when --token is not given (kept off the command line).
 TOKEN_VARS = ("JUPYTER_CI_TOKEN", "JUPYTER_TOKEN")
@@ -44,8 +44,8 @@ STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP")
 STOP_S = 10.0
 
 
-class StdioBackend:
-    """One client for the process, with the token it was started with."""
+class StdioBackend(RestBackend):
+    """One REST client for the process, with the token it was started with."""
 
     def __init__(self, url: str, token: str | None) -> None:
         self.url, self.token = url, token
@@ -60,11 +60,6 @@ class StdioBackend:
     def connection(self) -> Connection:
         """Return the process's state."""
         return self.process
-
-    async def execute(self, ctx: Context[Any, Any], sid: str, code: str,
-                      timeout: float | None, language: str | None) -> Execution:
-        """Run code over HTTP (the stdio door keeps REST)."""
-        return await rest_execute(self._client, sid, code, timeout, language)
 
     def end_now(self) -> None:
         """Close the sessions this process started, blocking (from a signal handler)."""

@@ -4,14 +4,16 @@ The SDK's session manager is ASGI; `MCPHandler` (a tornado handler, see asgi.py)
 Jupyter's authentication and authorizer first, then hands the request over. The manager's
 task group runs from the first request until the extension stops.
 
-`execute` runs in process (inprocess.py: authorized as REST's execute, with the user of the
-request that carries it). The other tools call the REST sessions API on the server's own
-address (loopback), forwarding the caller's own credentials (its Authorization header, or its
-cookie and XSRF header): every call is authenticated and authorized again exactly as a REST
-call of that user would be, the limits and checks of the REST handlers apply once, and no
-credential is minted or borrowed (the server's own token is never used). The door itself lets
-in "read"; each tool's call is then authorized as its REST route. The SDK is imported at the
-first request, not when the server starts.
+The tools run in process (inprocess.py: each authorized as its REST route, with the user of
+the request that carries it), and a call of `execute` that asks for nothing but its answer
+skips the SDK's dispatch (fastpath.py). `ask` and the file tools call the REST sessions API
+on the server's own address (loopback), forwarding the caller's own credentials (its
+Authorization header, or its cookie and XSRF header): every such call is authenticated and
+authorized again exactly as a REST call of that user would be, the limits and checks of the
+REST handlers apply once, and no credential is minted or borrowed (the server's own token is
+never used). The door itself lets in "read"; each tool's call is then authorized as its REST
+route. An answer that is a lone response goes as JSON, not as an event stream (framing.py).
+The SDK is imported at the first request, not when the server starts.
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.utils import ensure_async
 from tornado import web
 
-from jupyter_ci.client import AsyncClient, Execution
+from jupyter_ci.client import AsyncClient
 from jupyter_ci.mcp.asgi import ASGIHandler
+from jupyter_ci.mcp.rest import RestBackend
 from jupyter_ci.server.sessions.errors import UnknownSession
 from jupyter_ci.server.sessions.handlers import NO_TOKEN
 
@@ -73,7 +76,7 @@ class _Forwarding(AsyncClient):
         self.http = http
 
 
-class LoopbackBackend:
+class LoopbackBackend(RestBackend):
     """The tools' REST client in the server: loopback, as the caller of each request."""
 
     def __init__(self, server: ServerApp, timeout: float = 300.0) -> None:
@@ -94,13 +97,6 @@ class LoopbackBackend:
     def connection(self) -> Connection | None:
         """None: each MCP session keeps its own (`closed` is told of its end)."""
         return None
-
-    async def execute(self, ctx: Context[Any, Any], sid: str, code: str,
-                      timeout: float | None, language: str | None) -> Execution:
-        """Run code over loopback REST (inprocess.InProcessBackend runs it in process)."""
-        from jupyter_ci.mcp.tools import rest_execute  # the SDK: loaded at the first request
-
-        return await rest_execute(self.client(ctx), sid, code, timeout, language)
 
     async def closed(self, connection: Connection) -> None:
         """End the sessions this MCP session started (its client's DELETE, or idle)."""

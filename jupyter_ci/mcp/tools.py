@@ -1,10 +1,11 @@
 """The MCP tools of jupyter-ci: sessions, execute, ask, files, the session's notebook (and,
 in notebooks.py, the user's own notebooks: read them, and run code in one as a new cell).
 
-Every tool goes through the REST sessions API with `jupyter_ci.client.AsyncClient`, which a
-`Backend` hands out per call: the stdio server keeps one for its process, the server's own
-Streamable HTTP door makes one per request carrying that request's own credentials; `execute`
-goes through `Backend.execute` (the door's runs in process, authorized as REST would).
+The tools reach the sessions through a `Backend`: over the REST sessions API
+(rest.RestBackend: the stdio server with one client for its process, the server's loopback
+door with one per request carrying that request's own credentials), or in the server itself
+(inprocess.InProcessBackend, the HTTP door's: each operation authorized as its REST route).
+`ask` and the file tools stay on REST in either (`Backend.client`).
 A tool that names no session uses the connection's default one, started on first use.
 """
 
@@ -29,10 +30,9 @@ from pydantic import Field
 
 from jupyter_ci._version import __version__
 from jupyter_ci.client import AsyncClient, AsyncSession, CodeInterpreterError, Execution
-from jupyter_ci.client.formats import raise_for
 from jupyter_ci.mcp import results
 from jupyter_ci.mcp.approval import NEEDS_ELICITATION, Approver
-from jupyter_ci.mcp.shapes import FileEntry, SessionInfo
+from jupyter_ci.mcp.shapes import FileEntry, Notebook, SessionInfo
 
 INSTRUCTIONS = (
     "jupyter-ci runs Python in stateful Jupyter kernels (sessions): variables, imports and "
@@ -51,10 +51,11 @@ SessionId = Annotated[str | None, Field(
 
 
 class Backend(Protocol):
-    """Where the tools reach the REST API, and with whose credentials."""
+    """Where the tools reach the sessions, and with whose credentials (rest.RestBackend over
+    the REST API; inprocess.InProcessBackend in the server, authorized as REST would be)."""
 
     def client(self, ctx: Context[Any, Any]) -> AsyncClient:
-        """Return the client for this tool call."""
+        """Return the REST client for this tool call (the tools that stay on REST)."""
         ...
 
     def connection(self) -> Connection | None:
@@ -65,19 +66,30 @@ class Backend(Protocol):
         """Clean up after an MCP connection that ended."""
         ...
 
-    async def execute(self, ctx: Context[Any, Any], sid: str, code: str,
-                      timeout: float | None, language: str | None) -> Execution:
-        """Run code in session `sid` as POST .../execute does (`rest_execute`, or in process)."""
+    async def start(self, ctx: Context[Any, Any], kernel_name: str | None) -> SessionInfo:
+        """Start a session as POST /jupyter-ci/sessions does; return its info."""
         ...
 
+    async def sessions(self, ctx: Context[Any, Any]) -> list[SessionInfo]:
+        """List the sessions as GET /jupyter-ci/sessions does."""
+        ...
 
-async def rest_execute(client: AsyncClient, sid: str, code: str, timeout: float | None,
-                       language: str | None) -> Execution:
-    """Run code in session `sid` over the REST API (timeout omitted: the server's default)."""
-    # Omitted, not None, when not given: the client reads None as "no deadline".
-    options: dict[str, Any] = {"timeout": timeout} if timeout else {}
-    return await AsyncSession(client.http, {"id": sid}).execute(code, language=language,
-                                                                 **options)
+    async def close(self, ctx: Context[Any, Any], sid: str) -> None:
+        """End a session as DELETE /jupyter-ci/sessions/<sid> does."""
+        ...
+
+    async def files(self, ctx: Context[Any, Any], sid: str) -> list[FileEntry]:
+        """List a session's files as GET .../files does."""
+        ...
+
+    async def notebook(self, ctx: Context[Any, Any], sid: str) -> Notebook:
+        """Return a session's notebook as GET .../notebook does."""
+        ...
+
+    async def execute(self, ctx: Context[Any, Any], sid: str, code: str,
+                      timeout: float | None, language: str | None) -> Execution:
+        """Run code in session `sid` as POST .../execute does."""
+        ...
 
 
 @dataclass
@@ -112,20 +124,24 @@ def _connection(ctx: Context[Any, Any], backend: Backend) -> Connection:
     return state
 
 
-async def _session(ctx: Context[Any, Any], backend: Backend,
-                   session_id: str | None) -> AsyncSession:
+async def _sid(ctx: Context[Any, Any], backend: Backend, session_id: str | None) -> str:
     """Return the session named, or the connection's default one (started if need be)."""
-    client = backend.client(ctx)
     if session_id:
-        return AsyncSession(client.http, {"id": session_id})
+        return session_id
     connection = _connection(ctx, backend)
     async with connection.starting:
         if connection.default is None:
-            session = await client.session()
-            connection.default = session.id
-            connection.started.add(session.id)
-            return session
-    return AsyncSession(client.http, {"id": connection.default})
+            started = await backend.start(ctx, None)
+            connection.default = started["id"]
+            connection.started.add(started["id"])
+        return connection.default
+
+
+async def _session(ctx: Context[Any, Any], backend: Backend,
+                   session_id: str | None) -> AsyncSession:
+    """Return the REST client of the session named, or of the connection's default one."""
+    sid = await _sid(ctx, backend, session_id)
+    return AsyncSession(backend.client(ctx).http, {"id": sid})
 
 
 #: The failures a tool reports in words (the server's refusals, an unreachable server, bad
@@ -205,31 +221,27 @@ def _session_tools(server: MCPServer[Any], backend: Backend) -> None:
     ) -> SessionInfo:
         """Start a new Python session (a kernel with a working directory of its own) and
         make it this connection's default; return its info (id, sandboxed, ...)."""
-        session = await backend.client(ctx).session(
-            **({"kernel_name": kernel_name} if kernel_name else {}))
-        _connection(ctx, backend).default = session.id
-        _connection(ctx, backend).started.add(session.id)
-        return cast(SessionInfo, session.info)  # the server's JSON (shapes.py)
+        info = await backend.start(ctx, kernel_name)
+        _connection(ctx, backend).default = info["id"]
+        _connection(ctx, backend).started.add(info["id"])
+        return info
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
     async def list_sessions(ctx: Context[Any, Any]) -> list[SessionInfo]:
         """List the server's sessions (id, kernel, status, sandboxed, ...)."""
-        response = await backend.client(ctx).http.get("jupyter-ci/sessions")
-        raise_for(response)
-        sessions: list[SessionInfo] = response.json()
-        return sessions
+        return await backend.sessions(ctx)
 
     @server.tool(annotations=ToolAnnotations(destructive_hint=True, open_world_hint=False))
     async def close_session(ctx: Context[Any, Any],
                             session_id: SessionId = None) -> str:
         """Close a session: its kernel is shut down and its directory removed."""
-        session = await _session(ctx, backend, session_id)
-        await session.delete()
+        sid = await _sid(ctx, backend, session_id)
+        await backend.close(ctx, sid)
         connection = _connection(ctx, backend)
-        connection.started.discard(session.id)
-        if connection.default == session.id:
+        connection.started.discard(sid)
+        if connection.default == sid:
             connection.default = None
-        return f"Session {session.id} closed."
+        return f"Session {sid} closed."
 
 
 def _run_tools(server: MCPServer[Any], backend: Backend) -> None:
@@ -246,10 +258,7 @@ def _run_tools(server: MCPServer[Any], backend: Backend) -> None:
     ) -> CallToolResult:
         """Run Python code in a stateful Jupyter session: print output, the last
         expression's value, errors (with traceback) come back as text, plots as images."""
-        # The session's id only: an in-process run needs no REST client for it.
-        connection = None if session_id else _connection(ctx, backend)
-        sid = session_id or (connection and connection.default) or \
-            (await _session(ctx, backend, None)).id
+        sid = await _sid(ctx, backend, session_id)
         return results.run_result(await backend.execute(ctx, sid, code, timeout, language))
 
 
@@ -331,20 +340,14 @@ def _read_tools(server: MCPServer[Any], backend: Backend) -> None:
     async def list_files(ctx: Context[Any, Any],
                          session_id: SessionId = None) -> list[FileEntry]:
         """List the files of the session's directory (path, size, mime)."""
-        session = await _session(ctx, backend, session_id)
-        response = await session.http.get(f"jupyter-ci/sessions/{session.id}/files")
-        raise_for(response)
-        files: list[FileEntry] = response.json()
-        return files
+        return await backend.files(ctx, await _sid(ctx, backend, session_id))
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
     async def get_notebook(ctx: Context[Any, Any],
                            session_id: SessionId = None) -> str:
         """Return the session's executes and asks as an nbformat v4 notebook (JSON)."""
-        session = await _session(ctx, backend, session_id)
-        response = await session.http.get(f"jupyter-ci/sessions/{session.id}/notebook")
-        raise_for(response)
-        return results.notebook_text(response.json())
+        sid = await _sid(ctx, backend, session_id)
+        return results.notebook_text(await backend.notebook(ctx, sid))
 
 
-__all__ = ["Backend", "CodeInterpreterError", "Connection", "build_server", "rest_execute"]
+__all__ = ["Backend", "CodeInterpreterError", "Connection", "build_server"]
