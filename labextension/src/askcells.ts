@@ -206,7 +206,7 @@ export class AskCells {
    * that started it, which this page never sees: the cell gets them here, as plain text,
    * and is put back (at the end) when the notebook does not have it.
    */
-  resume(log: string[]): void {
+  resume(log: string[], note = '(Running in the kernel since before this page opened.)'): void {
     this._detached = true;
     let cell = findCell(this._model, this.askCellId);
     if (cell === null) {
@@ -216,7 +216,7 @@ export class AskCells {
     if (isCode(cell)) {
       cell.outputs.clear();
       const lines = log.map(line => `- ${line}`).join('\n');
-      cell.outputs.add(plainText(`(Running in the kernel since before this page opened.)\n${lines}`));
+      cell.outputs.add(plainText(`${note}\n${lines}`));
     }
   }
 
@@ -266,7 +266,18 @@ export class AskCells {
         cell.executionState = 'idle';
       }
     }
+    const ask = findCell(this._model, this.askCellId);
+    if ((this._detached || this._reinserted) && isCode(ask)) {
+      // No reply of its request reaches this page: the `%%ask` cell would show [*] for good.
+      ask.executionState = 'idle';
+      if (this.askCount !== null && ask.executionCount === null) {
+        ask.executionCount = this.askCount;
+      }
+    }
   }
+
+  /** The `%%ask` cell's own execution count (its ask's start says it), if known. */
+  askCount: number | null = null;
 
   private _previewCell(): ICodeCellModel | null {
     const cell = this._previewId === null ? null : findCell(this._model, this._previewId);

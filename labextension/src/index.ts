@@ -18,6 +18,7 @@ import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { ITranslator } from '@jupyterlab/translation';
 
+import { AskWriters, sharedAwareness } from './askwriters';
 import { renderUntrustedWhen } from './boxedrender';
 import { NotebookComm } from './comm';
 import { addCommands, CommandIDs, insertAndRunAsk, PANEL_ID } from './commands';
@@ -26,7 +27,7 @@ import { Conversations } from './conversationstore';
 import { CellDecorator } from './decoration';
 import { addFixCommand } from './fixcell';
 import { FrontendAnnouncer } from './frontend';
-import { keepCleanOnKernelInfo } from './kernelmetadata';
+import { holdKernelInfoOfNewModels, keepCleanOnKernelInfo } from './kernelmetadata';
 import { KernelMarks, KernelMarksFollower } from './outputtrust';
 import { askIcon, AskPanel } from './panel';
 import { PanelModel } from './panelmodel';
@@ -79,9 +80,10 @@ function manageNotebooks(
         conversation.addRecorded(recordedAsks(notebookCells(context.model)));
       }
     });
-    const comm = new NotebookComm(
-      panel.sessionContext, model, conversation, guard, reveal, questions, marks
-    );
+    const views = { conversation, trust: guard, reveal, questions };
+    // One page of those sharing the notebook (real-time collaboration) writes an ask's cells.
+    const writers = new AskWriters(sharedAwareness(context.model));
+    const comm = new NotebookComm(panel.sessionContext, model, views, marks, writers);
     const announcer = new FrontendAnnouncer(panel.sessionContext, model);
     context.disposed.connect(() => {
       comm.dispose();
@@ -187,6 +189,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     // Nor does any output of a kernel once model-written code ran in it, in any cell
     // (outputtrust.ts), nor ever a sandboxed kernel's.
     const marks = new KernelMarks();
+    // Opening a shared notebook does not make the server save it (kernelmetadata.ts).
+    holdKernelInfoOfNewModels(app.docRegistry.getModelFactory('notebook'));
     manageNotebooks(tracker, conversations, policy, marks);
     if (consoles !== null) {
       guardConsoles(consoles, marks, policy);

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import time
 from pathlib import Path
 
 from playwright.sync_api import expect
@@ -13,6 +14,8 @@ from tests.ui.lab import WAIT_MS, Lab
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
+#: jupyter-collaboration's delay between a change to a notebook's shared model and its save.
+SAVE_DELAY_S = 1.0
 
 
 def lab_sh_url() -> str:
@@ -29,6 +32,8 @@ def test_the_example_opens_unmodified_and_new_notebooks_land_at_the_root(lab: La
     # The session's lab root is shared: another test may have copied (and run) them.
     shutil.rmtree(root / "examples", ignore_errors=True)
     shutil.copytree(EXAMPLES, root / "examples")
+    on_disk = root / "examples" / "getting-started.ipynb"
+    before = on_disk.read_bytes()
     url = lab_sh_url()
     # lab.sh's page in this test's own workspace (reset), with the test server's token.
     path, _, query = url.partition("?")
@@ -48,6 +53,10 @@ def test_the_example_opens_unmodified_and_new_notebooks_land_at_the_root(lab: La
     expect(example.root).to_be_visible()
     tab = lab.page.locator("#jp-main-dock-panel .lm-TabBar-tab", has_text="getting-started")
     expect(tab).not_to_have_class(re.compile(r"jp-mod-dirty"))
+    # Nor on disk: with collaboration the server saves the notebook a second after any change
+    # to its shared model (SAVE_DELAY_S), so opening it must change nothing there either.
+    time.sleep(SAVE_DELAY_S * 3)
+    assert on_disk.read_bytes() == before
     # File > New > Notebook, as a user does it.
     lab.page.locator(".lm-MenuBar-itemLabel", has_text="File").click()
     lab.page.locator(".lm-Menu-itemLabel", has_text=re.compile("^New$")).hover()

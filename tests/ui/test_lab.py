@@ -6,7 +6,9 @@ import json
 import re
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import nbformat
 from playwright.sync_api import expect
@@ -14,7 +16,7 @@ from playwright.sync_api import expect
 from jupyter_ci.kernel.record import pin_of, prompt_hash
 from tests.demo_wheel import PACKAGE
 from tests.fakellm import FakeLLM, Turn
-from tests.ui.lab import WAIT_MS, Lab, Notebook
+from tests.ui.lab import COLLABORATION, WAIT_MS, Lab, Notebook
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 # Notebooks start with the cell JupyterLab adds when an ask first succeeds in a notebook that
@@ -34,6 +36,19 @@ def wait_answer(nb: Notebook, index: int, text: str) -> None:
     """Wait until the %%ask cell at `index` shows `text` and has finished."""
     expect(nb.cell(index).locator(".jp-OutputArea")).to_contain_text(text, timeout=WAIT_MS)
     nb.wait_cell_done(index)
+
+
+def _wait_saved(nb: Notebook, done: Callable[[Any], bool]) -> None:
+    """Wait until the notebook file on disk, as the server autosaves it, satisfies `done`."""
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while not done(nbformat.read(nb.path, as_version=4)):
+        assert time.monotonic() < deadline, f"{nb.path.name} was not saved as expected"
+        time.sleep(0.2)
+
+
+def _ids_and_sources(nb: Notebook) -> list[tuple[str, str]]:
+    """Return each cell's id and source, in order, as the page's model holds them."""
+    return [(c["id"], "".join(c["source"])) for c in nb.model_json()["cells"]]
 
 
 def ask_ids(nb: Notebook) -> list[str | None]:
@@ -272,18 +287,27 @@ def test_an_ask_survives_a_reload_of_the_page(lab: Lab, fake: FakeLLM) -> None:
     lab.panel.ask("set the reload check")
     nb.wait_cell_count(4)
     expect(nb.cell(3).locator(".jp-OutputArea")).to_contain_text("check 42", timeout=WAIT_MS)
-    # The %%ask cell the panel inserted was never saved: the reloaded notebook lacks it.
+    shared = nb.collaborative
+    assert shared == COLLABORATION
+    # Without collaboration the %%ask cell the panel inserted was never saved: the reloaded
+    # notebook lacks it. With it, the server's copy of the notebook keeps the cell and step 1.
     nb = lab.reload(nb)
-    # The kernel's account of the ask brings it back, its steps as cells below it.
+    # The kernel's account of the ask brings it back whole, its steps as cells below it,
+    # each once (the reloaded page is the only one left to write them).
+    expect(nb.cell(4).locator(".jp-OutputArea")).to_contain_text("twice 84", timeout=WAIT_MS)
+    ask = nb.cell(2)
+    expect(ask.locator(".jp-OutputArea")).to_contain_text("its double", timeout=WAIT_MS)
     nb.wait_cell_count(5)
     assert nb.source(1) == "print('first')"
     assert nb.source(3) == first and nb.source(4) == second
     expect(nb.cell(3).locator(".jp-OutputArea")).to_contain_text("check 42", timeout=WAIT_MS)
-    expect(nb.cell(4).locator(".jp-OutputArea")).to_contain_text("twice 84", timeout=WAIT_MS)
-    ask = nb.cell(2)
-    expect(ask.locator(".jp-OutputArea")).to_contain_text("its double", timeout=WAIT_MS)
-    expect(ask.locator(".jp-OutputArea")).to_contain_text("put back")
+    if shared:
+        expect(ask.locator(".jp-OutputArea")).not_to_contain_text("put back")
+    else:
+        expect(ask.locator(".jp-OutputArea")).to_contain_text("put back")
     expect(ask).to_have_class(has_class("jp-ci-ask"), timeout=WAIT_MS)
+    # No reply reaches this page, yet the %%ask cell shows it ran, with its own count.
+    nb.wait_cell_done(2)
     assert re.fullmatch(r"%%ask --pin [0-9a-f]{10}\nset the reload check", nb.source(2))
     ask_id = ask.get_attribute("data-jupyter-ci-ask-id")
     assert ask_id and ask_ids(nb) == [None, None] + [ask_id] * 3
@@ -291,6 +315,9 @@ def test_an_ask_survives_a_reload_of_the_page(lab: Lab, fake: FakeLLM) -> None:
         expect(nb.cell(index)).to_have_attribute("data-jupyter-ci-step", str(step))
     assert fake.calls() == 3
     nb.screenshot("reloaded-ask")
+    if shared:  # and the server saved it as the page shows it
+        _wait_saved(nb, lambda saved: [c.source for c in saved.cells][2:] == [
+            nb.source(2), first, second])
 
 
 def test_a_second_tab_follows_an_ask_that_runs_already(lab: Lab, fake: FakeLLM) -> None:
@@ -303,23 +330,65 @@ def test_a_second_tab_follows_an_ask_that_runs_already(lab: Lab, fake: FakeLLM) 
     nb = lab.open_notebook("second-tab", [LOAD, "%%ask\ncheck the tab", "print('last')"])
     nb.run(1)
     nb.wait_cell_count(4)
-    # Saved mid-ask (the ask goes on changing it): the %%ask cell, its id, and step 1.
-    nb.js("return panel.context.save();")
-    assert nbformat.read(nb.path, as_version=4).cells[2].source == first
+    # Saved mid-ask (the ask goes on changing it): the %%ask cell, its id, and step 1. With
+    # collaboration the server saves the notebook a second after each change.
+    if not nb.collaborative:
+        nb.js("return panel.context.save();")
+    _wait_saved(nb, lambda saved: len(saved.cells) > 2 and saved.cells[2].source == first)
     other = Lab(lab.page.context.new_page(), lab.server, f"{lab.workspace}-2")
     other.goto(nb.path.relative_to(lab.server.root).as_posix())
     tab = other.reload_target(nb.path)
-    tab.wait_cell_count(5)
-    assert [tab.source(i) for i in (2, 3, 4)] == [first, second, "print('last')"]
     expect(tab.cell(2).locator(".jp-OutputArea")).to_contain_text("tab 7", timeout=WAIT_MS)
     expect(tab.cell(3).locator(".jp-OutputArea")).to_contain_text("tab again 8", timeout=WAIT_MS)
     expect(tab.cell(1).locator(".jp-OutputArea")).to_contain_text("in two steps",
                                                                   timeout=WAIT_MS)
+    tab.wait_cell_count(5)
+    assert [tab.source(i) for i in (2, 3, 4)] == [first, second, "print('last')"]
     expect(tab.cell(1)).to_have_class(has_class("jp-ci-ask"), timeout=WAIT_MS)
-    # The first tab followed the whole ask as usual, without duplicates.
+    # The first tab followed the whole ask as usual, without duplicates: with collaboration
+    # both show the one notebook the first tab wrote, each step once.
     wait_answer(nb, 1, "in two steps")
+    nb.wait_cell_count(5)
     assert [nb.source(i) for i in (2, 3, 4)] == [first, second, "print('last')"]
+    if nb.collaborative:
+        assert _ids_and_sources(tab) == _ids_and_sources(nb)
+    # Both side panels followed the ask to its answer.
+    for page in (lab, other):
+        page.panel.open()
+        expect(page.panel.root).to_contain_text("in two steps", timeout=WAIT_MS)
     tab.screenshot("second-tab")
+
+
+def test_when_the_tab_that_ran_an_ask_closes_the_other_tab_finishes_it(
+        lab: Lab, fake: FakeLLM) -> None:
+    first = "left = 3\nprint('left', left)"
+    second = "print('right', left * 2)"
+    fake.push(code(first),
+              Turn("Thinking it over. " * 30, tool_calls=[("run_python", {"code": second})],
+                   chunk_delay=0.1),
+              Turn("Finished in the other tab."))
+    nb = lab.open_notebook("closing-tab", [LOAD, "%%ask\ncount both ways", "print('last')"])
+    nb.run(1)
+    expect(nb.cell(2).locator(".jp-OutputArea")).to_contain_text("left 3", timeout=WAIT_MS)
+    other = Lab(lab.page.context.new_page(), lab.server, f"{lab.workspace}-2")
+    other.goto(nb.path.relative_to(lab.server.root).as_posix())
+    tab = other.reload_target(nb.path)
+    expect(tab.cell(2).locator(".jp-OutputArea")).to_contain_text("left 3", timeout=WAIT_MS)
+    # The tab that ran the ask (and wrote its cells) goes while the model still thinks.
+    lab.page.close()
+    expect(tab.cell(3).locator(".jp-OutputArea")).to_contain_text("right 6", timeout=WAIT_MS)
+    expect(tab.cell(1).locator(".jp-OutputArea")).to_contain_text("in the other tab",
+                                                                  timeout=WAIT_MS)
+    tab.wait_cell_count(5)
+    assert [tab.source(i) for i in (2, 3, 4)] == [first, second, "print('last')"]
+    assert re.fullmatch(r"%%ask --pin [0-9a-f]{10}\ncount both ways", tab.source(1))
+    tab.wait_cell_done(1)
+    ask_id = tab.cell(1).get_attribute("data-jupyter-ci-ask-id")
+    assert ask_id and ask_ids(tab) == [None] + [ask_id] * 3 + [None]
+    tab.screenshot("closed-tab-taken-over")
+    if tab.collaborative:  # the server saved what the remaining tab wrote
+        _wait_saved(tab, lambda saved: [c.source for c in saved.cells] == [
+            LOAD, tab.source(1), first, second, "print('last')"])
 
 
 def test_asking_from_the_panel(lab: Lab, fake: FakeLLM) -> None:
