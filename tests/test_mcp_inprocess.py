@@ -130,6 +130,13 @@ async def test_answering_the_servers_requests_needs_write(url: str) -> None:
             client.headers["mcp-session-id"] = opened.headers["mcp-session-id"]
             replied = await client.post(f"{url}/jupyter-ci/mcp", json=answer)
             assert replied.status_code == status, (token, replied.text)
+            # Too deep for json to tell whether it is a reply: judged as one (not a 500).
+            deep = b'{"jsonrpc": "2.0", "id": 8, "result": ' + b'{"a": ' * 5000 + b"1" + \
+                b"}" * 5001
+            refused = await client.post(f"{url}/jupyter-ci/mcp", content=deep, headers={
+                "Content-Type": "application/json"})
+            assert refused.status_code == (403 if token == "mallory-token" else 400), \
+                refused.text
             await client.delete(f"{url}/jupyter-ci/mcp")
 
 

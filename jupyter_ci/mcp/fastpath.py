@@ -136,7 +136,11 @@ class FastPath:
                     request: Request, receive: Receive, send: Send) -> None:
         """Answer an eligible call here; hand anything else to the SDK's transport."""
         message = _message(await request.body())
-        call = await self._eligible(transport, request, message)
+        try:
+            call = await self._eligible(transport, request, message)
+        except Exception:  # a bug here must not cost the call: the SDK answers it
+            log.exception("jupyter-ci: the MCP fast path failed; the SDK answers the call")
+            call = None
         if call is None:
             self._cancel(transport, message)
             await sdk(scope, request, receive, send)
@@ -192,7 +196,8 @@ class FastPath:
             task.cancel()
             raise
         finally:
-            calls.pop(call.ident, None)
+            if calls.get(call.ident) is task:  # a reused id may have a newer call there
+                del calls[call.ident]
         self.answered += 1
         if task.cancelled():  # by a notifications/cancelled, or by the MCP session's end
             return _error(call, REQUEST_CANCELLED, "Request cancelled") \
@@ -246,7 +251,7 @@ def _dump(message: JSONRPCResponse | JSONRPCError) -> bytes:
 
 def _message(body: bytes) -> dict[str, Any] | None:
     """Return a POST's JSON-RPC message, or None when it is not one JSON object."""
-    with contextlib.suppress(ValueError):
+    with contextlib.suppress(ValueError, RecursionError):
         message = json.loads(body)
         return message if isinstance(message, dict) and message.get("jsonrpc") == "2.0" \
             else None

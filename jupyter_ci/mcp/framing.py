@@ -35,7 +35,7 @@ def request_id(body: bytes) -> str | int | None:
     """Return the id of the one JSON-RPC request in `body`, or None (anything else)."""
     try:
         message = json.loads(body or b"null")
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if not isinstance(message, dict) or not isinstance(message.get("method"), str):
         return None

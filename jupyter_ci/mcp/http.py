@@ -255,6 +255,8 @@ def answers(body: bytes) -> bool:
     """Tell whether an MCP message holds anything but requests and notifications (a reply)."""
     try:
         message = json.loads(body or b"{}")
+    except RecursionError:
+        return True  # too deep to tell: judged as a reply, whatever the SDK's parser makes of it
     except ValueError:
         return False  # the SDK refuses it, answering nothing to anyone
     messages = message if isinstance(message, list) else [message]
