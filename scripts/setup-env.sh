@@ -61,6 +61,12 @@ if [ "$extra" = test ] && command -v npm >/dev/null 2>&1 && [ ! -d tests/mcp-ins
   (cd tests/mcp-inspector && npm ci --no-audit --no-fund --silent >/dev/null 2>&1) ||
     echo "note: the MCP Inspector could not be installed; tests/test_mcp_inspector.py is skipped." >&2
 fi
+# JupyterHub's proxy (configurable-http-proxy, pinned in tests/hub-proxy), which the real
+# JupyterHub of tests/hub starts.
+if [ "$extra" = test ] && command -v npm >/dev/null 2>&1 && [ ! -d tests/hub-proxy/node_modules ]; then
+  (cd tests/hub-proxy && npm ci --no-audit --no-fund --silent >/dev/null 2>&1) ||
+    echo "note: configurable-http-proxy could not be installed; tests/hub is skipped." >&2
+fi
 # Kernels of other languages (bash, Deno, R, Java) for REST sessions: tests/test_languages*.py
 # use them. Tens of seconds the first time (R's and the JDK's Debian packages), a fraction of a
 # second after.

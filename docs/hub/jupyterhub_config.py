@@ -5,6 +5,11 @@ from jupyter_ci.hub import configure
 
 c = get_config()  # noqa: F821
 
+# JupyterHub's own: who may log in (here every user of this machine, by their password),
+# and who sees everyone's spending (the Hub's admins), e.g. {"ada"}.
+c.Authenticator.allow_all = True
+# c.Authenticator.admin_users = {"ada"}
+
 configure(
     c,
     policy={

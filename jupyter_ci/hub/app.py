@@ -12,6 +12,7 @@ the rest into its environment (settings.py).
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import os
 import secrets
@@ -100,7 +101,7 @@ async def serve(settings: HubSettings) -> None:
                           xsrf_cookies=False, log_function=_quiet)
     where = urlsplit(settings.url)
     server = HTTPServer(app, xheaders=True)
-    server.listen(where.port or 80, where.hostname or "127.0.0.1")
+    server.listen(where.port or 80, listen_ip(where.hostname or "127.0.0.1"))
     names = ", ".join(p.name for p in hub.service.broker.configured()) or "none"
     LOG.info("jupyter-ci Hub service on %s%s, provider keys held: %s", settings.url,
              settings.prefix, names)
@@ -113,6 +114,16 @@ async def serve(settings: HubSettings) -> None:
     server.stop()
     hub.meter.stop()
     LOG.info("jupyter-ci Hub service stopped")
+
+
+def listen_ip(host: str) -> str:
+    """Listen on the URL's address, or on every address for a name (`hub` in a pod: the
+    name of a Kubernetes Service, which no interface of the pod holds)."""
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return "127.0.0.1" if host == "localhost" else ""
+    return host.strip("[]")
 
 
 def _quiet(handler: web.RequestHandler) -> None:

@@ -136,6 +136,54 @@ function asConfig(value: unknown): IServerConfig {
   };
 }
 
+/** One model's share of a user's spending on the JupyterHub service (jupyter_ci/wire/hub.py). */
+export interface IModelSpending {
+  model: string;
+  turns: number;
+  input_tokens: number;
+  output_tokens: number;
+  cached_tokens: number;
+  cost_usd: number;
+}
+
+/** One budget of the Hub's policy: its limit, what is used, when it resets (UTC, ISO 8601). */
+export interface IHubLimit {
+  name: string;
+  limit: number;
+  used: number;
+  resets: string;
+  source: string;
+}
+
+/** `GET /jupyter-ci/spending`: the user's spending under a JupyterHub (docs/hub.md). */
+export interface IHubSpending {
+  user: string;
+  day: string;
+  month: string;
+  today: IModelSpending[];
+  this_month: IModelSpending[];
+  limits?: IHubLimit[];
+}
+
+/**
+ * The user's spending as the JupyterHub's jupyter-ci service keeps it, or null when this
+ * server is not under such a Hub (404) or cannot say now: the panel then shows nothing.
+ */
+export async function fetchHubSpending(): Promise<IHubSpending | null> {
+  const settings = ServerConnection.makeSettings();
+  const url = URLExt.join(settings.baseUrl, 'jupyter-ci/spending');
+  try {
+    const response = await ServerConnection.makeRequest(url, {}, settings);
+    const body = (await response.json()) as Partial<IHubSpending> | null;
+    if (!response.ok || !Array.isArray(body?.this_month)) {
+      return null;
+    }
+    return body as IHubSpending;
+  } catch {
+    return null;
+  }
+}
+
 /** What the server knows of a kernel: model-written code ran there; it runs in a box. */
 export interface IKernelMarks {
   model_code: boolean;

@@ -14,6 +14,7 @@ import { CommandIDs } from './commands';
 import type { IAskView } from './askview';
 import { NotebookCost } from './costview';
 import { FixButton } from './fixbutton';
+import { HubSpending } from './hubspending';
 import { ScrollFollower } from './follow';
 import { KeyForm } from './keyform';
 import type { PanelModel } from './panelmodel';
@@ -155,6 +156,7 @@ export class AskPanel extends VDomRenderer<PanelModel> {
           ))}
         </ConversationList>
         <NotebookCost asks={asks} />
+        <HubSpending asks={asks.length} />
         <ApprovalPrompt notebook={notebook} askIds={asks.map(ask => ask.askId)} />
         <FixButton notebook={notebook} fix={this._commands ? this._fix : null} />
         <Prompt model={model} />

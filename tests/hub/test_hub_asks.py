@@ -6,9 +6,12 @@ the fake provider behind the Hub's service, which alone holds the key.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import threading
 import time
+import urllib.error
+import urllib.request
 from typing import Any
 
 import pytest
@@ -165,6 +168,31 @@ def test_a_token_with_the_scope_drives_a_session_one_without_is_refused(team: Te
     status, _ = team.hub.request("POST", f"user/{BOB}/jupyter-ci/sessions/{sid}/execute",
                                  unscoped, {"code": "1"})
     assert status == 403
+
+
+def test_the_python_client_and_the_mcp_door_take_a_hub_token(team: Team) -> None:
+    from jupyter_ci.client import Client
+
+    token = server_token(team, BOB)
+    # docs/hub.md's example, against this Hub.
+    with Client(f"{team.hub.url}user/{BOB}/", token=token) as jc, jc.session() as py:
+        assert py.execute("6 * 7").results[0].text == "42"
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "hub-test", "version": "0"}}}
+    request = urllib.request.Request(
+        f"{team.hub.url}user/{BOB}/jupyter-ci/mcp", data=json.dumps(hello).encode(),
+        method="POST", headers={"Authorization": f"token {token}",
+                                "Content-Type": "application/json",
+                                "Accept": "application/json, text/event-stream"})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        said = response.read().decode()
+    assert '"serverInfo"' in said, said
+    unscoped = team.hub.token_for(BOB, [f"read:users:name!user={BOB}"])
+    request.headers["Authorization"] = f"token {unscoped}"
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=60)
+    assert refused.value.code == 403
 
 
 def test_the_hubs_culler_sees_a_running_ask_as_activity(team: Team) -> None:

@@ -36,8 +36,10 @@ from jupyter_ci.wire.hub import ENV_HUB_URL, POLICY_PATH, UserPolicy
 #: The server's own Hub token, which kernels do not get under the Hub service (with it,
 #: code in a kernel could call the service as the user, past the kernel's own budget).
 HUB_TOKENS = frozenset({"JUPYTERHUB_API_TOKEN", "JPY_API_TOKEN"})
-#: What the server applies while it cannot read the policy: the strictest.
-UNREAD = UserPolicy(user="", models=(), approval_minimum="each", boxed=True)
+#: What the server applies while it cannot read the policy: the strictest; every provider
+#: offered, so that an ask says the service cannot be reached, not that no key is set.
+UNREAD = UserPolicy(user="", models=(), approval_minimum="each", boxed=True,
+                    providers=tuple(spec.name for spec in providers.configurable()))
 _SHOWN = 300
 
 
