@@ -54,21 +54,23 @@ async function requestJSON(path: string, init: RequestInit = {}): Promise<unknow
     body = null;
   }
   if (!response.ok) {
-    if (response.status === 404) {
+    if (response.status === 404 && !hasMessage(body)) {
       throw new ApiError(
         'The jupyter-ci server extension is not enabled (GET /jupyter-ci/config: 404). ' +
           'Run `jupyter server extension enable jupyter_ci` and restart Jupyter.'
       );
     }
-    const message =
-      body !== null && typeof body === 'object' && 'message' in body
-        ? String((body as { message: unknown }).message)
-        : response.statusText;
+    const message = hasMessage(body) ? body.message : response.statusText;
     throw new ApiError(
       response.status === 400 ? message : `jupyter-ci server error ${response.status}: ${message}`
     );
   }
   return body;
+}
+
+/** Tell a reply of the server's that says what went wrong (`{"message": ...}`). */
+function hasMessage(body: unknown): body is { message: string } {
+  return typeof (body as { message?: unknown } | null)?.message === 'string';
 }
 
 function asProviders(value: unknown): IKeyProvider[] {
@@ -214,4 +216,51 @@ export async function kernelMarks(
     throw new ApiError(`jupyter-ci could not say what ran in kernel ${kernelId}.`);
   }
   return { model_code: body.model_code === true, sandboxed: body.sandboxed === true };
+}
+
+/** Whether agents may edit and run a notebook's cells, and why (`/jupyter-ci/notebooks/consent`). */
+export interface INotebookConsent {
+  path: string;
+  allowed: boolean;
+  /** The server's reason, to show as it is. */
+  why: string;
+  /** The server's setting (`c.JupyterCI.agent_notebooks`). */
+  setting: string;
+}
+
+/**
+ * Tell the server the user opened a notebook in this page (their consent, by the default
+ * setting, to agents editing and running it). A server without the route (an older one) or
+ * any failure is ignored: the page works as before.
+ */
+export async function notebookOpened(path: string): Promise<void> {
+  const settings = ServerConnection.makeSettings();
+  const url = URLExt.join(settings.baseUrl, 'jupyter-ci/notebooks/opened');
+  const init = { method: 'POST', body: JSON.stringify({ path }) };
+  await ServerConnection.makeRequest(url, init, settings).catch(() => undefined);
+}
+
+/** Ask the server whether agents may edit and run a notebook. */
+export async function notebookConsent(path: string): Promise<INotebookConsent> {
+  const query = `?path=${encodeURIComponent(path)}`;
+  return asConsent(await requestJSON(`jupyter-ci/notebooks/consent${query}`), path);
+}
+
+/** Let agents edit and run a notebook (`allow`), or stop letting them; returns the new state. */
+export async function setNotebookConsent(path: string, allow: boolean): Promise<INotebookConsent> {
+  const body = await requestJSON('jupyter-ci/notebooks/consent', {
+    method: 'PUT',
+    body: JSON.stringify({ path, allow })
+  });
+  return asConsent(body, path);
+}
+
+function asConsent(value: unknown, path: string): INotebookConsent {
+  const body = value as Partial<INotebookConsent> | null;
+  return {
+    path: typeof body?.path === 'string' ? body.path : path,
+    allowed: body?.allowed === true,
+    why: typeof body?.why === 'string' ? body.why : '',
+    setting: typeof body?.setting === 'string' ? body.setting : ''
+  };
 }

@@ -18,6 +18,10 @@ export namespace CommandIDs {
   export const openPanel = 'jupyter-ci:open-panel';
   /** Ask to fix the error of the active cell, in an `%%ask` cell below it (fixcell.ts). */
   export const fixCell = 'jupyter-ci:fix-cell';
+  /** Let agents (MCP clients) edit and run the current notebook (notebookdoor.ts). */
+  export const allowAgents = 'jupyter-ci:allow-agents';
+  /** Stop letting agents edit and run the current notebook (notebookdoor.ts). */
+  export const stopAgents = 'jupyter-ci:stop-agents';
 }
 
 /** Id of the side panel widget. */

@@ -18,6 +18,7 @@ import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { ITranslator } from '@jupyterlab/translation';
 
+import { AgentCells } from './agentcells';
 import { AskWriters, sharedAwareness } from './askwriters';
 import { renderUntrustedWhen } from './boxedrender';
 import { NotebookComm } from './comm';
@@ -32,6 +33,8 @@ import { KernelMarks, KernelMarksFollower } from './outputtrust';
 import { askIcon, AskPanel } from './panel';
 import { PanelModel } from './panelmodel';
 import { PendingAsks } from './pendingasks';
+import { addDoorCommands } from './doorcommands';
+import { NotebookDoor } from './notebookdoor';
 import { manageQuestions } from './questions';
 import { notebookCells, recordedAsks } from './records';
 import { inertSvgRendererFactory } from './svg';
@@ -44,7 +47,8 @@ function manageNotebooks(
   tracker: INotebookTracker,
   conversations: Conversations,
   policy: ITrustPolicy,
-  marks: KernelMarks
+  marks: KernelMarks,
+  door: NotebookDoor
 ): void {
   const managed = new WeakSet<object>();
   const manage = (panel: NotebookPanel): void => {
@@ -61,19 +65,17 @@ function manageNotebooks(
     }
     managed.add(context);
     keepCleanOnKernelInfo(panel); // opening a notebook does not modify it
+    door.follow(context); // the user opened it: the server hears of it (notebookdoor.ts)
     const model = () => (context.isDisposed ? null : context.model);
-    const reveal = (cellId: string): void => {
-      // The view the user looks at, else any view of this document.
-      const current = tracker.currentWidget;
-      const view = current?.context === context ? current : panel;
-      const index = view.content.widgets.findIndex(w => w.model.id === cellId);
-      if (index >= 0 && !view.isDisposed) {
-        void view.content.scrollToItem(index, 'smart');
-      }
-    };
+    const reveal = revealer(tracker, panel);
     const following = new KernelMarksFollower(session, marks);
     const guard = new TrustGuard(context.model, policy, kernelState);
     guards.set(context.model, guard);
+    // Cells an agent wrote or ran through the server, into the notebook shared with it.
+    const kernelId = (): string | null => session.session?.kernel?.id ?? null;
+    const agents = context.model.collaborative
+      ? new AgentCells({ model: context.model, guard, marks, kernelId, loaded: context.ready })
+      : null;
     // A browser that did not see the notebook's asks (another one) shows them from its records.
     void context.ready.then(() => {
       if (!context.isDisposed) {
@@ -90,12 +92,25 @@ function manageNotebooks(
       announcer.dispose();
       guard.dispose();
       following.dispose();
+      agents?.dispose();
     });
   };
   const guards = new WeakMap<INotebookModel, TrustGuard>();
   tracker.forEach(manage);
   tracker.widgetAdded.connect((_, panel) => manage(panel));
   guardRuns(tracker, guards, marks);
+}
+
+/** Scroll a cell into the view of its notebook the user looks at, else into `panel`'s. */
+function revealer(tracker: INotebookTracker, panel: NotebookPanel): (cellId: string) => void {
+  return cellId => {
+    const current = tracker.currentWidget;
+    const view = current?.context === panel.context ? current : panel;
+    const index = view.content.widgets.findIndex(w => w.model.id === cellId);
+    if (index >= 0 && !view.isDisposed) {
+      void view.content.scrollToItem(index, 'smart');
+    }
+  };
 }
 
 /**
@@ -191,7 +206,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const marks = new KernelMarks();
     // Opening a shared notebook does not make the server save it (kernelmetadata.ts).
     holdKernelInfoOfNewModels(app.docRegistry.getModelFactory('notebook'));
-    manageNotebooks(tracker, conversations, policy, marks);
+    const contents = app.serviceManager.contents;
+    const door = new NotebookDoor(path => contents.localPath(path));
+    manageNotebooks(tracker, conversations, policy, marks, door);
+    addDoorCommands(app, tracker, door);
     if (consoles !== null) {
       guardConsoles(consoles, marks, policy);
     }
@@ -201,7 +219,6 @@ const plugin: JupyterFrontEndPlugin<void> = {
     );
     addCommands(app, { tracker, ask });
 
-    const contents = app.serviceManager.contents;
     const model = new PanelModel({ tracker, conversations, ask, contents });
     // "Fix" in the cell toolbar and the panel asks with the model the panel picked.
     addFixCommand(app, { tracker, ask, model: () => model.pickedModel || null, icon: askIcon });
@@ -213,6 +230,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
 
     palette?.addItem({ command: CommandIDs.openPanel, category: 'jupyter-ci' });
     palette?.addItem({ command: CommandIDs.stop, category: 'jupyter-ci' });
+    palette?.addItem({ command: CommandIDs.allowAgents, category: 'jupyter-ci' });
+    palette?.addItem({ command: CommandIDs.stopAgents, category: 'jupyter-ci' });
   }
 };
 
