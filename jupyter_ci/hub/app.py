@@ -17,7 +17,7 @@ import logging
 import os
 import secrets
 import signal
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
 from tornado import web
@@ -34,6 +34,7 @@ from jupyter_ci.hub.handlers import (
 from jupyter_ci.hub.meter import HubMeter
 from jupyter_ci.hub.settings import HubSettings
 from jupyter_ci.hub.store import Store
+from jupyter_ci.models.base import UrlSetting
 from jupyter_ci.models.turn_wire import TURN_PATH
 from jupyter_ci.server.broker.broker import Broker
 from jupyter_ci.server.broker.keys import stored_keys
@@ -44,6 +45,8 @@ from jupyter_ci.wire.codec import encode
 from jupyter_ci.wire.hub import ADMIN_PATH, ADMIN_SPENDING_PATH, POLICY_PATH, SPENDING_PATH
 
 LOG = logging.getLogger("jupyter_ci.hub")
+#: Where the service's providers are set, as their errors say it to users.
+HELD = UrlSetting("set in the JupyterHub's jupyter-ci service", "ask your JupyterHub admin")
 
 
 @dataclass
@@ -83,7 +86,11 @@ def build(settings: HubSettings) -> HubService:
     broker = Broker.take_from_environ(os.environ, stored, settings.key_file)
     for problem in broker.misconfigured():
         LOG.warning("jupyter-ci: %s", problem)
-    meter = HubMeter(settings.policy, Store.open(settings.db_url), LOG)
+    # A provider's failure tells users where its URL is set: here, not their server.
+    for name, provider in broker.providers.items():
+        broker.providers[name] = replace(provider, url_setting=HELD)
+    meter = HubMeter(settings.policy, Store.open(settings.db_url), LOG,
+                     served=frozenset(p.name for p in broker.configured()))
     service = ModelService(broker, settings.request_timeout, settings.retries,
                            settings.max_reply_tokens, LOG, settings.policy.default.model or "",
                            price_table({k: encode(v) for k, v in settings.prices.items()}),

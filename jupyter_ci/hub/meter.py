@@ -78,6 +78,8 @@ class HubMeter:
     store: Store
     log: Logger | None = None
     clock: Callable[[], datetime] = utc_now
+    #: The providers the service holds a key (or a keyless URL) for; None: not checked here.
+    served: frozenset[str] | None = None
     books: dict[str, Book] = field(default_factory=dict)
     _rules: dict[tuple[str, tuple[str, ...]], Rules] = field(default_factory=dict)
     #: The one thread that talks to the database, so writes land in order.
@@ -119,6 +121,12 @@ class HubMeter:
         if len(model_id) > MODEL_CHARS:
             raise ModelConfigError(f"The model id is longer than {MODEL_CHARS} characters.",
                                    "Pick a model the Hub's policy allows.")
+        provider = model_id.partition(":")[0]
+        if self.served is not None and provider not in self.served:
+            raise ModelConfigError(
+                f"The JupyterHub's jupyter-ci service holds no key for {provider}.",
+                f"Pick a model of {', '.join(sorted(self.served)) or 'no provider yet'}, or "
+                "ask your JupyterHub admin to add the key.")
         if not rules.allows(model_id):
             allowed = ", ".join(rules.rule.models or ()) or "none"
             raise ModelConfigError(

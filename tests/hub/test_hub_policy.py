@@ -105,6 +105,11 @@ def test_a_direct_call_to_the_service_is_judged_as_the_tokens_user(team: Team) -
     status, said = hub.request("POST", "services/jupyter-ci/turn", bob,
                                {**TURN, "model": "openai:gpt-5"})
     assert status == 400 and "does not let" in said["error"]["message"], said
+    # One it allows, of a provider the service holds no key for, says so (not the panel).
+    status, said = hub.request("POST", "services/jupyter-ci/turn", bob,
+                               {**TURN, "model": "anthropic:claude-haiku-4-5"})
+    assert status == 400 and said["error"]["message"] == (
+        "The JupyterHub's jupyter-ci service holds no key for anthropic."), said
     # No token, a token without the scope, a service's token: refused before the body.
     for who in ("", team.hub.token_for(BOB, [f"access:servers!user={BOB}"]), team.hub.token):
         status, said = hub.request("POST", "services/jupyter-ci/turn", who or "none", TURN)
