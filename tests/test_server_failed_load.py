@@ -37,7 +37,10 @@ def test_a_server_whose_extension_failed_to_load_stops_without_a_traceback(
            "PYTHONPATH": str(Path(__file__).parent.parent)}
     settings: dict[str, Any] = {"session_sandbox": "never", **BAD[where]}
     (config / "jupyter_server_config.json").write_text(json.dumps({
-        "ServerApp": {"jpserver_extensions": {"jupyter_ci": True}}, "JupyterCI": settings}))
+        # Real-time collaboration left out: its own stop prints a traceback when no document
+        # was ever opened (docs/upstream/ydoc_stop_traceback.md), which is not ours to judge.
+        "ServerApp": {"jpserver_extensions": {"jupyter_ci": True, "jupyter_server_ydoc": False}},
+        "JupyterCI": settings}))
     log = tmp_path / "server.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
