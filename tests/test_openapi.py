@@ -36,8 +36,8 @@ async def test_the_server_serves_the_document_and_every_route_is_in_it(
     service = jp_serverapp.web_app.settings["jupyter_ci_service"]
     table = routes(JupyterCI(), service, None, None, None, None)  # type: ignore[arg-type]
     # The kernels' model service and the page's own routes (config, keys, what ran in a
-    # kernel) are not in it.
-    panel = ("broker", "config", "keys", "model-code")
+    # kernel, the user's spending under a JupyterHub: docs/protocol.md section 3) are not in it.
+    panel = ("broker", "config", "keys", "model-code", "spending")
     patterns = [p for p, _, _ in table if not any(word in p for word in panel)]
     documented = {re.sub(r"\{(\w+)\}", "X", path) for path in served["paths"]}
     served_routes = {re.sub(r"\(\?P<\w+>[^)]+\)", "X", p).split("/jupyter-ci/", 1)[1]
