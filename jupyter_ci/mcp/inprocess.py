@@ -78,7 +78,9 @@ def refused() -> Iterator[None]:
     try:
         yield
     except SessionError as error:
-        raise ToolError(error.message) from None
+        # As the REST path says it (client.formats.CodeInterpreterError): the reason too, which
+        # a client may act on (sandbox_required, too_many_sessions, ...).
+        raise ToolError(f"{error.message} (HTTP {error.status}, {error.reason})") from None
 
 
 def info(session: Session) -> SessionInfo:
