@@ -139,6 +139,8 @@ class MCPDoor:
             if self._task is None:
                 # The SDK takes ~0.3 s to import: not on the event loop.
                 await asyncio.to_thread(importlib.import_module, "jupyter_ci.mcp.tools")
+                from mcp.server.transport_security import TransportSecuritySettings
+
                 from jupyter_ci.mcp.inprocess import InProcessBackend
                 from jupyter_ci.mcp.tools import build_server, handshake_only
 
@@ -146,7 +148,12 @@ class MCPDoor:
                     self.server)
                 mcp = build_server(self.backend)
                 mcp.middleware.append(handshake_only)
-                mcp.streamable_http_app()  # makes the server's session manager (its app unused)
+                # Makes the server's session manager (its app unused). Jupyter's own host
+                # check (allow_remote_access, local_hostnames) guards this handler against DNS
+                # rebinding, as every route of the server; the SDK's own would refuse every
+                # host but localhost with a 421, even those Jupyter serves (a Hub, Binder).
+                mcp.streamable_http_app(transport_security=TransportSecuritySettings(
+                    enable_dns_rebinding_protection=False))
                 self.manager = mcp.session_manager
                 if self.json_replies and isinstance(self.backend, InProcessBackend):
                     from jupyter_ci.mcp.fastpath import FastPath
