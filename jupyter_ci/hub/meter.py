@@ -3,9 +3,10 @@
 The model service (server/broker/model_service.py) asks it before and after every turn, as
 a single server asks its own budgets. A user's counts for this month live in memory (read
 from the database the first time the user is seen, `enter`), so judging a turn costs no
-query; each settled turn is added to them at once and written to the database by one
-worker thread, in order. Reservations make turns running at once see each other: together
-they pass a limit by one reservation at most, as on a single server.
+query; each settled turn is added to them at once, and the turns of each half second are
+written to the database together by one worker thread, in order. Reservations make turns
+running at once see each other: together they pass a limit by one reservation at most, as on
+a single server.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ from jupyter_ci.server.broker.meter import unpriced_hint
 from jupyter_ci.wire.hub import Limit, LimitName
 
 T = TypeVar("T")
+#: Seconds settled turns wait to be written together: off the turn's own path (a write on
+#: the database thread while a turn streams slowed it), at most this much lost in a crash.
+FLUSH_S = 0.5
 
 
 def utc_now() -> datetime:
@@ -85,6 +89,9 @@ class HubMeter:
     #: The one thread that talks to the database, so writes land in order.
     _db: ThreadPoolExecutor = field(
         default_factory=lambda: ThreadPoolExecutor(1, thread_name_prefix="jupyter-ci-db"))
+    #: Turns settled and not yet written, summed per user, model and day.
+    _pending: dict[tuple[str, str, date], Row] = field(default_factory=dict)
+    _flushing: asyncio.TimerHandle | None = None
 
     async def enter(self, user: str, groups: list[str], now: float) -> Book:
         """Know `user` (a member of `groups`): their rules, and this month's counts."""
@@ -105,7 +112,8 @@ class HubMeter:
         return book
 
     async def db(self, call: Callable[..., T], *args: object) -> T:
-        """Run a blocking database call on the database thread."""
+        """Run a blocking database call on the database thread, after the pending writes."""
+        self.flush()
         return await asyncio.get_running_loop().run_in_executor(self._db, call, *args)
 
     def book(self, user: str) -> Book:
@@ -165,8 +173,23 @@ class HubMeter:
                   spent.output_tokens, spent.cached_tokens, usd)
         if book is not None:
             book.days.setdefault(today, Counts()).add(row.tokens, usd)
-        future = self._db.submit(self.store.add, row)
-        future.add_done_callback(self._written)
+        key = (row.user, row.model, row.day)
+        found = self._pending.get(key)
+        self._pending[key] = row if found is None else found.plus(row)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop (a script's meter): written now
+            self.flush()
+            return
+        if self._flushing is None:
+            self._flushing = loop.call_later(FLUSH_S, self.flush)
+
+    def flush(self) -> None:
+        """Write the turns settled since the last write, in one transaction on the thread."""
+        self._flushing = None
+        rows, self._pending = list(self._pending.values()), {}
+        if rows:
+            self._db.submit(self.store.add, *rows).add_done_callback(self._written)
 
     def _written(self, future: object) -> None:
         """Log a write that failed (the counts in memory still hold it)."""
@@ -191,6 +214,7 @@ class HubMeter:
 
     def stop(self) -> None:
         """Finish the pending writes and close the database."""
+        self.flush()
         self._db.shutdown(wait=True)
         self.store.close()
 

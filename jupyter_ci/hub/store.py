@@ -50,6 +50,13 @@ class Row:
         """Return input plus output tokens, what budgets count."""
         return self.input_tokens + self.output_tokens
 
+    def plus(self, other: Row) -> Row:
+        """Return this row with another's counts added (the same user, model and day)."""
+        return Row(self.user, self.model, self.day, self.turns + other.turns,
+                   self.input_tokens + other.input_tokens,
+                   self.output_tokens + other.output_tokens,
+                   self.cached_tokens + other.cached_tokens, self.cost_usd + other.cost_usd)
+
 
 @dataclass
 class Store:
@@ -64,22 +71,23 @@ class Store:
         METADATA.create_all(engine)
         return cls(engine)
 
-    def add(self, row: Row) -> None:
-        """Add one turn's (or several turns') usage to its user's, model's and day's row."""
-        key = (SPENDING.c.user == row.user) & (SPENDING.c.model == row.model) & (
-            SPENDING.c.day == row.day)
-        added = {"turns": SPENDING.c.turns + row.turns,
-                 "input_tokens": SPENDING.c.input_tokens + row.input_tokens,
-                 "output_tokens": SPENDING.c.output_tokens + row.output_tokens,
-                 "cached_tokens": SPENDING.c.cached_tokens + row.cached_tokens,
-                 "cost_usd": SPENDING.c.cost_usd + row.cost_usd}
+    def add(self, *rows: Row) -> None:
+        """Add turns' usage to their users', models' and days' rows, in one transaction."""
         with self.engine.begin() as conn:
-            # One writer thread: an update that found no row is followed by its insert.
-            if conn.execute(SPENDING.update().where(key).values(**added)).rowcount == 0:
-                conn.execute(SPENDING.insert().values(
-                    user=row.user, model=row.model, day=row.day, turns=row.turns,
-                    input_tokens=row.input_tokens, output_tokens=row.output_tokens,
-                    cached_tokens=row.cached_tokens, cost_usd=row.cost_usd))
+            for row in rows:
+                key = (SPENDING.c.user == row.user) & (SPENDING.c.model == row.model) & (
+                    SPENDING.c.day == row.day)
+                added = {"turns": SPENDING.c.turns + row.turns,
+                         "input_tokens": SPENDING.c.input_tokens + row.input_tokens,
+                         "output_tokens": SPENDING.c.output_tokens + row.output_tokens,
+                         "cached_tokens": SPENDING.c.cached_tokens + row.cached_tokens,
+                         "cost_usd": SPENDING.c.cost_usd + row.cost_usd}
+                # One writer thread: an update that found no row is followed by its insert.
+                if conn.execute(SPENDING.update().where(key).values(**added)).rowcount == 0:
+                    conn.execute(SPENDING.insert().values(
+                        user=row.user, model=row.model, day=row.day, turns=row.turns,
+                        input_tokens=row.input_tokens, output_tokens=row.output_tokens,
+                        cached_tokens=row.cached_tokens, cost_usd=row.cost_usd))
 
     def since(self, first: date, user: str | None = None) -> list[Row]:
         """Return the rows from `first` on (of `user`, else everyone's), oldest first."""

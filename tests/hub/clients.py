@@ -62,6 +62,12 @@ class ServerKernel:
         def keep(msg: dict[str, Any]) -> None:
             if msg["msg_type"] in ("stream", "display_data", "execute_result", "error"):
                 outputs.append(msg["content"])
+            elif msg["msg_type"] == "update_display_data":
+                # As a page does: the display of that id now shows this (an answer streams).
+                shown = msg["content"].get("transient", {}).get("display_id")
+                for i, out in enumerate(outputs):
+                    if shown and out.get("transient", {}).get("display_id") == shown:
+                        outputs[i] = msg["content"]
 
         reply = self.client.execute_interactive(code, timeout=timeout, output_hook=keep)
         return str(reply["content"]["status"]), outputs
