@@ -184,7 +184,7 @@ async def test_the_users_allow_lasts_and_can_be_taken_back(
     await opened(jp_fetch)
     state = await call(jp_fetch, "PUT", "consent", {"path": "work/nb.ipynb", "allow": False})
     assert (state["allowed"], state["why"]) == (False, "not_opened")  # the opening's too
-    status, reply = await refused(jp_fetch, "POST", "cells", {"path": "work/nb.ipynb",
+    status, _reply = await refused(jp_fetch, "POST", "cells", {"path": "work/nb.ipynb",
                                                               "source": "2"})
     assert status == 403
 
