@@ -50,6 +50,7 @@ def test_the_wheel_installs_both_extensions_enabled_in_a_fresh_venv(tmp_path: Pa
 def test_the_floors_ci_tests_are_the_floors_the_package_declares() -> None:
     """tests/floors.txt pins, for scripts/test.sh's second run, exactly the declared floors."""
     import tomllib
+
     from packaging.requirements import Requirement
     from packaging.version import Version
 

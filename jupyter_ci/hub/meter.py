@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from logging import Logger
 from typing import TypeVar
 
@@ -37,7 +37,7 @@ FLUSH_S = 0.5
 
 def utc_now() -> datetime:
     """Return the time now, in UTC."""
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 @dataclass
@@ -234,7 +234,7 @@ class HubMeter:
 
 def resets_at(name: LimitName, now: datetime) -> datetime:
     """Return when a budget's window ends: the next UTC midnight, or next month's first."""
-    midnight = datetime.combine(now.date(), datetime.min.time(), timezone.utc)
+    midnight = datetime.combine(now.date(), datetime.min.time(), UTC)
     if name.endswith("_day"):
         return midnight + timedelta(days=1)
     first = midnight.replace(day=1)

@@ -65,7 +65,7 @@ class Kept:
 
 def now() -> str:
     """Return the time, as entries keep it."""
-    return datetime.datetime.now(datetime.timezone.utc).isoformat()
+    return datetime.datetime.now(datetime.UTC).isoformat()
 
 
 def store_dir() -> Path:

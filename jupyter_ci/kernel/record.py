@@ -39,7 +39,7 @@ def record_of(ask: AskInfo, phash: str, outcome: Outcome) -> AskRecord:
     return AskRecord(
         version=RECORD_VERSION, ask_id=ask.ask_id, prompt_hash=phash, model=ask.model,
         status=outcome.status, answer=answer, steps=outcome.steps, tokens=outcome.tokens,
-        created=datetime.datetime.now(datetime.timezone.utc).isoformat(),
+        created=datetime.datetime.now(datetime.UTC).isoformat(),
         unresolved=ended.unresolved, edits=ended.edits or None, usage=ended.usage)
 
 

@@ -9,9 +9,9 @@ declared as far as it reads it.
 
 # No `from __future__ import annotations`: TypedDict tells NotRequired keys (and FastMCP
 # the output schema's required ones) from evaluated annotations only.
-from typing import Literal
+from typing import Literal, NotRequired
 
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 #: What the user decided about a step or plan (POST .../approvals).
 Decision = Literal["run", "edit", "skip", "stop"]

@@ -23,16 +23,8 @@ from __future__ import annotations
 import dataclasses
 import operator
 import reprlib
-import sys
 from collections.abc import Callable
-from typing import Any, TypeVar, overload
-
-if sys.version_info >= (3, 11):
-    from typing import dataclass_transform
-else:  # the slim client runs on 3.10, where type checkers read the stubs only
-    def dataclass_transform(**_: object) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        """Return the decorator unchanged (no PEP 681 before Python 3.11)."""
-        return lambda decorator: decorator
+from typing import Any, TypeVar, dataclass_transform, overload
 
 T = TypeVar("T")
 Values = Callable[[object], tuple[object, ...]]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
@@ -73,7 +73,7 @@ def meter(tmp_path: Path, now: datetime) -> HubMeter:
 
 
 def test_a_budget_refuses_once_used_and_says_when_it_resets(tmp_path: Path) -> None:
-    now = datetime(2026, 11, 30, 21, 15, tzinfo=timezone.utc)
+    now = datetime(2026, 11, 30, 21, 15, tzinfo=UTC)
     hub = meter(tmp_path, now)
     asyncio.run(hub.enter("carol", [], 0.0))
     first = hub.reserve("carol", "openai:gpt-5-mini", 4000, 0.001)
@@ -84,7 +84,7 @@ def test_a_budget_refuses_once_used_and_says_when_it_resets(tmp_path: Path) -> N
         "carol has used 12 of 10 model tokens today, the budget tokens_per_day that the "
         "JupyterHub's jupyter-ci policy sets for user carol. It resets at 2026-12-01 00:00 "
         "UTC, in 2 h 45 min.")
-    assert resets_at("usd_per_month", now) == datetime(2026, 12, 1, tzinfo=timezone.utc)
+    assert resets_at("usd_per_month", now) == datetime(2026, 12, 1, tzinfo=UTC)
     with pytest.raises(ModelConfigError, match="does not let carol use openai:gpt-5 "):
         hub.admit("carol", "openai:gpt-5", None)
     with pytest.raises(ModelConfigError, match="has no price"):
@@ -93,7 +93,7 @@ def test_a_budget_refuses_once_used_and_says_when_it_resets(tmp_path: Path) -> N
 
 
 def test_spending_is_read_back_from_the_database_by_a_new_meter(tmp_path: Path) -> None:
-    now = datetime(2026, 11, 30, 12, tzinfo=timezone.utc)
+    now = datetime(2026, 11, 30, 12, tzinfo=UTC)
     hub = meter(tmp_path, now)
     asyncio.run(hub.enter("dan", [], 0.0))
     for _ in range(3):
@@ -107,7 +107,7 @@ def test_spending_is_read_back_from_the_database_by_a_new_meter(tmp_path: Path) 
     [row] = again.store.since(date(2026, 11, 1))
     assert row == Row("dan", "openai:gpt-5-mini", date(2026, 11, 30), 3, 900, 120, 300, 1.5)
     # Next month starts from nothing; last month stays in the table.
-    later = meter(tmp_path, datetime(2026, 12, 1, 0, 5, tzinfo=timezone.utc))
+    later = meter(tmp_path, datetime(2026, 12, 1, 0, 5, tzinfo=UTC))
     asyncio.run(later.enter("dan", [], 0.0))
     assert {limit.name: limit.used for limit in later.limits("dan")}["usd_per_month"] == 0
     for opened in (again, later):

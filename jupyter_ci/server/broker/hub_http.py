@@ -107,7 +107,7 @@ class HopClient:
         head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
         data = (f"{method} {target} HTTP/1.1\r\nHost: {parts.netloc}\r\n{head}"
                 f"Content-Length: {len(body)}\r\n\r\n").encode("latin-1") + body
-        async with _deadline(self.timeout):
+        async with asyncio.timeout(self.timeout):  # TimeoutError: told as unreachable
             reply = await self._send(data)
             try:
                 yield reply
@@ -160,24 +160,3 @@ class HopClient:
         while self._idle:
             self._idle.pop().close()
 
-
-@contextlib.asynccontextmanager
-async def _deadline(seconds: float) -> AsyncIterator[None]:
-    """Cancel the block after `seconds`, raising TimeoutError (asyncio.timeout, 3.10 too)."""
-    task = asyncio.current_task()
-    assert task is not None
-    fired = []
-
-    def expire() -> None:
-        fired.append(True)
-        task.cancel()
-
-    handle = asyncio.get_running_loop().call_later(seconds, expire)
-    try:
-        yield
-    except asyncio.CancelledError:
-        if fired:
-            raise TimeoutError(f"no whole answer within {seconds:g} s") from None
-        raise
-    finally:
-        handle.cancel()

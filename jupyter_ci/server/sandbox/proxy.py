@@ -178,7 +178,7 @@ class EgressProxy:
             await _answer(reader, writer, Refused(431, "jupyter-ci: the request head is too "
                                                   "large."))
             return
-        except asyncio.TimeoutError:
+        except TimeoutError:
             await _answer(reader, writer, Refused(408, "jupyter-ci: no request came."))
             return
         if request.method == "CONNECT":
@@ -208,7 +208,7 @@ class EgressProxy:
             try:
                 return await asyncio.wait_for(asyncio.open_connection(address, port),
                                               CONNECT_SECONDS)
-            except (OSError, asyncio.TimeoutError) as err:
+            except (TimeoutError, OSError) as err:
                 failure = err
         if isinstance(failure, asyncio.TimeoutError):
             raise Refused(504, f"jupyter-ci: {host}:{port} did not answer.")
