@@ -27,6 +27,19 @@ _LAST = ("last_type", "last_value", "last_traceback", "last_exc")
 HBChannel.time_to_dead = 10.0
 
 
+@pytest.fixture(autouse=True)
+def one_worker_per_group(request: pytest.FixtureRequest) -> None:
+    """Fail a grouped test that pytest-xdist did not group (its group shares fixtures)."""
+    names = sorted({str(mark.args[0]) for mark in request.node.iter_markers("xdist_group")})
+    # A worker of `--dist loadgroup` has option.loadgroup; it gives a grouped test's id the
+    # group's suffix, which is how the controller sends the group to one worker. Without it
+    # the group is spread over the workers, which then fight over one Hub's users or one lab.
+    grouping = names and getattr(request.config.option, "loadgroup", False)
+    if grouping and not request.node.nodeid.endswith("@" + "_".join(names)):
+        pytest.fail("pytest-xdist did not group this test (--dist loadgroup): see "
+                    "pyproject.toml's pytest pin (pytest-dev/pytest-xdist#1386)")
+
+
 @pytest.fixture(scope="session", autouse=True)
 def private_jupyter_data(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Give the tests (and the kernels they start) a Jupyter data dir of their own."""

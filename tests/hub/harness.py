@@ -72,9 +72,17 @@ def remove_user(name: str) -> None:
     """Remove a user, their processes and their home, if they exist."""
     with contextlib.suppress(KeyError):
         pwd.getpwnam(name)
-        subprocess.run(["pkill", "-KILL", "-u", name], check=False)
-        subprocess.run(["userdel", "--remove", "--force", name], check=False,
-                       capture_output=True)
+        # pkill does not wait, and userdel refuses a user whose processes still run (exit 8,
+        # then useradd's exit 9: the name is taken): wait until they are gone.
+        deadline = time.monotonic() + 30
+        while subprocess.run(["pkill", "-KILL", "-u", name], check=False).returncode == 0:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the processes of the test user {name} do not end")
+            time.sleep(0.1)
+        done = subprocess.run(["userdel", "--remove", "--force", name], check=False,
+                              capture_output=True, text=True)
+        if done.returncode not in (0, 12):  # 12: the home could not be removed (none made)
+            raise RuntimeError(f"userdel {name}: {done.stderr.strip()} (exit {done.returncode})")
 
 
 def reachable_python(root: Path, user: UnixUser) -> str:
