@@ -1,7 +1,7 @@
 /**
  * The server routes the labextension calls (the only file that knows URLs).
  */
-import { URLExt } from '@jupyterlab/coreutils';
+import { PageConfig, URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
 /** A provider the key form offers; whether the server holds a key, never the key. */
@@ -167,15 +167,28 @@ export interface IHubSpending {
   limits?: IHubLimit[];
 }
 
+/** False once the server said it keeps no spending (404): it will not start to. */
+let spendingKept = true;
+
 /**
  * The user's spending as the JupyterHub's jupyter-ci service keeps it, or null when this
- * server is not under such a Hub (404) or cannot say now: the panel then shows nothing.
+ * server is not under such a Hub or cannot say now: the panel then shows nothing. Only a
+ * page a JupyterHub serves asks (the Hub sets its page config's `hubPrefix`), and only
+ * until a 404 (a Hub without the service): the browser logs each refused request as an
+ * error, and a single server would refuse every one.
  */
 export async function fetchHubSpending(): Promise<IHubSpending | null> {
+  if (!spendingKept || !PageConfig.getOption('hubPrefix')) {
+    return null;
+  }
   const settings = ServerConnection.makeSettings();
   const url = URLExt.join(settings.baseUrl, 'jupyter-ci/spending');
   try {
     const response = await ServerConnection.makeRequest(url, {}, settings);
+    if (response.status === 404) {
+      spendingKept = false;
+      return null;
+    }
     const body = (await response.json()) as Partial<IHubSpending> | null;
     if (!response.ok || !Array.isArray(body?.this_month)) {
       return null;

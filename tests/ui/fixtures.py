@@ -120,8 +120,8 @@ def _lab_page(request: pytest.FixtureRequest, browser: Browser, lab_server: LabS
     lab = Lab(page, lab_server, f"{name}-{uuid.uuid4().hex[:6]}")
 
     def on_console(msg: ConsoleMessage) -> None:
-        if msg.type == "error":
-            lab.console_errors.append(msg.text)
+        if msg.type == "error":  # with where it came from (a failed load names its URL)
+            lab.console_errors.append(f"{msg.text} ({msg.location.get('url', '?')})")
 
     def on_page_error(error: Error) -> None:
         lab.page_errors.append(f"{error.name}: {error.message}")

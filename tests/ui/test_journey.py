@@ -134,3 +134,5 @@ def test_the_main_path_shows_only_what_each_cell_itself_outputs(
     assert strays(nb) == []
     assert fake.calls() == calls
     nb.screenshot("journey-restart-run-all")
+    # Nor did the page log an error on the way (a refused request of ours is one).
+    assert lab.console_errors == [] and lab.page_errors == []
