@@ -22,6 +22,7 @@ from tests.nbrun import TEST_KEY
 from tests.ui.lab import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, Lab, LabServer, start_lab
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own reads the groups' marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Run the browser tests last, wherever they live: Playwright's loop runs from the first
     one to the end of the session, and pytest-jupyter's tests cannot run beside it. Under
