@@ -14,8 +14,8 @@ mypy
 bash scripts/docs.sh -q  # the docs site, warnings as errors (docs/, Sphinx + MyST)
 lint-imports --no-cache  # the layers of DESIGN.md (contracts in pyproject.toml)
 (cd labextension && jlpm test)
-# Two workers (pytest-xdist): most tests wait on kernels and servers. The browser tests are
-# one group, which one worker runs last (tests/ui/fixtures.py).
+# Two workers (pytest-xdist): most tests wait on kernels and servers. The hub and docs tests
+# are each one group (one Hub, one server); the browser tests run last (tests/ui/fixtures.py).
 python -m pytest -n 2 --dist loadgroup "$@"
 # The kernel side and the browser again, on the oldest Jupyter stack the package declares.
 . scripts/setup-floors.sh

@@ -22,15 +22,14 @@ from tests.nbrun import TEST_KEY
 from tests.ui.lab import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, Lab, LabServer, start_lab
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own reads the groups' marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Run the browser tests last, wherever they live: Playwright's loop runs from the first
     one to the end of the session, and pytest-jupyter's tests cannot run beside it. Under
-    pytest-xdist (`-n 2 --dist loadgroup`, scripts/test.sh) they are one group, which one
-    worker takes last: one `jupyter lab` and one Chromium, nothing after them."""
+    pytest-xdist (`-n 2`, scripts/test.sh) they are not a group: a group is one unit among
+    others, and its worker would go on with pytest-jupyter's tests after it. Last in the list,
+    they are the last tests each worker is sent, so nothing runs after them there; each
+    worker that gets some starts its own `jupyter lab` and Chromium."""
     browser = [item for item in items if "browser" in getattr(item, "fixturenames", ())]
-    for item in browser:
-        item.add_marker(pytest.mark.xdist_group("browser"))
     items.sort(key=lambda item: item in browser)
 
 
