@@ -29,9 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from tests.security.unprivileged import REPO, _let_others_traverse
+from tests.security.unprivileged import REPO, _cannot, _let_others_traverse
 
 PROXY = REPO / "tests" / "hub-proxy" / "node_modules" / ".bin" / "configurable-http-proxy"
 DOCS_CONFIG = REPO / "docs" / "hub" / "jupyterhub_config.py"
@@ -58,7 +56,7 @@ class UnixUser:
 def make_users(names: list[str]) -> list[UnixUser]:
     """Create fresh Unix accounts `names` (removing leftovers of an earlier run first)."""
     if os.geteuid() != 0 or shutil.which("useradd") is None:
-        pytest.skip("the JupyterHub tests create Unix users: they need root and useradd")
+        _cannot("the JupyterHub tests create Unix users: they need root and useradd")
     made = []
     for name in names:
         remove_user(name)
@@ -90,7 +88,7 @@ def reachable_python(root: Path, user: UnixUser) -> str:
     version = f"python{sys.version_info.major}.{sys.version_info.minor}"
     base = shutil.which(version, path="/usr/local/bin:/usr/bin:/bin")
     if base is None:
-        pytest.skip(f"no system {version} that the test users could run")
+        _cannot(f"no system {version} that the test users could run")
     venv = root / "venv"
     subprocess.run([base, "-m", "venv", "--without-pip", str(venv)], check=True)
     import sysconfig
@@ -105,7 +103,7 @@ def reachable_python(root: Path, user: UnixUser) -> str:
                            "import jupyterhub.singleuser, jupyter_ci, ipykernel"],
                           capture_output=True, text=True, cwd=user.home, timeout=120)
     if done.returncode:
-        pytest.skip(f"{user.name} cannot run {python}: {done.stderr.strip()[-500:]}")
+        _cannot(f"{user.name} cannot run {python}: {done.stderr.strip()[-500:]}")
     return python
 
 
@@ -249,7 +247,7 @@ def running_hub(root: Path, python: str, users: list[str], admin: str,
                 settings: dict[str, object] | None = None) -> Iterator[Hub]:
     """Run JupyterHub from `root` until the block ends (`settings`: the service's)."""
     if not PROXY.exists():
-        pytest.skip("configurable-http-proxy is not installed: (cd tests/hub-proxy && npm ci)")
+        _cannot("configurable-http-proxy is not installed: (cd tests/hub-proxy && npm ci)")
     ports = {name: free_port() for name in ("public", "hub", "proxy_api", "service")}
     token = secrets.token_hex(16)
     config = hub_config(root, python, users, admin, token, ports, budgets, settings or {})
