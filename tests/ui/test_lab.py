@@ -10,13 +10,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import nbformat
 from playwright.sync_api import expect
 
 from jupyter_ci.kernel.record import pin_of, prompt_hash
 from tests.demo_wheel import PACKAGE
 from tests.fakellm import FakeLLM, Turn
-from tests.ui.lab import COLLABORATION, WAIT_MS, Lab, Notebook
+from tests.ui.lab import COLLABORATION, WAIT_MS, Lab, Notebook, read_notebook_file
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 # Notebooks start with the cell JupyterLab adds when an ask first succeeds in a notebook that
@@ -41,7 +40,7 @@ def wait_answer(nb: Notebook, index: int, text: str) -> None:
 def _wait_saved(nb: Notebook, done: Callable[[Any], bool]) -> None:
     """Wait until the notebook file on disk, as the server autosaves it, satisfies `done`."""
     deadline = time.monotonic() + WAIT_MS / 1000
-    while not done(nbformat.read(nb.path, as_version=4)):
+    while not done(read_notebook_file(nb.path)):
         assert time.monotonic() < deadline, f"{nb.path.name} was not saved as expected"
         time.sleep(0.2)
 
@@ -729,7 +728,7 @@ def test_a_key_pasted_in_the_panel_lets_asks_run_and_is_seen_nowhere(
     expect(nb.cell(2).locator(".jp-OutputArea")).to_contain_text("through the pasted key",
                                                                  timeout=WAIT_MS)
     assert fake.requests[0].headers["authorization"] == f"Bearer {PASTED}"
-    nb.js("return panel.context.save();")
+    nb.save()
     lab.screenshot("pasted-key-ask")
     # Where it must not be: the page, its inputs, what the browser received, the notebook
     # file, the kernel's environment and the server log.
@@ -738,7 +737,8 @@ def test_a_key_pasted_in_the_panel_lets_asks_run_and_is_seen_nowhere(
         "() => Array.from(document.querySelectorAll('input, textarea')).map(e => e.value)")
     assert not [v for v in values if PASTED in v]
     assert responses and not [r for r in responses if PASTED in r]
-    assert PASTED not in nb.path.read_text()
+    saved = json.dumps(read_notebook_file(nb.path))  # the save holds the ask and its step
+    assert "through the pasted key" in saved and PASTED not in saved
     nb.set_source(1, "import os\nprint('in env:', any("
                   f"{PASTED!r} in open(f'/proc/{{p}}/environ', errors='ignore').read() "
                   "for p in [os.getpid(), os.getppid()]))")
@@ -759,7 +759,7 @@ def test_the_example_runs_with_no_key_and_shows_replayed_cells_a_table_and_a_plo
     lab.goto("examples/getting-started.ipynb")
     nb = lab.reload_target(root / "examples" / "getting-started.ipynb")
     nb.wait_kernel_idle()
-    asks = len([c for c in nbformat.read(nb.path, as_version=4).cells
+    asks = len([c for c in read_notebook_file(nb.path).cells
                 if re.match(r"\s*%%?ask\b", c.source)])
     before = nb.cells.count()
     nb.command("notebook:run-all-cells")

@@ -13,11 +13,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-import nbformat
 from playwright.sync_api import expect
 
 from tests.test_mcp import http, texts
-from tests.ui.lab import WAIT_MS, Lab, write_notebook
+from tests.ui.lab import WAIT_MS, Lab, read_notebook_file, write_notebook
 
 #: Prints one line a second, then gives a value: long enough to see it fill.
 TICKS = ("import time\nfor i in range(4):\n    print('tick', i, flush=True)\n"
@@ -115,7 +114,7 @@ def test_with_the_page_closed_the_notebook_opens_with_the_agents_cell_and_output
     expect(nb.cell(2).locator(".jp-OutputArea")).to_contain_text("42")
     nb.wait_cell_done(2)
     assert nb.execution_count(2) == nb.execution_count(1) + 1  # the one kernel, in order
-    saved = nbformat.read(path, as_version=4)
+    saved = read_notebook_file(path)
     assert [c.source for c in saved.cells][2] == "print('while closed')\nx * 2"
     assert saved.cells[2].outputs[0].text == "while closed\n"
     nb.screenshot("door-closed")

@@ -6,11 +6,10 @@ from __future__ import annotations
 import re
 import shutil
 
-import nbformat
 from playwright.sync_api import expect
 
 from tests.fakellm import FakeLLM, Turn
-from tests.ui.lab import WAIT_MS, Lab, Notebook
+from tests.ui.lab import WAIT_MS, Lab, Notebook, read_notebook_file
 from tests.ui.test_lab import EXAMPLES, code, wait_answer
 
 # Notebooks start with the cell JupyterLab adds when an ask first succeeds without it.
@@ -72,7 +71,7 @@ def test_run_all_of_the_example_warns_of_no_name_the_asks_above_define(bare_lab:
     lab.goto("examples/getting-started.ipynb")
     nb = lab.reload_target(root / "examples" / "getting-started.ipynb")
     nb.wait_kernel_idle()
-    asks = len([c for c in nbformat.read(nb.path, as_version=4).cells
+    asks = len([c for c in read_notebook_file(nb.path).cells
                 if re.match(r"\s*%%?ask\b", c.source)])
     nb.command("notebook:run-all-cells")
     expect(nb.root.locator(".jp-Cell.jp-ci-ask")).to_have_count(asks, timeout=WAIT_MS)

@@ -126,14 +126,8 @@ def test_trust_notebook_is_the_users_explicit_choice(lab: Lab, fake: FakeLLM) ->
     wait_step_outputs(nb, 2)
     assert xss(nb) is None
     nb.activate()
-    # Trusting saves the notebook through the contents API, while under real-time
-    # collaboration the server saves the shared document itself: when the server's save lands
-    # first, JupyterLab asks whether to overwrite the "changed" file (JupyterLab's and
-    # jupyter-collaboration's race, seen 1 time in 4: the contents are the same). Answer it
-    # as a user would; what is judged here is which outputs run script.
-    nb.page.add_locator_handler(
-        nb.page.locator(".jp-Dialog", has_text="has changed on disk"),
-        lambda dialog: dialog.locator("button", has_text="Overwrite").click())
+    # Trusting saves the notebook: the page answers JupyterLab's 'File Changed' dialog that
+    # real-time collaboration may raise then (tests/ui/lab.py, Lab).
     nb.page.evaluate("() => { window.jupyterapp.commands.execute('notebook:trust'); }")
     nb.page.locator(".jp-Dialog .jp-mod-accept").click(timeout=WAIT_MS)
     # An image's error handler runs when its load fails, after the scripts: wait for it.
