@@ -386,6 +386,8 @@ class Lab:
         self.panel = Panel(page)
         self.console_errors: list[str] = []
         self.page_errors: list[str] = []
+        self.page_error_stacks: list[str] = []
+        self.upstream_page_errors: list[str] = []  # tests/ui/fixtures.py UPSTREAM_PAGE_ERRORS
         # Under real-time collaboration the server saves each shared notebook itself, so a
         # save from the page (Ctrl+S, trusting a notebook) can find the file newer than the
         # page's copy and JupyterLab asks whether to overwrite it (JupyterLab's and
