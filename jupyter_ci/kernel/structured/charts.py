@@ -292,7 +292,8 @@ def _adjacent(patches: list[Any]) -> bool:
 
 def _pie(wedges: list[Any], limit: int) -> PieSeries:
     """Read a pie's wedges: each one's label and share of the whole."""
-    shares = [(w.theta2 - w.theta1) / 360 for w in wedges]
+    # float(): matplotlib before 3.11 keeps the angles as float32, which round() keeps too.
+    shares = [float(w.theta2 - w.theta1) / 360 for w in wedges]
     return PieSeries(label="", labels=tuple(_label(w) for w in wedges[:limit]),
                      fractions=tuple(_number(round(s, 6)) for s in shares[:limit]),
                      count=len(wedges), truncated=len(wedges) > limit,
