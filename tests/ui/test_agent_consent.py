@@ -93,5 +93,6 @@ def test_the_server_s_message_shows_when_it_refuses(lab: Lab) -> None:
     expect(dialog).to_contain_text("agents in this notebook", timeout=WAIT_MS)
     expect(dialog).to_contain_text("consent-gone.ipynb")
     lab.screenshot("agent-consent-refused")
-    dialog.locator(".jp-mod-accept").click()  # "Close" (JupyterLab 4.6) or "Dismiss" (4.2)
+    # Its one button: "Close" on JupyterLab 4.6, "Dismiss" on 4.2 (the floors).
+    dialog.get_by_role("button", name=re.compile(r"^(Close|Dismiss)$")).click()
     expect(dialog).to_have_count(0, timeout=WAIT_MS)
