@@ -25,9 +25,9 @@ from tests.ui.lab import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, Lab, LabServer, sta
 #: message and a frame of its stack. They are kept apart from the page's errors (which tests
 #: assert empty) and still written to the test's console artifact.
 UPSTREAM_PAGE_ERRORS = (
-    # JupyterLab 4.2's table of contents (the floors' stack) reads the heading of a removed
-    # cell when a cell scrolls into view (jupyterlab/jupyterlab#15166, #16401); a re-run
-    # removes the cells of the ask it replaces. JupyterLab 4.6 catches it as a warning.
+    # JupyterLab 4.2's table of contents (the floors' stack) looks up a heading its list no
+    # longer has when a cell scrolls into view after cells were inserted or removed (an
+    # ask's steps; jupyterlab/jupyterlab#15166, #16401). JupyterLab 4.6 catches it as a warning.
     ("Cannot read properties of undefined (reading 'type')", "_onCellInViewportChanged"),
 )
 
