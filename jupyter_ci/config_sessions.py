@@ -179,6 +179,51 @@ class SessionSettings(Settings):
 class SandboxSettings(Settings):
     """The sandbox provisioner's settings (how a kernel's box is made): `c.JupyterCI.<name>`."""
 
+    notebook_sandbox = Enum(
+        ["auto", "always", "never"], default_value="auto",
+        help="Whether the kernels of the user's notebooks (JupyterLab, Notebook 7, the MCP "
+        "notebook door: every kernel this server starts that is not a REST session's) run in "
+        "a box. 'auto' (default): boxed where bubblewrap works, unless the user chose 'Run "
+        "this notebook unboxed' for that notebook; unboxed, with the reason in the status "
+        "bar, where no box can run or the kernel has no way to be boxed. 'always': boxed or "
+        "not started, and the unboxed choice is refused. 'never': as the kernelspec says. "
+        "Under JupyterHub the Hub's policy may raise it. Headless runs outside a server "
+        "(nbclient, papermill) run the kernelspec the notebook names: 'Python 3 (sandboxed)' "
+        "is boxed there too.",
+    ).tag(config=True)
+    notebook_network = List(
+        Unicode(),
+        help="Hosts every notebook's box may reach besides its package index (entries as in "
+        "sandbox_network's list; default none). The user adds hosts for one notebook with "
+        "JupyterLab's 'Allow <host> for this notebook'; they are kept outside the notebook.",
+    ).tag(config=True)
+    notebook_package_index = Bool(
+        True,
+        help="Let notebooks' boxes reach the package index, so %pip install works: pip's "
+        "configured index-url and extra-index-url hosts (PIP_INDEX_URL, pip.conf), or "
+        "pypi.org and files.pythonhosted.org (default True). Packages a box installs go to "
+        "a folder of the user's boxes only (`jupyter-ci/box-packages` in Jupyter's data "
+        "directory), never into the kernel's environment.",
+    ).tag(config=True)
+    notebook_environ = List(
+        Unicode(),
+        help="Names of the server's environment variables a notebook's box gets besides the "
+        "usual ones (locale, PATH, Python's and pip's variables, TLS bundles, proxies are "
+        "replaced by the box's own); default none. Variables can hold secrets: name only "
+        "those a notebook needs.",
+    ).tag(config=True)
+    sandbox_hidden = List(
+        Unicode(),
+        help="More paths no box shows, besides the built-in list of secrets (docs/security.md:"
+        " ~/.ssh, ~/.aws, keyrings, browser profiles, shell histories, Jupyter's runtime and "
+        "data folders...). A leading ~ is the user's home. Default none.",
+    ).tag(config=True)
+    sandbox_gpus = Bool(
+        True,
+        help="Pass the machine's GPU device nodes (/dev/nvidia*, /dev/dri) into boxes where "
+        "they exist (default True).",
+    ).tag(config=True)
+
     sandbox_network = Union(
         [Enum(["none", "host"]), List(Unicode())], default_value="none",
         help="What a sandboxed kernel may reach on the network: 'none' (default: only its "

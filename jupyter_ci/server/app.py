@@ -35,14 +35,19 @@ from jupyter_ci.server.broker.model_service import ModelService
 from jupyter_ci.server.broker.service_handlers import service_routes
 from jupyter_ci.server.broker.unix_socket import BrokerSockets
 from jupyter_ci.server.broker.upstream import make_client
+from jupyter_ci.server.gateway import is_gateway
 from jupyter_ci.server.handlers import routes
 from jupyter_ci.server.hardening import make_non_dumpable
 from jupyter_ci.server.kernel_models import fill_starting_kernels
 from jupyter_ci.server.nodelay import KernelWebsockets, install_low_latency
-from jupyter_ci.server.sandbox.environ import ENV_BROKER_SOCKET, ENV_HIDE
+from jupyter_ci.server.sandbox.choices import Choices
+from jupyter_ci.server.sandbox.choices import default_file as choices_file
+from jupyter_ci.server.sandbox.environ import ENV_BROKER_SOCKET, ENV_HIDE, ENV_ROOT
+from jupyter_ci.server.sandbox.notebooks import NotebookBoxes
 from jupyter_ci.server.sessions.manager import SessionManager
 from jupyter_ci.server.sessions.notebook_clients import close_notebook_clients
 from jupyter_ci.server.sessions.ports import ModelPort
+from jupyter_ci.wire.box import NotebookSandbox
 from jupyter_ci.wire.hub import UserPolicy
 
 #: Seconds between checks of whether a turn or a session runs (activity, for culling).
@@ -57,6 +62,8 @@ class JupyterCIApp(ExtensionApp):
     """Serve /jupyter-ci/config and keep provider keys out of kernels."""
 
     name = "jupyter_ci"
+    #: The least notebook_sandbox the JupyterHub's policy allows (its policy sets it).
+    notebook_floor: NotebookSandbox = "never"
 
     def initialize_settings(self) -> None:
         """Take the keys out of the environment before any kernel can inherit them."""
@@ -153,8 +160,23 @@ class JupyterCIApp(ExtensionApp):
         # with what the server tells its kernels (self.told), never put in os.environ.
         self.told = Told(withheld=HUB_TOKENS if self.hub is not None else frozenset())
         hook_kernel_manager(kernels, self.broker, self.told, self.log)
+        # Outside the broker's hook: its start reads the kernelspec this one boxes.
+        self.boxes = NotebookBoxes(kernels, self.ci, self._server().root_dir,
+                                   Choices(choices_file()), self.log, self._notebook_floor)
+        if not is_gateway(kernels):
+            self.boxes.hook()
+            # The file ids jupyter_server_fileid keeps, once every extension has loaded.
+            self._server().io_loop.add_callback(self._file_ids)
         # No 500 from /api/kernels for a kernel being started (server/kernel_models.py).
         fill_starting_kernels(kernels)
+
+    def _file_ids(self) -> None:
+        """Know notebooks by their file id too, where the server keeps them."""
+        self.boxes.choices.file_ids = self._server().web_app.settings.get("file_id_manager")
+
+    def _notebook_floor(self) -> NotebookSandbox:
+        """Return the least notebook_sandbox the JupyterHub's policy allows (else 'never')."""
+        return self.notebook_floor
 
     def _budgets(self) -> None:
         """Give the broker the budgets of kernels and the server, in tokens and in USD."""
@@ -165,7 +187,7 @@ class JupyterCIApp(ExtensionApp):
     def initialize_handlers(self) -> None:
         """Register the routes (see handlers.routes)."""
         self.handlers.extend(routes(self.ci, self.service, self.client, self.log, self.sessions,
-                                    self._keys_changed, self.mcp))
+                                    self._keys_changed, self.mcp, self.boxes))
 
     def _start_sessions(self) -> None:
         """Cull idle sessions once the server runs (the pool fills at the first session)."""
@@ -201,12 +223,13 @@ class JupyterCIApp(ExtensionApp):
                                            self.ci.sandbox_broker_connections, self.log,
                                            self._server().io_loop)
         self.told.boxes[ENV_BROKER_SOCKET] = str(self.broker_socket.start())
-        # What no box may show even when a mount above it would: the server's files, the
-        # other sessions, the key file.
-        hidden = [self._server().root_dir, str(self.sessions.root)]
+        # What no box may show even when a mount above it would: the sessions, the key
+        # file. The server's root is a notebook box's to write, and hidden from sessions'.
+        hidden = [str(self.sessions.root)]
         if self.ci.key_file:
             hidden.append(str(Path(self.ci.key_file).expanduser()))
         self.told.boxes[ENV_HIDE] = os.pathsep.join(hidden)
+        self.told.boxes[ENV_ROOT] = self._server().root_dir
 
     async def stop_extension(self) -> None:
         """Shut the sessions down and close the upstream connection pool."""

@@ -54,7 +54,9 @@ from jupyter_ci.server.gateway import is_gateway
 from jupyter_ci.server.sandbox.environ import (
     ENV_BROKER_SOCKET,
     ENV_HIDE,
+    ENV_HOSTS,
     ENV_PASS,
+    ENV_ROOT,
     ENV_SESSION,
     PROVISIONER,
     PUBLISHED,
@@ -64,7 +66,7 @@ _HOOKED = "_jupyter_ci_broker_hooks"
 #: What a gateway kernel needs to reach the broker, and what a gateway's sandbox provisioner
 #: needs (the broker's socket and the paths to hide: of use when it shares this machine).
 GATEWAY_ENVS = (ENV_URL, ENV_TOKEN, ENV_PROVIDERS, ENV_MODEL, ENV_APPROVAL, ENV_PRICES,
-                ENV_BROKER_SOCKET, ENV_HIDE, ENV_SESSION, ENV_PASS)
+                ENV_BROKER_SOCKET, ENV_HIDE, ENV_ROOT, ENV_HOSTS, ENV_SESSION, ENV_PASS)
 #: What a REST session's kernel goes without: every way to the model service.
 SESSION_WITHOUT = frozenset({*MANAGED, ENV_BROKER_SOCKET})
 #: What only the server sets in a kernel's start: a value inherited from a parent server

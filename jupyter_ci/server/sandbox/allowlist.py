@@ -33,6 +33,12 @@ class Rule:
     #: Reach whatever the name resolves to (the broker's own URL, which the server chose).
     any_address: bool = False
 
+    def entry(self) -> str:
+        """Return this rule as the setting's entry that makes it."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        host = f"*.{host}" if self.wildcard else host
+        return host if self.port is None else f"{host}:{self.port}"
+
     def matches(self, host: str, port: int) -> bool:
         """Tell whether this entry allows `host` (normalised) on `port`."""
         if port != self.port and (self.port is not None or port not in DEFAULT_PORTS):

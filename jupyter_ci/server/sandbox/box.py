@@ -71,6 +71,10 @@ class Box:
     readonly: tuple[Path, ...] = ()
     #: Folders and files never to show, whatever a mount above them shows.
     hidden: tuple[Path, ...] = ()
+    #: More read-write folders, at the same path inside (a notebook's: Jupyter's root).
+    writable: tuple[Path, ...] = ()
+    #: Device nodes passed through (GPUs), at the same path inside.
+    devices: tuple[Path, ...] = ()
     #: (host file, path inside): read-only files, such as the sockets given to the box.
     files: tuple[tuple[Path, str], ...] = ()
     #: Share the host's network (else the box has only its own loopback).
@@ -96,6 +100,8 @@ def command(box: Box, argv: Sequence[str]) -> list[str]:
     args += _system()
     args += ["--proc", "/proc", "--dev", "/dev", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
              "--size", str(box.limits.tmp_bytes), "--tmpfs", "/tmp"]
+    for device in box.devices:
+        args += ["--dev-bind", str(device), str(device)]
     args += _mounts(box)
     # Built: nothing but the writable mounts can be written (a tmpfs would fill memory).
     args += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", str(box.workdir)]
@@ -145,7 +151,7 @@ def _mounts(box: Box) -> list[str]:
     ops = {(path, _HIDE, "") for path in box.hidden if os.path.lexists(path)}
     ops |= {(path, _READ, "") for path in box.readonly if os.path.exists(path)}
     ops |= {(Path(inside), _FILE, str(source)) for source, inside in box.files}
-    ops |= {(box.workdir, _WRITE, ""), (box.private, _WRITE, "")}
+    ops |= {(path, _WRITE, "") for path in (*box.writable, box.workdir, box.private)}
     args: list[str] = []
     made: dict[Path, int] = {}
     for path, how, source in sorted(ops, key=lambda op: (len(op[0].parts), op[1])):

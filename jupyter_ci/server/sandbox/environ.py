@@ -21,10 +21,16 @@ ENV_HIDE = "JUPYTER_CI_SANDBOX_HIDE"
 ENV_PASS = "JUPYTER_CI_SANDBOX_PASS"
 #: "1" for a REST session's kernel: it signs no ask records, so it gets no record secret.
 ENV_SESSION = "JUPYTER_CI_SANDBOX_SESSION"
-INTERNAL = frozenset({ENV_BROKER_SOCKET, ENV_HIDE, ENV_PASS, ENV_SESSION})
+#: The server's root directory: read-write in a notebook's box, hidden from a session's.
+ENV_ROOT = "JUPYTER_CI_SANDBOX_ROOT"
+#: Hosts (comma-separated) the user allowed the notebook's box, told at its start.
+ENV_HOSTS = "JUPYTER_CI_SANDBOX_HOSTS"
+#: Set in every box, so code there (and `%%ask`) knows it is boxed: "notebook" or "session".
+ENV_BOXED = "JUPYTER_CI_BOXED"
+INTERNAL = frozenset({ENV_BROKER_SOCKET, ENV_HIDE, ENV_PASS, ENV_SESSION, ENV_ROOT, ENV_HOSTS})
 #: Told by the server to a sandboxed kernel's provisioner in the kernel's start env (and sent
 #: with a gateway kernel's start); never in the server's own os.environ.
-PUBLISHED = (ENV_BROKER_SOCKET, ENV_HIDE)
+PUBLISHED = (ENV_BROKER_SOCKET, ENV_HIDE, ENV_ROOT)
 #: The provisioner's entry point name, which a sandboxed kernelspec's metadata names.
 PROVISIONER = "jupyter-ci-sandbox"
 
@@ -48,11 +54,31 @@ KEEP = frozenset({
     "JPY_SESSION_NAME",
 })
 KEEP_PREFIXES = ("LC_", "JUPYTER_CI_")
-#: Places in a home folder where credentials live, hidden should the box show the folder.
-HOME_SECRETS = (".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".kube", ".docker",
-                ".netrc", ".pgpass", ".git-credentials", ".config/gh", ".jupyter",
-                ".local/share/jupyter", ".ipython", ".bash_history", ".python_history",
-                ".cache/pip")
+#: Paths under the user's home that hold secrets: absent from every box, whatever a mount
+#: above would show (docs/security.md lists them; c.JupyterCI.sandbox_hidden adds more).
+HOME_SECRETS = (
+    # Keys and credentials of tools.
+    ".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".kube", ".docker", ".netrc",
+    ".git-credentials", ".pypirc", ".pgpass", ".npmrc", ".yarnrc", ".config/gh", ".config/hub",
+    ".cargo/credentials", ".cargo/credentials.toml", ".terraform.d", ".s3cfg", ".boto",
+    ".config/rclone", ".config/doctl", ".oci", ".databrickscfg", ".config/op", ".vault-token",
+    ".huggingface", ".cache/huggingface/token", ".kaggle",
+    # Keyrings and password stores.
+    ".local/share/keyrings", ".gnome2/keyrings", ".password-store", ".local/share/kwalletd",
+    # Browser profiles.
+    ".mozilla", ".config/google-chrome", ".config/chromium", ".config/BraveSoftware",
+    ".config/microsoft-edge", ".config/vivaldi", ".config/opera", "snap/firefox",
+    "snap/chromium", ".var/app",
+    # Jupyter's own folders (its runtime folder holds the server's token) and IPython's
+    # (startup files run in every kernel).
+    ".jupyter", ".local/share/jupyter", ".ipython",
+    # Shell and tool histories.
+    ".bash_history", ".zsh_history", ".zhistory", ".histfile", ".local/share/fish",
+    ".python_history", ".sqlite_history", ".psql_history", ".mysql_history",
+    ".node_repl_history", ".lesshst", ".rediscli_history", ".wget-hsts", ".viminfo",
+    # A cache a box would otherwise poison for the user's own pip.
+    ".cache/pip",
+)
 
 
 def box_environ(env: dict[str, str], spec_env: dict[str, str]) -> dict[str, str]:

@@ -31,9 +31,12 @@ from jupyter_ci.config_sessions import SandboxSettings
 from jupyter_ci.models.broker import ENV_SOCKET, ENV_URL
 from jupyter_ci.server.sandbox import cgroup, sockets
 from jupyter_ci.server.sandbox.box import SOCKET_DIR, Box, Limits, command, problem, python_paths
-from jupyter_ci.server.sandbox.egress import INSIDE, egress
+from jupyter_ci.server.sandbox.egress import INSIDE, Egress, close_kernel, egress, kernel_egress
 from jupyter_ci.server.sandbox.environ import (
+    ENV_BOXED,
     ENV_BROKER_SOCKET,
+    ENV_HOSTS,
+    ENV_ROOT,
     ENV_SESSION,
     PROVISIONER,
     box_environ,
@@ -42,9 +45,24 @@ from jupyter_ci.server.sandbox.environ import (
     record_secret,
 )
 from jupyter_ci.server.sandbox.guards import guards
+from jupyter_ci.server.sandbox.notebook_box import NotebookBox, index_hosts, notebook_box
 
 #: The entry point name a kernelspec's metadata uses.
 NAME = PROVISIONER
+
+
+#: What a notebook box's refusal says allows the host (`{host}`: the entry that would).
+NOTEBOOK_HINT = ("in JupyterLab, choose 'Allow {host} for this notebook' (or run the command), "
+                 "or list it in c.JupyterCI.notebook_network for every notebook; then run the "
+                 "cell again.")
+
+
+def notebook_entries(ci: SandboxSettings, env: dict[str, str]) -> list[str]:
+    """Return what a notebook's box may reach: the package index, the setting's, the user's."""
+    entries = index_hosts(env) if ci.notebook_package_index else []
+    entries += list(ci.notebook_network)
+    entries += [host for host in env.get(ENV_HOSTS, "").split(",") if host]
+    return list(dict.fromkeys(entries))
 
 
 class SandboxUnavailable(RuntimeError):
@@ -103,6 +121,18 @@ class SandboxProvisioner(LocalProvisioner):
         """Describe the box of this kernel, its environment, and what runs before it."""
         spec_env = dict(getattr(self.kernel_spec, "env", None) or {})
         inner = box_environ(env, spec_env)
+        session = env.get(ENV_SESSION) == "1"
+        inner[ENV_BOXED] = "session" if session else "notebook"
+        hidden = list(hidden_paths(env))
+        root = published(env, ENV_ROOT)
+        notebook: NotebookBox | None = None
+        if session:
+            hidden += [Path(os.path.realpath(root))] if root else []
+        else:
+            notebook = notebook_box({**env, ENV_ROOT: root}, executable, ci.sandbox_hidden,
+                                    ci.notebook_environ, ci.sandbox_gpus)
+            inner.update(notebook.env)
+            hidden += notebook.hidden
         files: list[tuple[Path, str]] = []
         socket = self._broker_socket(env)
         if socket and os.path.exists(socket):
@@ -118,9 +148,15 @@ class SandboxProvisioner(LocalProvisioner):
         if self.zmq_over_tcp:  # its forwarder runs on this Python
             readonly = (*readonly, *python_paths(sys.executable, env))
         forwarder: list[str] = []
-        if isinstance(ci.sandbox_network, list):
-            # An allowlist: the box reaches the host's proxy through a loopback forwarder.
+        way: Egress | None = None
+        if notebook is not None and ci.sandbox_network != "host":
+            # A notebook's own proxy: its list grows when the user allows a host.
+            way = kernel_egress(str(self.kernel_id), notebook_entries(ci, env), env, private,
+                                self.log, NOTEBOOK_HINT)
+        elif isinstance(ci.sandbox_network, list):
             way = egress(ci.sandbox_network, env, private_base(), self.log)
+        if way is not None:
+            # An allowlist: the box reaches the host's proxy through a loopback forwarder.
             files.append((way.socket, INSIDE))
             inner.update(way.env)
             readonly, forwarder = (*readonly, *way.readonly), way.argv
@@ -128,8 +164,12 @@ class SandboxProvisioner(LocalProvisioner):
                         ci.sandbox_file_bytes, ci.sandbox_open_files, ci.sandbox_cpu_seconds)
         held = guards(f"k-{private.name}", limits, private_base(), self.log)
         self._cgroup = held.cgroup
+        if notebook is not None:
+            readonly = (*readonly, *notebook.readonly)
         box = Box(workdir=cwd, private=private, limits=limits,
-                  readonly=tuple(dict.fromkeys(readonly)), hidden=hidden_paths(env),
+                  readonly=tuple(dict.fromkeys(readonly)), hidden=tuple(dict.fromkeys(hidden)),
+                  writable=notebook.writable if notebook else (),
+                  devices=notebook.devices if notebook else (),
                   files=tuple(files), host_network=ci.sandbox_network == "host",
                   cgroup_procs=held.cgroup.procs if held.cgroup else (), seccomp=held.seccomp,
                   disable_userns=held.disable_userns)
@@ -162,6 +202,8 @@ class SandboxProvisioner(LocalProvisioner):
     async def cleanup(self, restart: bool = False) -> None:
         """Remove the kernel's private folder once it is gone for good."""
         await super().cleanup(restart=restart)
+        if not restart and self.kernel_id:
+            close_kernel(str(self.kernel_id))
         if not restart and self._cgroup is not None:
             await asyncio.to_thread(cgroup.remove, self._cgroup)
         if not restart and self.kernel_id:

@@ -18,11 +18,12 @@ import os
 import re
 import socket
 import threading
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeAlias
 
-from jupyter_ci.server.sandbox.allowlist import SETTING, Allowlist, split_authority
+from jupyter_ci.server.sandbox.allowlist import DEFAULT_PORTS, SETTING, Allowlist, split_authority
 from jupyter_ci.server.sandbox.forward import answer, splice
 
 #: A logger, or a Jupyter application's (its adapter), where refusals are told.
@@ -40,6 +41,8 @@ LINGER_SECONDS = 5.0
 HALF_CLOSED_SECONDS = 60.0
 #: Seconds to connect to one address of the target.
 CONNECT_SECONDS = 15.0
+#: Refused hosts a proxy remembers (the newest), for the page to offer to allow.
+REFUSALS_KEPT = 32
 #: The process's connection slots, shared by its proxies.
 SLOTS = threading.BoundedSemaphore(MAX_CONNECTIONS)
 
@@ -123,12 +126,20 @@ class EgressProxy:
     """An HTTP proxy on a Unix socket that lets through only what its allowlist allows."""
 
     def __init__(self, allowlist: Allowlist, path: Path,
-                 slots: threading.BoundedSemaphore = SLOTS, log: Log | None = None) -> None:
+                 slots: threading.BoundedSemaphore = SLOTS, log: Log | None = None,
+                 hint: str = "", setting: str = SETTING) -> None:
+        #: Replaced whole when the user allows a host (read once per connection).
         self.allowlist, self.path, self._slots = allowlist, path, slots
         self.log = log or logging.getLogger(__name__)
+        #: What a refusal says allows the host, besides the setting (a notebook's page).
+        self.hint = hint
+        #: The setting that lists what the proxy lets through.
+        self.setting = setting
         self._server: asyncio.AbstractServer | None = None
         #: Connections open now (for tests and logs).
         self.active = 0
+        #: The hosts (host or host:port) refused lately, oldest first, each once.
+        self.refusals: deque[str] = deque(maxlen=REFUSALS_KEPT)
 
     async def start(self) -> Path:
         """Listen on the socket (0600; a stale one of an earlier process is replaced)."""
@@ -191,18 +202,23 @@ class EgressProxy:
                                                      asyncio.StreamWriter]:
         """Connect to the target if the allowlist allows it and what its name resolves to."""
         host, port = request.host, request.port
-        rule = self.allowlist.rule_for(host, port)
+        allowlist = self.allowlist
+        rule = allowlist.rule_for(host, port)
         if rule is None:
-            self.log.info("jupyter-ci sandbox: refused %s:%d (not in %s)", host, port, SETTING)
+            self.log.info("jupyter-ci sandbox: refused %s:%d (not in %s)", host, port,
+                          self.setting)
+            self._refused(host, port)
+            where = self.hint.format(host=_entry(host, port)) if self.hint else \
+                f"{self.setting} lists the hosts (and host:port) they may reach."
             raise Refused(403, f"jupyter-ci: sandboxed kernels may not reach {host}:{port}; "
-                          f"{SETTING} lists the hosts (and host:port) they may reach.")
+                          f"{where}")
         addresses = await _resolve(host, port)
-        allowed = [address for address in addresses if self.allowlist.reachable(rule, address)]
+        allowed = [address for address in addresses if allowlist.reachable(rule, address)]
         if not allowed:
             self.log.info("jupyter-ci sandbox: refused %s:%d (a non-public address)", host, port)
             raise Refused(403, f"jupyter-ci: {host} resolves to {addresses[0]}, a loopback, "
                           "private or link-local address; sandboxed kernels reach such an "
-                          f"address only if {SETTING} lists the address itself.")
+                          f"address only if {self.setting} lists the address itself.")
         failure: Exception | None = None
         for address in allowed:
             try:
@@ -213,6 +229,20 @@ class EgressProxy:
         if isinstance(failure, asyncio.TimeoutError):
             raise Refused(504, f"jupyter-ci: {host}:{port} did not answer.")
         raise Refused(502, f"jupyter-ci: could not connect to {host}:{port} ({failure}).")
+
+
+    def _refused(self, host: str, port: int) -> None:
+        """Remember a refused host, newest last, once."""
+        entry = _entry(host, port)
+        if entry in self.refusals:
+            self.refusals.remove(entry)
+        self.refusals.append(entry)
+
+
+def _entry(host: str, port: int) -> str:
+    """Return the allowlist entry that would allow `host:port` (no port for 80 and 443)."""
+    shown = f"[{host}]" if ":" in host else host
+    return shown if port in DEFAULT_PORTS else f"{shown}:{port}"
 
 
 async def _resolve(host: str, port: int) -> list[str]:
@@ -232,7 +262,11 @@ async def _answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                   refused: Refused) -> None:
     """Send the proxy's own short plain-text answer and end the connection."""
     body = f"{refused.text}\n".encode()
-    head = (f"HTTP/1.1 {refused.status} {_REASONS.get(refused.status, 'Error')}\r\n"
+    # The text is the reason phrase too: a client that fails a CONNECT shows the status
+    # line alone (urllib's and urllib3's "Tunnel connection failed: 403 ...", so pip's).
+    reason = refused.text if refused.status == 403 else _REASONS.get(refused.status, "Error")
+    reason = reason.encode("latin-1", "replace").decode("latin-1")
+    head = (f"HTTP/1.1 {refused.status} {reason}\r\n"
             f"Content-Type: text/plain; charset=utf-8\r\nContent-Length: {len(body)}\r\n"
             "Connection: close\r\n\r\n")
     await answer(reader, writer, head.encode() + body, LINGER_SECONDS)
