@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from jupyter_client.manager import KernelManager, start_new_kernel
@@ -98,3 +101,23 @@ class Kernel:
         """Stop the kernel."""
         self.kc.stop_channels()
         self.km.shutdown_kernel(now=True)
+
+
+def connection_file(runtime: Path, kernel_id: str, uid: int | None = None,
+                    timeout: float = 30) -> Path:
+    """Return the connection file of a server's kernel, boxed or not, once it is written.
+
+    An unboxed kernel's is in the server's runtime folder; a boxed one's (by default, the
+    kernel a notebook gets) in its box's private folder (server/sandbox/provisioner.py).
+    """
+    owner = os.getuid() if uid is None else uid
+    boxed = Path(tempfile.gettempdir()) / f"jupyter-ci-{owner}" / \
+        kernel_id.replace("-", "")[:16] / "kernel.json"
+    unboxed = runtime / f"kernel-{kernel_id}.json"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for path in (unboxed, boxed):
+            if path.exists():
+                return path
+        time.sleep(0.05)
+    raise AssertionError(f"no connection file of kernel {kernel_id}: {unboxed}, {boxed}")

@@ -18,6 +18,7 @@ from jupyter_ci import providers
 from jupyter_ci.models.broker import ENV_PROVIDERS, ENV_SOCKET, ENV_TOKEN, ENV_URL, MANAGED
 from jupyter_ci.models.resolve import ModelSettings, endpoint_for
 from tests.fakellm import OPENAI_PATH, FakeLLM, Turn
+from tests.kernelrun import connection_file
 
 OPENAI_KEY = "sk-test-OPENAI-socket-secret-4321"
 JUPYTER_TOKEN = "jupyter-socket-secret"
@@ -108,7 +109,7 @@ def test_ask_in_a_kernel_of_a_socket_server_reaches_the_model(
     kc = BlockingKernelClient()
     try:
         kernel_id = _start_kernel(sock, proc)
-        kc.load_connection_file(str(tmp_path / "rt" / f"kernel-{kernel_id}.json"))
+        kc.load_connection_file(str(connection_file(tmp_path / "rt", kernel_id)))
         kc.start_channels()
         kc.wait_for_ready(timeout=60)
         assert _run(kc, "import os; print(sorted(k for k in os.environ if 'API_KEY' in k))"

@@ -60,9 +60,15 @@ from jupyter_ci.models.base import ChatModel, SeesImages
 from jupyter_ci.models.broker import own_credentials, refreshed_environ
 from jupyter_ci.models.resolve import resolve_model
 from jupyter_ci.wire.events import Notice
+from jupyter_ci.wire.names import BOXED_VARIABLE
 
 #: Kernel-only names listed for the model at most.
 MAX_KERNEL_ONLY = 40
+#: Said once per unboxed kernel, at its first ask.
+UNBOXED_NOTE = ("This kernel is not in a box: the code an ask runs here has all your rights "
+                "(your files, ~/.ssh and other secrets, the network). To box it, run the "
+                "command 'Run this notebook boxed' in JupyterLab, or pick the kernel 'Python 3 "
+                "(sandboxed)' (docs/security.md).")
 
 
 @magics_class
@@ -82,6 +88,8 @@ class AskMagics(Magics):
         self.replaced_asks: set[str] = set()
         #: The last ask this kernel ran from each ask cell (by cell id), and its cells' code.
         self.ran_asks: dict[str, RanAsk] = {}
+        #: Whether this kernel's first ask said the kernel is not boxed.
+        self.told_unboxed = False
 
     @line_cell_magic
     def ask(self, line: str, cell: str | None = None) -> None:
@@ -116,7 +124,7 @@ class AskMagics(Magics):
         folder = working_folder()  # before a step changes directory
         journal = self._journal(ask, phash, info.has_frontend, opts.show_context)
         life = AskLife(ask.ask_id, ask.prompt, model.id, loop, journal, self.memory)
-        life.start(retiring.note(model.id))
+        life.start(retiring.note(model.id), self._unboxed_note())
         results: dict[str, CodeResult] = {}
         outcome = self._drive(life, model, folder, results)
         self._ran(info, ask, loop)
@@ -132,6 +140,13 @@ class AskMagics(Magics):
             # The next headless run of this cell replays these steps instead of asking.
             rerun.keep(headless, model.id, outcome.answer, loop.succeeded, results,
                        loop.limits, loop.redact or str)
+
+    def _unboxed_note(self) -> str | None:
+        """Say, at this kernel's first ask, that it is not boxed (None: boxed, or said)."""
+        if self.told_unboxed or os.environ.get(BOXED_VARIABLE):
+            return None
+        self.told_unboxed = True
+        return UNBOXED_NOTE
 
     def _restart_notice(self, above: frozenset[str] | None, loop: AskLoop,
                         journal: Journal) -> None:

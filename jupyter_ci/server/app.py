@@ -93,6 +93,8 @@ class JupyterCIApp(ExtensionApp):
         self.mcp = MCPDoor(self._server(), self.log)  # its SDK loads at the first request
         self._server().io_loop.add_callback(self._start_sessions)
         self._server().io_loop.add_callback(self._start_warming)
+        # Once every extension has read it (JupyterHub's own among them).
+        self._server().io_loop.add_callback(self._withhold_hub_token)
         self.settings.update({"jupyter_ci": self.ci, "jupyter_ci_broker": self.broker,
                               "jupyter_ci_service": self.service,
                               "jupyter_ci_sessions": self.sessions,
@@ -138,6 +140,11 @@ class JupyterCIApp(ExtensionApp):
         """Apply the user's policy (approval floor, boxing) to this server's settings."""
         for change in apply_policy(self.ci, policy, self.own):
             self.log.info("jupyter-ci: the JupyterHub's policy sets %s", change)
+        floor: NotebookSandbox = "always" if policy.boxed else "never"
+        if floor != self.notebook_floor:
+            self.notebook_floor = floor
+            self.log.info("jupyter-ci: the JupyterHub's policy sets notebook kernels %s",
+                          "boxed, always" if policy.boxed else "as this server's settings say")
 
     async def _read_policy(self) -> None:
         """Read the user's policy again (an admin may have changed it, or it was unread)."""
@@ -158,7 +165,9 @@ class JupyterCIApp(ExtensionApp):
         kernels = self._server().kernel_manager
         # Each kernel gets its own token in the env of its start (see server/broker/kernels.py),
         # with what the server tells its kernels (self.told), never put in os.environ.
-        self.told = Told(withheld=HUB_TOKENS if self.hub is not None else frozenset())
+        # Under any JupyterHub: with it, code in a kernel could act as the user at the Hub.
+        under_hub = self.hub is not None or any(os.environ.get(n) for n in HUB_TOKENS)
+        self.told = Told(withheld=HUB_TOKENS if under_hub else frozenset())
         hook_kernel_manager(kernels, self.broker, self.told, self.log)
         # Outside the broker's hook: its start reads the kernelspec this one boxes.
         self.boxes = NotebookBoxes(kernels, self.ci, self._server().root_dir,
@@ -169,6 +178,22 @@ class JupyterCIApp(ExtensionApp):
             self._server().io_loop.add_callback(self._file_ids)
         # No 500 from /api/kernels for a kernel being started (server/kernel_models.py).
         fill_starting_kernels(kernels)
+
+    def _withhold_hub_token(self) -> None:
+        """Take the server's Hub token out of os.environ: no terminal or child inherits it."""
+        if not any(os.environ.get(name) for name in HUB_TOKENS):
+            return
+        # JupyterHub's identity provider reads it from os.environ when first asked: ask now.
+        for owner in (self._server().identity_provider, self._server()):
+            hub_auth = getattr(owner, "hub_auth", None)
+            if hub_auth is not None and not getattr(hub_auth, "api_token", ""):
+                self.log.warning("jupyter-ci: JupyterHub's token is not read yet; it stays "
+                                 "in the server's environment")
+                return
+        for name in HUB_TOKENS:
+            os.environ.pop(name, None)
+        self.log.info("jupyter-ci: the server's JupyterHub token is kept from terminals, "
+                      "kernels and every other process it starts")
 
     def _file_ids(self) -> None:
         """Know notebooks by their file id too, where the server keeps them."""

@@ -15,3 +15,5 @@ TURN_PATH = "turn"
 #: The folder below Jupyter's data dir holding jupyter-ci's files, and the record key's name.
 DATA_FOLDER = "jupyter_ci"
 RECORD_SECRET = "record_secret"
+#: Set in every box a kernel runs in ("notebook" or "session"): absent, the kernel is unboxed.
+BOXED_VARIABLE = "JUPYTER_CI_BOXED"

@@ -187,17 +187,26 @@ def _key_file(user: User, name: str, lines: list[str], mode: int) -> Path:
 @pytest.fixture(scope="module")
 def runs(user: User, upstream: Upstream) -> dict[str, Run]:
     """Start a hardened and a control server at once, attack each from a kernel."""
-    keys = {name: _fake_key(name) for name in ("hardened", "file", "control", "refused")}
+    keys = {name: _fake_key(name) for name in ("hardened", "file", "control", "refused",
+                                               "boxed")}
     file_vars = [f"ANTHROPIC_API_KEY={keys['file']}", f"ANTHROPIC_BASE_URL={upstream.url}",
                  "FOO_TOKEN=not-a-provider-variable"]
     hardened_file = _key_file(user, "hardened", file_vars, 0o600)
     # The control's key file is readable by others: the server must refuse it.
     refused_file = _key_file(user, "refused", [f"ANTHROPIC_API_KEY={keys['refused']}"], 0o644)
+    # The hardening guards unboxed kernels (a notebook the user chose to run unboxed, or a
+    # server where no box can run): those two run unboxed. The third is a notebook kernel as
+    # the server starts it by default, on a server without the hardening: its box alone
+    # must keep the key from it.
+    unboxed = {"notebook_sandbox": "never"}
     servers = {
         "hardened": start_server(user, "hardened", {"OPENAI_API_KEY": keys["hardened"]},
-                                 {"key_file": str(hardened_file)}),
+                                 {**unboxed, "key_file": str(hardened_file)}),
         "control": start_server(user, "control", {"OPENAI_API_KEY": keys["control"]},
-                                {"harden_process": False, "key_file": str(refused_file)}),
+                                {**unboxed, "harden_process": False,
+                                 "key_file": str(refused_file)}),
+        "boxed": start_server(user, "boxed", {"OPENAI_API_KEY": keys["boxed"]},
+                              {"harden_process": False}),
     }
     try:
         return {name: _exercise(server, keys) for name, server in servers.items()}
@@ -307,3 +316,14 @@ def test_key_file_readable_by_others_is_refused(runs: dict[str, Run]) -> None:
 def test_no_server_logged_a_key(runs: dict[str, Run]) -> None:
     for run in runs.values():
         assert not [name for name, key in run.keys.items() if key in run.log]
+
+
+def test_a_notebook_kernel_is_boxed_by_default_and_its_box_keeps_the_key_from_it(
+    runs: dict[str, Run],
+) -> None:
+    run = runs["boxed"]
+    # Not hardened: the control shows this attack finds the key from an unboxed kernel.
+    assert _leaks(run, "boxed") == []
+    assert "kernel os.environ" in run.report["read"]
+    # Its own PID namespace: it sees its box's few processes, not the server's or others'.
+    assert run.report["scanned"] <= 4, run.report

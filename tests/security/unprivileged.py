@@ -32,6 +32,8 @@ from typing import Any, NoReturn
 
 import pytest
 
+from tests.kernelrun import connection_file
+
 NOBODY = 65534
 # setpriv keeps root's capabilities until its own execve, so a program it execs directly
 # is opened with root's file access (a venv under /root would start, then fail to start
@@ -172,10 +174,15 @@ class Server:
         raise AssertionError(f"{self.url}{path} is not reachable")
 
     def start_kernel(self) -> Path:
-        """Start a kernel through the REST API; return its connection file."""
+        """Start a kernel through the REST API; return its connection file.
+
+        An unboxed kernel's is in the runtime folder; a boxed one's (the default for the
+        kernels a notebook gets) in its box's private folder (sandbox/provisioner.py).
+        """
         status, body = self.request("api/kernels", "POST")
         assert status == 201, body
-        return Path(self.info["runtime_dir"]) / f"kernel-{body['id']}.json"
+        return connection_file(Path(self.info["runtime_dir"]), str(body["id"]),
+                               self.home.stat().st_uid)
 
     def stop(self) -> str:
         """Stop the server (it shuts its kernels down); return its log."""

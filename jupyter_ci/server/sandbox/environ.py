@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from jupyter_ci.wire.names import DATA_FOLDER, RECORD_SECRET
+from jupyter_ci.wire.names import BOXED_VARIABLE, DATA_FOLDER, RECORD_SECRET
 
 #: The host path of the broker's private socket, published by the server for boxes.
 ENV_BROKER_SOCKET = "JUPYTER_CI_SANDBOX_BROKER"
@@ -26,7 +26,7 @@ ENV_ROOT = "JUPYTER_CI_SANDBOX_ROOT"
 #: Hosts (comma-separated) the user allowed the notebook's box, told at its start.
 ENV_HOSTS = "JUPYTER_CI_SANDBOX_HOSTS"
 #: Set in every box, so code there (and `%%ask`) knows it is boxed: "notebook" or "session".
-ENV_BOXED = "JUPYTER_CI_BOXED"
+ENV_BOXED = BOXED_VARIABLE
 INTERNAL = frozenset({ENV_BROKER_SOCKET, ENV_HIDE, ENV_PASS, ENV_SESSION, ENV_ROOT, ENV_HOSTS})
 #: Told by the server to a sandboxed kernel's provisioner in the kernel's start env (and sent
 #: with a gateway kernel's start); never in the server's own os.environ.
