@@ -241,8 +241,9 @@ class SandboxSettings(Settings):
         "allocations fail with MemoryError and the kernel lives); where the server can make "
         "a memory cgroup (as root, or with a delegated cgroup v2) the box's whole memory, "
         "shared mappings and memfds included, is capped too, and a box over it has its "
-        "largest process ended; where it cannot, shared anonymous memory, memfds and SysV "
-        "shared memory are refused in the box instead.",
+        "largest process ended; where it cannot, the server watches the memory the box's "
+        "processes hold together (every 0.2 s) and ends the whole box past it, and shared "
+        "anonymous memory, memfds and SysV shared memory are refused in the box.",
     ).tag(config=True)
     sandbox_processes = Int(
         256, help="Processes and threads a sandboxed kernel's box may hold at once (default "

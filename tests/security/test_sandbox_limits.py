@@ -67,6 +67,27 @@ def test_shared_memory_counts_against_the_memory_limit(server: Server, kind: str
         contained(server, attacked, witness)
 
 
+#: Five processes of 200 MiB each: each within the box's 256 MiB (RLIMIT_DATA), together
+#: four times it. They hold it for 20 s and then say so.
+MANY = """
+import subprocess, sys
+hold = "m = bytearray(200 << 20)\\nfor i in range(0, len(m), 4096): m[i] = 1\\n" \\
+       "import time; time.sleep(20); print('held')"
+children = [subprocess.Popen([sys.executable, "-c", hold]) for _ in range(5)]
+print("exits", sorted(child.wait() for child in children))
+"""
+
+
+def test_the_memory_limit_holds_for_the_whole_box(server: Server) -> None:
+    with Session(server) as attacked, Session(server) as witness:
+        result = attacked.run(MANY, timeout=120)
+        shown = str(result["outputs"])
+        # Its cgroup (root here) ends processes until the box is within it, the server's
+        # watch (watch.py, without a cgroup) ends the box: never 1,000 MiB held in 256 MiB.
+        assert shown.count("held") <= 1 and "exits [0, 0, 0, 0, 0]" not in shown, result
+        contained(server, attacked, witness)
+
+
 NAMESPACES = """
 import ctypes, subprocess
 libc = ctypes.CDLL(None, use_errno=True)

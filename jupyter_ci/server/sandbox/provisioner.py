@@ -29,7 +29,7 @@ from traitlets import Bool
 
 from jupyter_ci.config_sessions import SandboxSettings
 from jupyter_ci.models.broker import ENV_SOCKET, ENV_URL
-from jupyter_ci.server.sandbox import cgroup, sockets
+from jupyter_ci.server.sandbox import cgroup, sockets, watch
 from jupyter_ci.server.sandbox.box import SOCKET_DIR, Box, Limits, command, problem, python_paths
 from jupyter_ci.server.sandbox.egress import INSIDE, Egress, close_kernel, egress, kernel_egress
 from jupyter_ci.server.sandbox.environ import (
@@ -80,6 +80,7 @@ class SandboxProvisioner(LocalProvisioner):
 
     _kernel_pid: int | None = None
     _cgroup: cgroup.Cgroup | None = None
+    _watched = 0
 
     async def pre_launch(self, **kwargs: Any) -> dict[str, Any]:
         """Put the kernel's ZMQ sockets in a private folder and wrap its command in the box."""
@@ -164,6 +165,8 @@ class SandboxProvisioner(LocalProvisioner):
                         ci.sandbox_file_bytes, ci.sandbox_open_files, ci.sandbox_cpu_seconds)
         held = guards(f"k-{private.name}", limits, private_base(), self.log)
         self._cgroup = held.cgroup
+        # Without a memory cgroup, the whole box's memory is watched (watch.py).
+        self._watched = limits.memory_bytes if held.cgroup is None else 0
         if notebook is not None:
             readonly = (*readonly, *notebook.readonly)
         box = Box(workdir=cwd, private=private, limits=limits,
@@ -187,7 +190,10 @@ class SandboxProvisioner(LocalProvisioner):
     async def launch_kernel(self, cmd: list[str], **kwargs: Any) -> Any:
         """Launch the box; its kernel's process id is looked up when first needed."""
         self._kernel_pid = None
-        return await super().launch_kernel(cmd, **kwargs)
+        launched = await super().launch_kernel(cmd, **kwargs)
+        if self._watched and self.process is not None:
+            watch.watch(str(self.kernel_id), self.process.pid, self._watched)
+        return launched
 
     async def send_signal(self, signum: int) -> None:
         """Interrupt the kernel itself; other signals go to the box (bubblewrap)."""
@@ -204,6 +210,7 @@ class SandboxProvisioner(LocalProvisioner):
         await super().cleanup(restart=restart)
         if not restart and self.kernel_id:
             close_kernel(str(self.kernel_id))
+            watch.forget(str(self.kernel_id))
         if not restart and self._cgroup is not None:
             await asyncio.to_thread(cgroup.remove, self._cgroup)
         if not restart and self.kernel_id:
