@@ -40,6 +40,7 @@ from jupyter_ci.server.handlers import routes
 from jupyter_ci.server.hardening import make_non_dumpable
 from jupyter_ci.server.kernel_models import fill_starting_kernels
 from jupyter_ci.server.nodelay import KernelWebsockets, install_low_latency
+from jupyter_ci.server.sandbox import box
 from jupyter_ci.server.sandbox.choices import Choices
 from jupyter_ci.server.sandbox.choices import default_file as choices_file
 from jupyter_ci.server.sandbox.environ import ENV_BROKER_SOCKET, ENV_HIDE, ENV_ROOT
@@ -235,6 +236,8 @@ class JupyterCIApp(ExtensionApp):
     def _start_warming(self) -> None:
         """Load the SDKs in a worker thread while the server starts, not in the first ask."""
         self._warming = asyncio.ensure_future(self.service.warm())
+        # And what the first box would wait for (its checks of bubblewrap and of /etc).
+        self._warming_box = asyncio.ensure_future(asyncio.to_thread(box.warm))
 
     def _publish_sandbox(self) -> None:
         """Offer the sandboxed kernelspec; tell its provisioners what to bind and hide."""

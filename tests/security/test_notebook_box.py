@@ -346,3 +346,24 @@ def test_the_box_status_of_an_unknown_kernel_is_a_404(server: Server) -> None:
                     b"Content-Length: 2\r\n\r\n{}")
         raw.settimeout(10)
         assert raw.recv(64).split()[1] in (b"403", b"401")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a root server's boxes: the tests run as root")
+def test_a_root_servers_box_reads_none_of_roots_private_files_in_etc() -> None:
+    secret = Path("/etc/jupyter-ci-test-private.conf")
+    secret.write_text("password = root's own\n")
+    secret.chmod(0o600)
+    try:
+        with running("root", {}) as server:
+            _kernel, client = open_notebook(server)
+            try:
+                said = run(client, f"try:\n    print(repr(open({str(secret)!r}).read()))\n"
+                           "except OSError as err:\n    print(type(err).__name__)\n"
+                           "print(repr(open('/etc/hostname').read()) != '')")
+            finally:
+                client.stop_channels()
+    finally:
+        secret.unlink()
+    # Root in a box reads root's 0600 files as their owner, unless they are hidden (a
+    # device node in their place, which the box cannot open); the rest of /etc it reads.
+    assert "root's own" not in said and said.splitlines()[-1] == "True", said

@@ -18,6 +18,7 @@ import functools
 import os
 import shlex
 import shutil
+import stat
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -134,12 +135,36 @@ def _system() -> list[str]:
             args += ["--symlink", os.readlink(path), path]
         elif os.path.isdir(path):
             args += ["--ro-bind", path, path]
-    for secret in ETC_SECRETS:
+    for secret in (*ETC_SECRETS, *_etc_private()):
         if os.path.isdir(secret) and not os.path.islink(secret):
             args += ["--size", str(HIDE_BYTES), "--tmpfs", secret, "--remount-ro", secret]
         elif os.path.lexists(secret):
             args += ["--ro-bind", "/dev/null", secret]
     return args
+
+
+@functools.lru_cache(maxsize=1)
+def _etc_private() -> tuple[str, ...]:
+    """Return what in /etc others may not read, for a root server's boxes (once).
+
+    A box of a root server runs as root in its user namespace, which reads root's 0600
+    files as their owner (pg_hba.conf, a cloud's credentials): those are not there at all.
+    """
+    if os.geteuid() != 0:
+        return ()  # the box runs as the server's user: the file modes decide, as outside
+    found: list[str] = []
+    for folder, dirs, files in os.walk("/etc"):
+        for name in [*dirs, *files]:
+            path = os.path.join(folder, name)
+            try:
+                mode = os.lstat(path).st_mode
+            except OSError:
+                continue
+            if not stat.S_ISLNK(mode) and not mode & stat.S_IROTH and path not in ETC_SECRETS:
+                found.append(path)
+        # Below a folder hidden whole, nothing more need be hidden.
+        dirs[:] = [d for d in dirs if os.path.join(folder, d) not in found]
+    return tuple(found)
 
 
 #: How a mount is made, in the order mounts at one path are made (the last one shows).
@@ -211,6 +236,12 @@ def disables_userns() -> bool:
         return subprocess.run(trial, capture_output=True, timeout=30).returncode == 0
     except (OSError, subprocess.SubprocessError):
         return False
+
+
+def warm() -> None:
+    """Do the checks a first box would wait for (a thread at the server's start calls it)."""
+    problem()
+    _etc_private()
 
 
 @functools.lru_cache(maxsize=1)
