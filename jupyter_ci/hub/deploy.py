@@ -9,8 +9,9 @@ prices, database and key file in its environment), gives it a role that reads us
 admin flags and groups, lets every user reach it (c.JupyterHub.extra_user_scopes), gives
 users' servers' tokens the scope to call it as their user (c.Spawner.server_token_scopes),
 and tells users' servers where it is (c.Spawner.environment). The policy and prices are
-checked here: a mistake stops the Hub's start, saying what is wrong. Standard library only
-(besides jupyter-ci's own readers): the Hub loads this with its config.
+checked here: a mistake stops the Hub's start, saying what is wrong, and so does a JupyterHub
+with a known advisory (jupyter_ci/advisories.py). Standard library only (besides jupyter-ci's
+own readers, and `packaging`, which JupyterHub needs too): the Hub loads this with its config.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from jupyter_ci import providers
+from jupyter_ci.advisories import affecting, upgrade_to
 from jupyter_ci.hub.settings import (
     DEFAULT_DB_URL,
     ENV_DB_URL,
@@ -41,6 +43,35 @@ DEFAULT_URL = "http://127.0.0.1:10101"
 SERVER_ROLE_SCOPES = ("users:activity!user", "access:servers!server")
 #: What the service itself may read of the Hub: users' names, admin flags and groups.
 SERVICE_SCOPES = ("read:users:name", "read:users:groups")
+
+
+class VulnerableHub(RuntimeError):
+    """The running JupyterHub has a known advisory; the message names it and the fix."""
+
+
+def hub_version() -> str:
+    """Return the version of the JupyterHub that runs this config."""
+    import jupyterhub
+
+    return str(jupyterhub.__version__)
+
+
+def refuse_vulnerable_hub(version: str) -> None:
+    """Raise VulnerableHub when an advisory affects JupyterHub `version`."""
+    found = affecting("jupyterhub", version)
+    if not found:
+        return
+    first, others = found[0], [a.id for a in found[1:]]
+    more = f" (and {', '.join(others)})" if others else ""
+    target = upgrade_to("jupyterhub", version)
+    upgrade = (f"upgrade JupyterHub to {target} or later (pip install 'jupyterhub>={target}')"
+               if target else "upgrade JupyterHub once a fixed release is out")
+    # The service holds every user's provider keys and budgets: it does not run on a Hub
+    # that a published advisory lets users (or anyone) get around.
+    raise VulnerableHub(
+        f"jupyter_ci.hub.configure: JupyterHub {version} is affected by {first.id}{more}: "
+        f"{first.summary} The jupyter-ci service holds the team's provider keys, so it "
+        f"does not start on it; {upgrade}.")
 
 
 def access_scope(name: str = SERVICE_NAME) -> str:
@@ -65,6 +96,7 @@ def configure(c: Any, *, policy: Mapping[str, object] | None = None,
     default SQLite in the Hub's working directory). `settings`: request_timeout, retries,
     max_reply_tokens, broker_max_body_bytes of its model service.
     """
+    refuse_vulnerable_hub(hub_version())
     url = url or DEFAULT_URL
     check_policy(dict(policy) if policy is not None else None)
     check_prices(dict(prices or {}))

@@ -148,3 +148,41 @@ def test_configure_refuses_a_mistake_before_the_hub_starts() -> None:
         configure(Config(), prices={"openai:x": {"input": "cheap"}})
     with pytest.raises(ValueError, match="NOT_SET_ANYWHERE is not set"):
         configure(Config(), keys=["NOT_SET_ANYWHERE"])
+
+
+@pytest.mark.parametrize(("version", "advisory", "target"), [
+    ("5.0.0", "CVE-2026-33709", "5.5.3"),
+    ("5.4.4", "CVE-2026-40864", "5.5.3"),
+    ("5.5.2", "GHSA-hx46-2cv3-mh6g", "5.5.3"),
+    ("6.0.1", "GHSA-hx46-2cv3-mh6g", "6.1.0"),
+])
+def test_configure_refuses_a_jupyterhub_with_a_known_advisory(
+        monkeypatch: pytest.MonkeyPatch, version: str, advisory: str, target: str) -> None:
+    from jupyter_ci.hub import deploy
+
+    monkeypatch.setattr(deploy, "hub_version", lambda: version)
+    c = Config()
+    with pytest.raises(deploy.VulnerableHub) as raised:
+        configure(c, policy=POLICY)
+    said = str(raised.value)
+    assert f"JupyterHub {version} is affected by {advisory}" in said
+    assert f"upgrade JupyterHub to {target} or later" in said
+    assert "services" not in c.JupyterHub  # nothing was added to the config
+
+
+@pytest.mark.parametrize("version", ["5.5.3", "5.5.4", "6.1.0", "6.2.0.dev0"])
+def test_configure_takes_a_fixed_jupyterhub(monkeypatch: pytest.MonkeyPatch,
+                                            version: str) -> None:
+    from jupyter_ci.hub import deploy
+
+    monkeypatch.setattr(deploy, "hub_version", lambda: version)
+    assert configure(Config(), policy=POLICY)["name"] == "jupyter-ci"
+
+
+def test_the_installed_jupyterhub_passes_and_is_the_one_read() -> None:
+    import jupyterhub
+
+    from jupyter_ci.hub import deploy
+
+    assert deploy.hub_version() == jupyterhub.__version__
+    deploy.refuse_vulnerable_hub(deploy.hub_version())
