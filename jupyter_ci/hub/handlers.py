@@ -2,7 +2,9 @@
 
 GET only. Each caller is a Hub user with the service's access scope, by token (a user's
 server, a script) or by the service's OAuth cookie (a browser); nobody reads anyone else's
-spending except the Hub's admins, on admin/spending and the admin page.
+spending except the Hub's admins, on admin/spending and the admin page, a page of users at a
+time (`?limit=`, `?cursor=`: spending.read_page), so neither the database's reads nor the
+Hub's user lookups grow with the number of users.
 """
 
 from __future__ import annotations
@@ -18,10 +20,10 @@ from tornado import web
 from jupyter_ci.hub.auth import HubGate, Member
 from jupyter_ci.hub.meter import HubMeter
 from jupyter_ci.hub.page import CSP, admin_page
-from jupyter_ci.hub.spending import user_spending
+from jupyter_ci.hub.spending import PageError, make_cursor, read_page, user_spending
 from jupyter_ci.server.broker.errors import BrokerError
 from jupyter_ci.wire.codec import encode
-from jupyter_ci.wire.hub import ADMIN_SPENDING_PATH, AllSpending, Price, UserPolicy
+from jupyter_ci.wire.hub import ADMIN_PATH, ADMIN_SPENDING_PATH, AllSpending, Price, UserPolicy
 
 
 class _HubRoute(HubOAuthenticated, web.RequestHandler):  # type: ignore[misc]  # untyped mixin
@@ -70,16 +72,28 @@ class _HubRoute(HubOAuthenticated, web.RequestHandler):  # type: ignore[misc]  #
         self.refuse(status_code, f"The jupyter-ci Hub service cannot handle this request "
                                  f"(HTTP {status_code} {self._reason}).")
 
-    async def everyone(self) -> AllSpending:
-        """Return this month's spending of every user who spent, with their budgets."""
+    def page(self) -> tuple[int, str] | None:
+        """Return the page of users asked for (size, after whom), or answer 400 (None)."""
+        try:
+            return read_page(self.get_query_argument("limit", None),
+                             self.get_query_argument("cursor", None))
+        except PageError as err:
+            self.refuse(400, str(err))
+            return None
+
+    async def everyone(self, limit: int, after: str) -> AllSpending:
+        """Return this month's spending of up to `limit` users after `after`, by name."""
         now = self.meter.clock()
-        rows = await self.meter.db(self.meter.store.since, now.date().replace(day=1))
-        names = sorted({row.user for row in rows})
+        first = now.date().replace(day=1)
+        names = await self.meter.db(self.meter.store.users_since, first, after, limit + 1)
+        more, names = len(names) > limit, names[:limit]
+        rows = await self.meter.db(self.meter.store.since, first, None, names) if names else []
         members = await asyncio.gather(*(self.gate.directory.member(n) for n in names))
         for member in members:
             await self.meter.enter(member.name, member.groups, time.monotonic())
         return AllSpending(day=now.date().isoformat(), month=now.strftime("%Y-%m"), users=tuple(
-            user_spending(n, now.date(), rows, self.meter.limits(n)) for n in names))
+            user_spending(n, now.date(), rows, self.meter.limits(n)) for n in names),
+            more=more, next=make_cursor(names[-1]) if more else "")
 
 
 class PolicyHandler(_HubRoute):
@@ -117,9 +131,9 @@ class AdminSpendingHandler(_HubRoute):
     """GET admin/spending: every user's (the Hub's admins only)."""
 
     async def get(self) -> None:
-        """Answer AllSpending to an admin, else 403."""
-        if await self.admin() is not None:
-            self.reply(await self.everyone())
+        """Answer a page of AllSpending to an admin, else 403 (400: a bad limit or cursor)."""
+        if await self.admin() is not None and (page := self.page()) is not None:
+            self.reply(await self.everyone(*page))
 
     async def admin(self) -> Member | None:
         """Return the caller if they are one of the Hub's admins, else refuse."""
@@ -141,11 +155,13 @@ class AdminPageHandler(AdminSpendingHandler):
 
     async def get(self) -> None:
         """Render the page to an admin."""
-        if await self.admin() is None:
+        if await self.admin() is None or (page := self.page()) is None:
             return
+        spending = await self.everyone(*page)
         self.set_header("Content-Type", "text/html; charset=utf-8")
         self.set_header("Content-Security-Policy", CSP)
         self.set_header("X-Content-Type-Options", "nosniff")
         self.set_header("Cache-Control", "no-store")
-        # Relative to .../admin: .../admin/spending.
-        self.finish(admin_page(await self.everyone(), ADMIN_SPENDING_PATH))
+        # Relative to .../admin: .../admin/spending, and .../admin for the other pages.
+        self.finish(admin_page(spending, ADMIN_SPENDING_PATH, ADMIN_PATH, page[0],
+                               self.get_query_argument("cursor", None)))

@@ -6,7 +6,8 @@ from the database the first time the user is seen, `enter`), so judging a turn c
 query; each settled turn is added to them at once, and the turns of each half second are
 written to the database together by one worker thread, in order. Reservations make turns
 running at once see each other: together they pass a limit by one reservation at most, as on
-a single server.
+a single server. A refused turn (a model not allowed, a budget used up, nothing spent) adds
+one to the user's day's REFUSED row (store.py), whatever model it named.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from jupyter_ci.agent.cost import Rates, dollars
 from jupyter_ci.agent.errors import LimitReached, ModelConfigError
 from jupyter_ci.agent.types import ModelReply
 from jupyter_ci.hub.policy import BUDGETS, Policy, Rules
-from jupyter_ci.hub.store import MODEL_CHARS, Row, Store
+from jupyter_ci.hub.store import MODEL_CHARS, REFUSED, Row, Store
 from jupyter_ci.server.broker.budget import Reservation
 from jupyter_ci.server.broker.meter import unpriced_hint
 from jupyter_ci.wire.hub import Limit, LimitName
@@ -122,9 +123,17 @@ class HubMeter:
 
     def admit(self, holder: str | None, model_id: str, rates: Rates | None) -> None:
         """Refuse a model the user's rules do not allow, or one without a price while
-        the user has a money budget."""
+        the user has a money budget; count a refusal."""
         if holder is None:
             return  # no caller yet: the turn's admission names one
+        try:
+            self._admit(holder, model_id, rates)
+        except ModelConfigError:
+            self.refused(holder)
+            raise
+
+    def _admit(self, holder: str, model_id: str, rates: Rates | None) -> None:
+        """Raise ModelConfigError if the user's rules refuse the model."""
         rules = self.book(holder).rules
         if len(model_id) > MODEL_CHARS:
             raise ModelConfigError(f"The model id is longer than {MODEL_CHARS} characters.",
@@ -155,6 +164,7 @@ class HubMeter:
             limit = book.rules.budget(name)
             used = book.used(name, now.date())
             if limit and used >= limit:
+                self.refused(holder)
                 raise LimitReached(self._full(holder, book.rules, name, used, limit, now),
                                    "Wait until it resets, or ask your JupyterHub admin to "
                                    "raise it.")
@@ -168,11 +178,24 @@ class HubMeter:
             book.reserved.add(-reservation.tokens, -reservation.usd)
         if spent is None:
             spent, usd = ModelReply(input_tokens=reservation.tokens), reservation.usd
+        if not (spent.input_tokens or spent.output_tokens or spent.cached_tokens or usd):
+            # Refused by the provider (a model id it does not have, a request it rejects):
+            # nothing spent, and the model id is the caller's text, so not a row of its own.
+            self.refused(reservation.holder)
+            return
         today = self.clock().date()
         row = Row(reservation.holder, reservation.model, today, 1, spent.input_tokens,
                   spent.output_tokens, spent.cached_tokens, usd)
         if book is not None:
             book.days.setdefault(today, Counts()).add(row.tokens, usd)
+        self._queue(row)
+
+    def refused(self, holder: str) -> None:
+        """Count a refused turn of `holder` in their day's one REFUSED row."""
+        self._queue(Row(holder, REFUSED, self.clock().date(), 0, 0, 0, 0, 0.0, refusals=1))
+
+    def _queue(self, row: Row) -> None:
+        """Add a row to the next write (summed with the pending one of its key)."""
         key = (row.user, row.model, row.day)
         found = self._pending.get(key)
         self._pending[key] = row if found is None else found.plus(row)

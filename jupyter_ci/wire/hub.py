@@ -27,6 +27,10 @@ SPENDING_PATH = "spending"
 #: Below the service's URL: the admins' page (HTML), and its JSON (AllSpending).
 ADMIN_PATH = "admin"
 ADMIN_SPENDING_PATH = "admin/spending"
+#: Users a page of admin/spending (and the admin page) holds unless `?limit=` says, and the
+#: most it may say.
+ADMIN_PAGE_LIMIT = 100
+ADMIN_PAGE_MAX = 500
 
 Approval = Literal["never", "first", "plan", "each"]
 #: A budget's window and unit.
@@ -102,12 +106,23 @@ class UserSpending:
     today: tuple[ModelSpending, ...] = ()
     this_month: tuple[ModelSpending, ...] = ()
     limits: tuple[Limit, ...] = field(default=(), metadata={OMIT_IF: ()})
+    #: Turns the service refused (a model not allowed, a budget used up, nothing spent).
+    refused_today: int = field(default=0, metadata={OMIT_IF: 0})
+    refused_this_month: int = field(default=0, metadata={OMIT_IF: 0})
 
 
 @frozen(kw_only=True)
 class AllSpending:
-    """GET admin/spending: every user who spent this month (admins only)."""
+    """GET admin/spending: one page of the users who spent this month (admins only), by name.
+
+    `?limit=` users a page (default and most: ADMIN_PAGE_LIMIT, ADMIN_PAGE_MAX), `?cursor=`
+    the `next` of the page before.
+    """
 
     day: str
     month: str
     users: tuple[UserSpending, ...] = ()
+    #: Whether users follow this page.
+    more: bool = False
+    #: The cursor of the next page ("" when there is none).
+    next: str = field(default="", metadata={OMIT_IF: ""})
