@@ -262,7 +262,7 @@ def test_pip_install_from_the_package_index_works_through_the_proxy(server: Serv
     value, where = imported.split()
     assert value == "42", imported
     # Into the boxes' own folder, never into the kernel's environment.
-    assert "/jupyter_ci/box/packages/" in where, where
+    assert "/jupyter_ci/box/envs/" in where, where
 
 
 def test_a_host_allowed_for_the_notebook_works_at_once_and_others_still_fail(

@@ -28,6 +28,7 @@ from jupyter_client.manager import AsyncKernelManager
 from traitlets.config import Config
 
 from jupyter_ci.server.sandbox import box
+from jupyter_ci.server.sandbox.forward import FILE
 from jupyter_ci.server.sandbox.provisioner import _first_non_bwrap
 from tests.demo_wheel import PACKAGE, demo_wheel
 from tests.security.test_key_exposure import user
@@ -98,7 +99,7 @@ def forwarders(socket_path: str = "") -> list[int]:
     for proc in Path("/proc").iterdir():
         with contextlib.suppress(OSError):
             argv = (proc / "cmdline").read_bytes().split(b"\0")
-            if (argv[1:3] == [b"-m", b"jupyter_ci.server.sandbox.forward"]
+            if (argv[1:2] == [FILE.encode()]
                     and (not socket_path or socket_path.encode() in argv)):
                 found.append(int(proc.name))
     return found
@@ -124,7 +125,7 @@ def test_the_forwarder_says_when_its_proxy_is_gone_and_ends_with_its_command(
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     missing = str(folder / "no-proxy.sock")
-    command = [sys.executable, "-m", "jupyter_ci.server.sandbox.forward", "--socket", missing,
+    command = [sys.executable, FILE, "--socket", missing,
                "--port", str(port), "--", sys.executable, "-c", "import time; time.sleep(60)"]
     kernel = subprocess.Popen(command)
     try:
@@ -162,7 +163,7 @@ def test_a_sandboxed_kernel_reaches_only_the_listed_port_and_only_through_the_pr
             report = json.loads(shown.strip().splitlines()[-1])
             assert report["proxy"] == "http://127.0.0.1:3128"
             assert report["a"] == {"port": a, "path": "/in", "host": f"127.0.0.1:{a}"}
-            assert report["b"][0] == 403 and "c.JupyterCI.sandbox_network" in report["b"][1]
+            assert report["b"][0] == 403 and "c.JupyterCI.notebook_network" in report["b"][1]
             # Without the proxy, nothing: the box's loopback is its own.
             assert report["raw_a"] == report["raw_b"] == "ConnectionRefusedError", report
             # An interrupt reaches the kernel, not the forwarder, which keeps serving.

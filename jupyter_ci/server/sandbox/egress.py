@@ -21,6 +21,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from jupyter_ci.models.broker import ENV_URL
+from jupyter_ci.server.sandbox import forward
 from jupyter_ci.server.sandbox.allowlist import Allowlist, Rule, parse_rule, split_authority
 from jupyter_ci.server.sandbox.box import SOCKET_DIR, python_paths
 from jupyter_ci.server.sandbox.environ import ENV_BROKER_SOCKET, published
@@ -132,8 +133,7 @@ def _egress(socket: Path, env: dict[str, str]) -> Egress:
     url = f"http://127.0.0.1:{PORT}"
     # Nothing bypasses the proxy: the box's own loopback holds nothing of the host's.
     variables = {**dict.fromkeys(PROXY_VARIABLES, url), "NO_PROXY": "", "no_proxy": ""}
-    argv = [sys.executable, "-m", "jupyter_ci.server.sandbox.forward", "--socket", INSIDE,
-            "--port", str(PORT), "--"]
+    argv = [sys.executable, forward.FILE, "--socket", INSIDE, "--port", str(PORT), "--"]
     return Egress(socket, variables, argv, python_paths(sys.executable, env))
 
 

@@ -1,6 +1,6 @@
 """What runs first in a box whose network is an allowlist: a loopback port to the egress proxy.
 
-    python -m jupyter_ci.server.sandbox.forward --socket /run/jupyter-ci/proxy.sock \\
+    python .../jupyter_ci/server/sandbox/forward.py --socket /run/jupyter-ci/proxy.sock \\
         --port 3128 -- <kernel argv...>
 
 The box has only its own loopback, and programs find a proxy by `HTTP(S)_PROXY`, a TCP
@@ -9,115 +9,22 @@ connection to the proxy's Unix socket (bound into the box), and becomes the kern
 `execvp`: the kernel keeps the process id bubblewrap started, so interrupts still find it,
 and the forwarder, below it, dies with the box (its PID namespace ends with the kernel).
 The child is one process with one thread: it spends almost nothing of the box's limits.
+
+It is run as a file, and imports nothing but what binding and forking need: every
+millisecond here is one of the kernel's start (asyncio and the package load in the child,
+after the fork, beside the kernel's own start).
 """
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import contextlib
-import ctypes
 import os
 import signal
 import socket
-from collections.abc import Sequence
+import sys
 from typing import NoReturn
 
-#: Bytes read at a time when splicing.
-CHUNK = 64 << 10
-#: What a program in the box reads when the proxy is gone (the server stopped).
-_GONE_TEXT = b"jupyter-ci: the sandbox's egress proxy is not running.\n"
-GONE = (b"HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nConnection: close\r\n"
-        b"Content-Length: %d\r\n\r\n%s" % (len(_GONE_TEXT), _GONE_TEXT))
-_PR_SET_PDEATHSIG = 1
-
-
-async def splice(one: tuple[asyncio.StreamReader, asyncio.StreamWriter],
-                 other: tuple[asyncio.StreamReader, asyncio.StreamWriter],
-                 idle: float | None = None) -> None:
-    """Copy bytes both ways until both ways are done, then close both sides.
-
-    A way that fails (its peer gone) ends both. A clean end is a half-close: the other way
-    may still carry the answer, but not stay idle for more than `idle` seconds, since a
-    peer that never closes would otherwise hold the connection for ever.
-    """
-    moved = [0]
-    ways = [asyncio.ensure_future(_pipe(one[0], other[1], moved)),
-            asyncio.ensure_future(_pipe(other[0], one[1], moved))]
-    try:
-        done, pending = await asyncio.wait(ways, return_when=asyncio.FIRST_COMPLETED)
-        while pending and all(task.result() for task in done):
-            seen = moved[0]
-            done, pending = await asyncio.wait(pending, timeout=idle)
-            if moved[0] == seen:
-                break
-    finally:
-        await _end(ways)
-        for writer in (one[1], other[1]):
-            writer.close()
-        for writer in (one[1], other[1]):
-            with contextlib.suppress(OSError, asyncio.CancelledError):
-                await writer.wait_closed()
-
-
-async def _end(ways: Sequence[asyncio.Future[bool]]) -> None:
-    """Cancel the ways still running and wait for them."""
-    for task in ways:
-        task.cancel()
-    await asyncio.gather(*ways, return_exceptions=True)
-
-
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                moved: list[int]) -> bool:
-    """Copy `reader` to `writer`, counting bytes, and pass its end on; say if it ended well."""
-    try:
-        while data := await reader.read(CHUNK):
-            moved[0] += len(data)
-            writer.write(data)
-            await writer.drain()
-        if writer.can_write_eof():
-            writer.write_eof()
-    except OSError:
-        return False
-    return True
-
-
-async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, data: bytes,
-                 linger: float = 5.0) -> None:
-    """Send a last answer and close, reading what the client still sends meanwhile.
-
-    Closing with unread bytes (a request not read, or its body) would reset the connection,
-    and the client could lose the answer; so wait for its end, `linger` seconds at most.
-    """
-    with contextlib.suppress(OSError, asyncio.TimeoutError):
-        writer.write(data)
-        writer.write_eof()
-        await asyncio.wait_for(_drop(reader), linger)
-    writer.close()
-
-
-async def _drop(reader: asyncio.StreamReader) -> None:
-    """Read and drop what the client sends, to its end."""
-    while await reader.read(CHUNK):
-        pass
-
-
-async def _forward(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                   path: str) -> None:
-    """Splice one connection of the box's loopback to the proxy's socket."""
-    try:
-        upstream = await asyncio.open_unix_connection(path)
-    except OSError:
-        await answer(reader, writer, GONE)
-        return
-    await splice((reader, writer), upstream)
-
-
-async def _serve(listener: socket.socket, path: str) -> None:
-    """Accept connections on `listener` for ever."""
-    server = await asyncio.start_server(lambda r, w: _forward(r, w, path), sock=listener)
-    async with server:
-        await server.serve_forever()
+#: This file, as a box's command names it.
+FILE = os.path.abspath(__file__)
 
 
 def _child(listener: socket.socket, path: str, parent: int) -> NoReturn:
@@ -128,18 +35,12 @@ def _child(listener: socket.socket, path: str, parent: int) -> NoReturn:
         # user's subprocesses; the forwarder lives as long as the box.
         os.setpgid(0, 0)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        from jupyter_ci.server.sandbox.splice import die_with, serve
+
         die_with(parent)
-        asyncio.run(_serve(listener, path))
+        serve(listener, path)
     finally:
         os._exit(0)
-
-
-def die_with(parent: int) -> None:
-    """End with the kernel even outside a PID namespace (Linux's parent-death signal)."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:
-        os._exit(0)  # the parent ended before the signal was asked for
 
 
 def listen(port: int) -> socket.socket:
@@ -153,18 +54,25 @@ def listen(port: int) -> socket.socket:
 
 def main(argv: list[str] | None = None) -> NoReturn:
     """Start the forwarder in a child and become the command after `--`."""
-    parser = argparse.ArgumentParser(prog="python -m jupyter_ci.server.sandbox.forward")
-    parser.add_argument("--socket", required=True, help="the egress proxy's Unix socket")
-    parser.add_argument("--port", type=int, default=3128, help="the loopback port to serve")
-    parser.add_argument("command", nargs="+", help="the command to run (after --)")
-    args = parser.parse_args(argv)
-    listener = listen(args.port)
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        split = args.index("--")
+        options = dict(zip(args[:split:2], args[1:split:2], strict=True))
+        path, port, command = options["--socket"], int(options.get("--port", 3128)), \
+            args[split + 1:]
+    except (ValueError, KeyError):
+        sys.exit("usage: forward.py --socket PATH [--port N] -- COMMAND...")
+    if not command:
+        sys.exit("forward.py: no command after --")
+    listener = listen(port)
     kernel = os.getpid()
     if os.fork() == 0:
-        _child(listener, args.socket, kernel)
+        _child(listener, path, kernel)
     # Sockets are not inherited across exec: the kernel does not hold the port.
-    os.execvp(args.command[0], args.command)
+    os.execvp(command[0], command)
 
 
 if __name__ == "__main__":
+    # Run as a file, this folder comes first on sys.path: no module of it may shadow another.
+    sys.path = [p for p in sys.path if os.path.abspath(p) != os.path.dirname(FILE)]
     main()

@@ -6,30 +6,28 @@ A session's box sees its own folder only. A notebook's box keeps what an analyst
   the user's home and /opt read-only, with HOME at its real path, so `~/data.csv` works;
 - none of the user's secrets: environ.HOME_SECRETS (hidden in every box) and
   `c.JupyterCI.sandbox_hidden` are not there at all, wherever a mount above would show them;
-- `%pip install`: pip installs into a folder of the user's boxes (`PIP_PREFIX`, on the
-  kernel's `sys.path` from its start), never into the kernel's read-only environment; caches
-  (pip's, matplotlib's font list) in a folder of the boxes too, so they survive restarts;
+- `%pip install`: a Python kernel runs on an environment of the user's boxes layered over
+  its own (box_env.py), where pip installs; caches (pip's, matplotlib's font list) are in a
+  folder of the boxes too, so they survive restarts;
 - the variables a notebook uses (locale, pip's, conda's, TLS bundles, thread counts) and
   those named in `c.JupyterCI.notebook_environ`; secrets in the environment stay out;
 - the GPU device nodes, where the machine has them.
 
-Both folders of the boxes are shared by all of the user's boxed kernels and by nothing
-else: what one box installs, the others import; no unboxed Python ever reads them.
+The folder of the boxes is shared by all of the user's boxed kernels and by nothing else:
+what one box installs, the others import; no unboxed Python ever reads it.
 """
 
 from __future__ import annotations
 
-import functools
 import glob
-import hashlib
 import os
-import subprocess
 from collections.abc import Iterator
 from configparser import ConfigParser, Error
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from jupyter_ci.server.sandbox.box_env import box_python
 from jupyter_ci.server.sandbox.environ import ENV_BOXED, ENV_ROOT
 from jupyter_ci.wire.names import DATA_FOLDER
 
@@ -64,6 +62,8 @@ class NotebookBox:
     hidden: tuple[Path, ...]
     devices: tuple[Path, ...]
     env: dict[str, str]
+    #: The interpreter a Python kernel runs on in the box (box_env.py); None: its own.
+    python: Path | None = None
 
 
 def notebook_box(env: dict[str, str], executable: str, hidden_more: list[str],
@@ -72,17 +72,17 @@ def notebook_box(env: dict[str, str], executable: str, hidden_more: list[str],
     home = _home(env)
     root = env.get(ENV_ROOT, "")
     folder = boxes_folder()
-    packages, cache = _packages(executable, folder), folder / "cache"
-    for made in (cache, *packages.paths):
-        made.mkdir(parents=True, exist_ok=True, mode=0o700)
+    cache = folder / "cache"
+    cache.mkdir(parents=True, exist_ok=True, mode=0o700)
+    python = box_python(executable, env, folder)
     inner = {name: value for name, value in env.items()
              if (name in KEEP or name.startswith(KEEP_PREFIXES) or name in environ_more)
              and (name in environ_more or not _secret(name))}
-    pythonpath = os.pathsep.join([*(str(p) for p in packages.paths),
-                                  *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])
+    path = env.get("PATH", os.defpath)
     inner.update({
-        ENV_BOXED: "notebook", "PIP_PREFIX": str(packages.prefix), "PYTHONPATH": pythonpath,
-        "PATH": os.pathsep.join([str(packages.prefix / "bin"), env.get("PATH", os.defpath)]),
+        ENV_BOXED: "notebook",
+        # pip and the boxes' environment's programs first: `!pip install` installs there too.
+        "PATH": os.pathsep.join([str(python.parent), path]) if python else path,
         "PIP_CACHE_DIR": str(cache / "pip"), "XDG_CACHE_HOME": str(cache),
         "MPLCONFIGDIR": env.get("MPLCONFIGDIR") or str(cache / "matplotlib"),
         # IPython's profile (startup files, history) is the box's own: ~/.ipython is hidden.
@@ -90,6 +90,8 @@ def notebook_box(env: dict[str, str], executable: str, hidden_more: list[str],
         # pip would warn at every install that its version check cannot reach the network.
         "PIP_DISABLE_PIP_VERSION_CHECK": "1",
     })
+    if env.get("PYTHONPATH"):
+        inner["PYTHONPATH"] = env["PYTHONPATH"]
     if home is not None:
         inner["HOME"] = str(home)
     # /opt too: software installed there (conda, tools) and what pip's config names there.
@@ -99,7 +101,7 @@ def notebook_box(env: dict[str, str], executable: str, hidden_more: list[str],
     writable = tuple(Path(os.path.realpath(p)) for p in (root,)
                      if p and os.path.isdir(p) and os.path.realpath(p) != "/")
     return NotebookBox(readonly, (*writable, folder), secret_paths(home, hidden_more),
-                       gpu_devices() if gpus else (), inner)
+                       gpu_devices() if gpus else (), inner, python)
 
 
 def secret_paths(home: Path | None, more: list[str]) -> tuple[Path, ...]:
@@ -179,39 +181,3 @@ def _secret(name: str) -> bool:
     """Tell a variable whose name says it holds a secret."""
     upper = name.upper()
     return name != "PIP_INDEX_URL" and any(word in upper for word in _SECRET_WORDS)
-
-
-@dataclass(frozen=True)
-class _Packages:
-    """Where pip installs for one interpreter in boxes: its prefix and import folders."""
-
-    prefix: Path
-    paths: tuple[Path, ...]
-
-
-def _packages(executable: str, folder: Path) -> _Packages:
-    """Return the package folder of `executable`'s boxes: one per interpreter and version."""
-    version, base, libs = _interpreter(executable)
-    tag = hashlib.sha256(base.encode()).hexdigest()[:10]
-    prefix = folder / "packages" / f"{version}-{tag}"
-    return _Packages(prefix, tuple(dict.fromkeys(prefix / lib for lib in libs)))
-
-
-#: Where pip's --prefix puts modules, relative to the prefix: asked of the interpreter, as
-#: pip asks sysconfig (Debian's own Python prefers another scheme than a venv's).
-_LIBS = ("import sys, sysconfig; p = '/@'; s = sysconfig.get_preferred_scheme('prefix'); "
-         "d = sysconfig.get_paths(s, vars={'base': p, 'platbase': p}); "
-         "print('%d.%d' % sys.version_info[:2]); print(sys.prefix); "
-         "print(d['purelib'][3:]); print(d['platlib'][3:])")
-
-
-@functools.lru_cache(maxsize=16)
-def _interpreter(executable: str) -> tuple[str, str, tuple[str, ...]]:
-    """Return an interpreter's version (3.11), prefix and pip's --prefix module folders."""
-    try:
-        done = subprocess.run([executable, "-c", _LIBS], capture_output=True, text=True,
-                              timeout=60, check=True)
-        version, prefix, *libs = done.stdout.split("\n")[:4]
-    except (OSError, subprocess.SubprocessError, ValueError):
-        return "0.0", executable, ()  # not a Python: nothing to install for it
-    return version, prefix, tuple(lib for lib in libs if lib)

@@ -58,9 +58,11 @@ NOTEBOOK_HINT = ("in JupyterLab, choose 'Allow {host} for this notebook' (or run
 
 
 def notebook_entries(ci: SandboxSettings, env: dict[str, str]) -> list[str]:
-    """Return what a notebook's box may reach: the package index, the setting's, the user's."""
+    """Return what a notebook's box may reach: the package index, the settings', the user's."""
     entries = index_hosts(env) if ci.notebook_package_index else []
     entries += list(ci.notebook_network)
+    # A list for every sandboxed kernel counts for notebooks' too (as before they had theirs).
+    entries += list(ci.sandbox_network) if isinstance(ci.sandbox_network, list) else []
     entries += [host for host in env.get(ENV_HOSTS, "").split(",") if host]
     return list(dict.fromkeys(entries))
 
@@ -81,6 +83,7 @@ class SandboxProvisioner(LocalProvisioner):
     _kernel_pid: int | None = None
     _cgroup: cgroup.Cgroup | None = None
     _watched = 0
+    _python: Path | None = None
 
     async def pre_launch(self, **kwargs: Any) -> dict[str, Any]:
         """Put the kernel's ZMQ sockets in a private folder and wrap its command in the box."""
@@ -106,6 +109,8 @@ class SandboxProvisioner(LocalProvisioner):
         ci = SandboxSettings(parent=self)
         box, inner_env, forwarder = self._box(ci, env, cwd, private, kwargs["cmd"][0])
         kernel_cmd = list(kwargs["cmd"])
+        if self._python is not None:  # a notebook's Python kernel: on the boxes' environment
+            kernel_cmd[0] = str(self._python)
         if self.zmq_over_tcp:
             # Its own connection file, over TCP in the box; the forwarder writes it.
             tcp = str(private / "kernel-tcp.json")
@@ -133,6 +138,7 @@ class SandboxProvisioner(LocalProvisioner):
             notebook = notebook_box({**env, ENV_ROOT: root}, executable, ci.sandbox_hidden,
                                     ci.notebook_environ, ci.sandbox_gpus)
             inner.update(notebook.env)
+            self._python = notebook.python
             hidden += notebook.hidden
         files: list[tuple[Path, str]] = []
         socket = self._broker_socket(env)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, TypeAlias
 
 from jupyter_ci.server.sandbox.allowlist import DEFAULT_PORTS, SETTING, Allowlist, split_authority
-from jupyter_ci.server.sandbox.forward import answer, splice
+from jupyter_ci.server.sandbox.splice import answer, splice
 
 #: A logger, or a Jupyter application's (its adapter), where refusals are told.
 Log: TypeAlias = "logging.Logger | logging.LoggerAdapter[Any]"

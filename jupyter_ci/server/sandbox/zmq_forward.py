@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import NoReturn
 
-from jupyter_ci.server.sandbox.forward import die_with, splice
+from jupyter_ci.server.sandbox.splice import die_with, splice
 
 #: The channels of a connection file, by the key of their port.
 CHANNELS = ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")
