@@ -11,6 +11,8 @@ from typing import Any
 
 from jupyter_client.manager import KernelManager, start_new_kernel
 
+from jupyter_ci.kernel.magics import UNBOXED_NOTE
+
 
 @dataclass
 class Execution:
@@ -25,10 +27,15 @@ class Execution:
         """Return iopub messages of these types, in order."""
         return [m for m in self.iopub if m["msg_type"] in types]
 
-    def comm_data(self) -> list[dict[str, Any]]:
-        """Return the data of every comm_open/comm_msg of the ask's own comm, in order."""
+    def comm_data(self, unboxed_note: bool = False) -> list[dict[str, Any]]:
+        """Return the data of every comm_open/comm_msg of the ask's own comm, in order.
+
+        These kernels are not boxed, so a kernel's first ask says so (a warning); it is left
+        out unless `unboxed_note` (tests/test_unboxed_note.py is about it).
+        """
         return [m["content"]["data"] for m in self.of_type("comm_open", "comm_msg")
-                if m["content"]["data"].get("type") != "ask_state"]
+                if m["content"]["data"].get("type") != "ask_state" and
+                (unboxed_note or m["content"]["data"].get("message") != UNBOXED_NOTE)]
 
     def states(self) -> list[dict[str, Any]]:
         """Return the ask_state broadcasts (for pages that missed the ask), in order."""

@@ -28,7 +28,7 @@ from tornado.websocket import websocket_connect
 from jupyter_ci.client import Client, CodeInterpreterError
 from jupyter_ci.models.broker import ENV_APPROVAL, ENV_PRICES
 from jupyter_ci.server.broker.kernels import GATEWAY_ENVS
-from jupyter_ci.server.sandbox.environ import ENV_PASS, ENV_SESSION
+from jupyter_ci.server.sandbox.environ import ENV_HOSTS, ENV_PASS, ENV_SESSION
 from tests.fakellm import FakeLLM, Turn
 from tests.nbrun import TEST_KEY
 from tests.ui.lab import LabServer, free_port, lab_environ, start_lab
@@ -267,10 +267,10 @@ def test_an_ask_in_a_notebook_kernel_of_the_gateway_goes_through_the_model_servi
         assert kernel["id"] in {k["id"] for k in gateway.kernels()}
         report = json.loads(asyncio.run(_run_in_kernel(server, kernel["id"], ENV_REPORT)))
         # The model service's variables travelled in the start request (a session's own two are
-        # for sessions only; the admin's approval minimum and the price table only when set);
-        # no key did.
+        # for sessions only; the admin's approval minimum and the price table only when set;
+        # a notebook's allowed hosts only for a box this server starts); no key did.
         assert report["names"] == sorted(
-            set(GATEWAY_ENVS) - {ENV_SESSION, ENV_PASS, ENV_APPROVAL, ENV_PRICES})
+            set(GATEWAY_ENVS) - {ENV_SESSION, ENV_PASS, ENV_APPROVAL, ENV_PRICES, ENV_HOSTS})
         assert parent_pid(report["pid"]) == gateway.proc.pid
         for pid in (report["pid"], gateway.proc.pid):
             assert TEST_KEY not in environ_of(pid)

@@ -26,6 +26,7 @@ from IPython.core.interactiveshell import ExecutionResult, InteractiveShell
 import jupyter_ci
 from jupyter_ci.agent.errors import LimitReached, ModelConfigError
 from jupyter_ci.agent.types import ModelReply, ModelRequest, ToolCall
+from jupyter_ci.kernel.magics import UNBOXED_NOTE
 from jupyter_ci.kernel.options import USAGE, help_text
 from jupyter_ci.models.scripted import ScriptedModel, code_call, register
 from tests.nbrun import PROVIDER_VARS
@@ -191,8 +192,10 @@ def test_the_inline_view_shows_each_steps_code_then_its_final_attempts_outputs(
     seen = ask.screen.merged()
     step2 = "```python\nprint('drawn first')\nprint(undefined)\n```"
     fix = "```python\nundefined = 2\nprint('two', undefined)\n```"
-    assert seen[:9] == [
+    assert seen[:10] == [
         ("display", f"*Asking {model_id}…*"),
+        # This shell is not boxed: its first ask says so, once.
+        ("display", f"*⚠ {UNBOXED_NOTE}*"),
         ("display", "**Step 1**\n\n```python\nprint('one')\n```\n\n*running…*"),
         ("update", "**Step 1**\n\n```python\nprint('one')\n```"),
         ("stdout", "one\n"),
@@ -207,7 +210,7 @@ def test_the_inline_view_shows_each_steps_code_then_its_final_attempts_outputs(
     assert ask.screen.stream() == "one\ntwo 2\n" and ask.screen.stream("stderr") == ""
     # The answer streams into one display (updated in place); then the status line that said
     # "Asking" says what the ask took.
-    answer_shown, status = seen[9:-1], seen[-1]
+    answer_shown, status = seen[10:-1], seen[-1]
     assert answer_shown[0][0] == "display" and "Done.".startswith(answer_shown[0][1])
     assert {kind for kind, _ in answer_shown[1:]} <= {"update"}
     assert answer_shown[-1][1] == "Done."

@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from jupyter_ci.models.broker import ENV_PROVIDERS, ENV_TOKEN, ENV_URL, INFO_PATH
+from jupyter_ci.models.broker import ENV_PROVIDERS, ENV_SOCKET, ENV_TOKEN, ENV_URL, INFO_PATH
 from jupyter_ci.models.turn_wire import TURN_PATH
+from jupyter_ci.wire.names import BOXED_VARIABLE
 from tests.fakellm_wire import Turn
 from tests.service_fixtures import (
     ANTHROPIC_KEY,
@@ -138,7 +139,9 @@ async def test_a_real_kernel_gets_the_service_not_keys(
     finally:
         await km.shutdown_kernel(kernel_id, now=True)
     seen = json.loads(out)
-    assert seen == {"names": [ENV_PROVIDERS, ENV_TOKEN, ENV_URL], "text": "Hello",
+    # A notebook's kernel is boxed by default: it reaches the service through its socket.
+    assert seen == {"names": [BOXED_VARIABLE, ENV_PROVIDERS, ENV_SOCKET, ENV_TOKEN, ENV_URL],
+                    "text": "Hello",
                     "model": "ServiceModel", "leak": False}
     assert upstream.requests[-1]["headers"]["Authorization"] == f"Bearer {OPENAI_KEY}"
 

@@ -175,7 +175,10 @@ def test_kernels_get_the_port_the_server_bound(
             [sys.executable, "-m", "jupyter_server", "--no-browser", "--allow-root",
              f"--port={busy_port if port == 'busy' else 0}", "--ip=127.0.0.1",
              "--IdentityProvider.token=jupyter-secret", "--ServerApp.log_level=DEBUG",
-             "--JupyterCI.retries=0", f"--ServerApp.root_dir={tmp_path}"],
+             "--JupyterCI.retries=0", f"--ServerApp.root_dir={tmp_path}",
+             # Unboxed kernels reach the model service by its URL; a box, by its socket
+             # (tests/security/test_service_tokens.py).
+             "--JupyterCI.notebook_sandbox=never"],
             env=env, stdout=out, stderr=subprocess.STDOUT)
     try:
         info = _wait_for_server_info(runtime, proc)

@@ -58,6 +58,12 @@ class ProgressLog:
                 self.lines.append(line)
             self.render()
 
+    def add_above(self, line: str) -> None:
+        """Add a line above the last one (which keeps the thinking count)."""
+        with self.lock:
+            self.lines.insert(max(len(self.lines) - 1, 0), line)
+            self.render()
+
     def snapshot(self) -> list[str]:
         """Return the lines as they stand."""
         with self.lock:
@@ -150,6 +156,9 @@ class LogView:
                 self._step_end(run, result)
             case StepSentBack(problem):
                 self._sent_back(problem)
+            case Notice(message) if self.log.snapshot() == [f"Asking {self.info.model}…"]:
+                # Said as the ask starts: above "Asking…", which counts the model's seconds.
+                self.log.add_above(f"⚠ {message}")
             case Notice(message):
                 self.log.add(f"⚠ {message}")
             case AskEnded(outcome):

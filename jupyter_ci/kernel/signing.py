@@ -14,27 +14,18 @@ import hmac
 import json
 import logging
 import os
-import secrets
 import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from jupyter_ci.wire.names import DATA_FOLDER, RECORD_SECRET
+from jupyter_ci.record_secret import SECRET_BYTES, ensure, secret_path
 
 SCHEME = "hmac-sha256"
 #: The fields a signature covers (what reuse shows and decides on), with the prompt itself.
 SIGNED_FIELDS = ("version", "ask_id", "prompt_hash", "model", "status", "answer", "steps",
                  "tokens", "created")
-_SECRET_BYTES = 32
 log = logging.getLogger(__name__)
-
-
-def secret_path() -> Path:
-    """Return where this user's record secret lives (beside Jupyter's own notary secret)."""
-    from jupyter_core.paths import jupyter_data_dir
-
-    return Path(jupyter_data_dir()) / DATA_FOLDER / RECORD_SECRET
 
 
 def _private(path: Path) -> bool:
@@ -47,14 +38,7 @@ def _private(path: Path) -> bool:
 def _secret_at(path: Path) -> bytes | None:
     """Read the secret at `path`, creating it (0600, atomically) on first use; None if unsafe."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            pass
-        else:
-            with os.fdopen(fd, "wb") as file:
-                file.write(secrets.token_bytes(_SECRET_BYTES))
+        ensure(path)
         if not _private(path):
             # Someone else could read it and sign records for us: sign nothing.
             log.warning("jupyter-ci: %s is readable by others; asks will not be reused until "
@@ -64,7 +48,7 @@ def _secret_at(path: Path) -> bytes | None:
     except OSError as exc:
         log.warning("jupyter-ci: cannot use %s (%s); asks will not be reused", path, exc)
         return None
-    return data if len(data) >= _SECRET_BYTES else None
+    return data if len(data) >= SECRET_BYTES else None
 
 
 def _payload(record: Mapping[str, object], prompt: str) -> bytes:

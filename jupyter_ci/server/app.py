@@ -96,6 +96,10 @@ class JupyterCIApp(ExtensionApp):
         self._server().io_loop.add_callback(self._start_warming)
         # Once every extension has read it (JupyterHub's own among them).
         self._server().io_loop.add_callback(self._withhold_hub_token)
+        self._share_settings()
+
+    def _share_settings(self) -> None:
+        """Give the handlers the services, and say which keys the model service holds."""
         self.settings.update({"jupyter_ci": self.ci, "jupyter_ci_broker": self.broker,
                               "jupyter_ci_service": self.service,
                               "jupyter_ci_sessions": self.sessions,

@@ -12,6 +12,7 @@ from typing import Any
 from jupyter_client.blocking.client import BlockingKernelClient
 
 from tests.hub.harness import Hub, UnixUser
+from tests.kernelrun import connection_file
 
 
 def sse(text: str) -> list[tuple[str, Any]]:
@@ -82,7 +83,7 @@ def start_kernel(hub: Hub, user: UnixUser, token: str) -> ServerKernel:
     status, info = hub.request("POST", f"user/{user.name}/api/kernels", token, {})
     assert status == 201, (status, info)
     runtime = user.home / ".local" / "share" / "jupyter" / "runtime"
-    return ServerKernel(info["id"], runtime / f"kernel-{info['id']}.json")
+    return ServerKernel(info["id"], connection_file(runtime, info["id"], uid=user.uid))
 
 
 def text_of(outputs: list[dict[str, Any]]) -> str:

@@ -50,15 +50,17 @@ async def test_an_ask_marks_its_kernel_before_its_first_step_runs_and_a_restart_
 ) -> None:
     km = live_server.kernel_manager
     kernel_id = await km.start_kernel()
-    go = tmp_path / "go"
+    # In Jupyter's root, which the kernel's box shows (its /tmp is its own).
+    go = Path(live_server.root_dir) / "go"
     # The step waits for the test: the mark must be there while model code runs.
     step = (f"import os, time\nwhile not os.path.exists({str(go)!r}):\n    time.sleep(0.05)\n"
             "print('step ran')")
     upstream.turns = [Turn("", tool_calls=[("run_python", {"code": step})]), Turn("Done.")]
     try:
         assert "Error" not in await kernel_output(km, kernel_id, "%load_ext jupyter_ci")
+        # A notebook's kernel is boxed by default (notebook_sandbox "auto", bubblewrap here).
         assert await page_state(jp_fetch, kernel_id) == {"model_code": False,
-                                                          "sandboxed": False}
+                                                          "sandboxed": True}
         ask = asyncio.ensure_future(kernel_output(
             km, kernel_id, "%%ask -m openai:gpt-test\nwait for the file"))
 

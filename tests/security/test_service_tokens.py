@@ -16,9 +16,10 @@ import httpx
 import pytest
 from tornado.httpclient import HTTPClientError
 
-from jupyter_ci.models.broker import ENV_TOKEN, ENV_URL
+from jupyter_ci.models.broker import ENV_SOCKET, ENV_TOKEN, ENV_URL
 from jupyter_ci.models.turn_wire import TURN_PATH
 from jupyter_ci.server.broker.kernels import SERVER_SET
+from jupyter_ci.server.sandbox.box import SOCKET_DIR
 from jupyter_ci.server.sandbox.environ import ENV_BROKER_SOCKET, ENV_HIDE
 from tests.service_fixtures import (
     Upstream,
@@ -79,9 +80,12 @@ async def test_what_the_server_tells_kernels_goes_in_their_start_not_its_environ
         seen = json.loads(await kernel_output(km, kernel, READ_TOLD))
     finally:
         await km.shutdown_kernel(kernel, now=True)
-    # An unboxed kernel gets the server's variables, and not what only a box's provisioner
-    # reads (where the broker's socket is, what the box hides).
-    assert seen.pop(ENV_TOKEN) and seen == told.kernels
+    # A notebook's kernel (boxed by default) gets the server's variables, the model service
+    # through its socket in the box (no network there), and not what only a box's provisioner
+    # reads (where the broker's socket is outside, what the box hides).
+    assert seen.pop(ENV_TOKEN) and seen == {
+        **told.kernels, ENV_URL: "http://localhost/jupyter-ci/broker",
+        ENV_SOCKET: f"{SOCKET_DIR}/broker.sock"}
 
 
 async def test_a_notebook_session_kernel_gets_a_token_with_its_session_env(

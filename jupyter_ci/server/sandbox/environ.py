@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from jupyter_ci.wire.names import BOXED_VARIABLE, DATA_FOLDER, RECORD_SECRET
+from jupyter_ci.record_secret import ensure, secret_path
+from jupyter_ci.wire.names import BOXED_VARIABLE
 
 #: The host path of the broker's private socket, published by the server for boxes.
 ENV_BROKER_SOCKET = "JUPYTER_CI_SANDBOX_BROKER"
@@ -116,7 +117,9 @@ def record_secret(env: dict[str, str]) -> Path | None:
     """
     if env.get(ENV_SESSION) == "1":
         return None
-    from jupyter_core.paths import jupyter_data_dir
-
-    path = Path(jupyter_data_dir()) / DATA_FOLDER / RECORD_SECRET
+    path = secret_path()
+    try:
+        ensure(path)  # the box shows it read-only: the kernel could not make it there
+    except OSError:
+        return None  # the kernel says it cannot sign, as it would unboxed
     return path if path.is_file() else None

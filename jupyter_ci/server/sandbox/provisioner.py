@@ -125,32 +125,8 @@ class SandboxProvisioner(LocalProvisioner):
     def _box(self, ci: SandboxSettings, env: dict[str, str], cwd: Path, private: Path,
              executable: str) -> tuple[Box, dict[str, str], list[str]]:
         """Describe the box of this kernel, its environment, and what runs before it."""
-        spec_env = dict(getattr(self.kernel_spec, "env", None) or {})
-        inner = box_environ(env, spec_env)
-        session = env.get(ENV_SESSION) == "1"
-        inner[ENV_BOXED] = "session" if session else "notebook"
-        hidden = list(hidden_paths(env))
-        root = published(env, ENV_ROOT)
-        notebook: NotebookBox | None = None
-        if session:
-            hidden += [Path(os.path.realpath(root))] if root else []
-        else:
-            notebook = notebook_box({**env, ENV_ROOT: root}, executable, ci.sandbox_hidden,
-                                    ci.notebook_environ, ci.sandbox_gpus)
-            inner.update(notebook.env)
-            self._python = notebook.python
-            hidden += notebook.hidden
-        files: list[tuple[Path, str]] = []
-        socket = self._broker_socket(env)
-        if socket and os.path.exists(socket):
-            # The broker through its socket: the box has no network to reach its URL.
-            files.append((Path(socket), f"{SOCKET_DIR}/broker.sock"))
-            inner[ENV_SOCKET] = f"{SOCKET_DIR}/broker.sock"
-            inner[ENV_URL] = "http://localhost/jupyter-ci/broker"
-        secret = record_secret(env)
-        if secret is not None:
-            files.append((secret, str(secret)))
-            inner["JUPYTER_DATA_DIR"] = str(secret.parent.parent)
+        inner, hidden, notebook = self._inside(ci, env, executable)
+        files = self._files(env, inner)
         readonly = python_paths(executable, env)
         if self.zmq_over_tcp:  # its forwarder runs on this Python
             readonly = (*readonly, *python_paths(sys.executable, env))
@@ -183,6 +159,38 @@ class SandboxProvisioner(LocalProvisioner):
                   cgroup_procs=held.cgroup.procs if held.cgroup else (), seccomp=held.seccomp,
                   disable_userns=held.disable_userns)
         return box, inner, forwarder
+
+    def _inside(self, ci: SandboxSettings, env: dict[str, str], executable: str
+                ) -> tuple[dict[str, str], list[Path], NotebookBox | None]:
+        """Return the box's environment, what it hides, and a notebook's share of the home."""
+        spec_env = dict(getattr(self.kernel_spec, "env", None) or {})
+        inner = box_environ(env, spec_env)
+        session = env.get(ENV_SESSION) == "1"
+        inner[ENV_BOXED] = "session" if session else "notebook"
+        hidden = list(hidden_paths(env))
+        root = published(env, ENV_ROOT)
+        if session:
+            return inner, [*hidden, *([Path(os.path.realpath(root))] if root else [])], None
+        notebook = notebook_box({**env, ENV_ROOT: root}, executable, ci.sandbox_hidden,
+                                ci.notebook_environ, ci.sandbox_gpus)
+        inner.update(notebook.env)
+        self._python = notebook.python
+        return inner, [*hidden, *notebook.hidden], notebook
+
+    def _files(self, env: dict[str, str], inner: dict[str, str]) -> list[tuple[Path, str]]:
+        """Return the host's files the box shows (the broker's socket, the record secret)."""
+        files: list[tuple[Path, str]] = []
+        socket = self._broker_socket(env)
+        if socket and os.path.exists(socket):
+            # The broker through its socket: the box has no network to reach its URL.
+            files.append((Path(socket), f"{SOCKET_DIR}/broker.sock"))
+            inner[ENV_SOCKET] = f"{SOCKET_DIR}/broker.sock"
+            inner[ENV_URL] = "http://localhost/jupyter-ci/broker"
+        secret = record_secret(env)
+        if secret is not None:
+            files.append((secret, str(secret)))
+            inner["JUPYTER_DATA_DIR"] = str(secret.parent.parent)
+        return files
 
     def _broker_socket(self, env: dict[str, str]) -> str:
         """Return the broker's socket for this box: its own when the broker runs here."""
