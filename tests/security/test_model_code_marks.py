@@ -46,7 +46,7 @@ def ci_config() -> dict[str, Any]:
 
 
 async def test_an_ask_marks_its_kernel_before_its_first_step_runs_and_a_restart_clears_it(
-    live_server: Any, upstream: Upstream, jp_fetch: Any, tmp_path: Path
+    live_server: Any, upstream: Upstream, jp_fetch: Any
 ) -> None:
     km = live_server.kernel_manager
     kernel_id = await km.start_kernel()
