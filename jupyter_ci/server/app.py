@@ -188,8 +188,11 @@ class JupyterCIApp(ExtensionApp):
         """Take the server's Hub token out of os.environ: no terminal or child inherits it."""
         if not any(os.environ.get(name) for name in HUB_TOKENS):
             return
-        # JupyterHub's identity provider reads it from os.environ when first asked: ask now.
-        for owner in (self._server().identity_provider, self._server()):
+        # JupyterHub's identity provider and its extension (which reports activity to the
+        # Hub) each read it from os.environ when first asked: ask them now.
+        server = self._server()
+        apps = server.extension_manager.extension_apps.values()
+        for owner in (server.identity_provider, server, *(app for got in apps for app in got)):
             hub_auth = getattr(owner, "hub_auth", None)
             if hub_auth is not None and not getattr(hub_auth, "api_token", ""):
                 self.log.warning("jupyter-ci: JupyterHub's token is not read yet; it stays "
