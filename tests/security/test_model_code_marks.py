@@ -58,9 +58,10 @@ async def test_an_ask_marks_its_kernel_before_its_first_step_runs_and_a_restart_
     upstream.turns = [Turn("", tool_calls=[("run_python", {"code": step})]), Turn("Done.")]
     try:
         assert "Error" not in await kernel_output(km, kernel_id, "%load_ext jupyter_ci")
-        # A notebook's kernel is boxed by default (notebook_sandbox "auto", bubblewrap here).
+        # A notebook's kernel, boxed by default, is the user's: its outputs are trusted as
+        # an unboxed kernel's are ("sandboxed" is a kernel chosen by a sandboxed kernelspec).
         assert await page_state(jp_fetch, kernel_id) == {"model_code": False,
-                                                          "sandboxed": True}
+                                                          "sandboxed": False}
         ask = asyncio.ensure_future(kernel_output(
             km, kernel_id, "%%ask -m openai:gpt-test\nwait for the file"))
 

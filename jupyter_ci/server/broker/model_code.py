@@ -24,6 +24,7 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
+from jupyter_ci.server.sandbox.environ import NOTEBOOK_BOX
 from jupyter_ci.server.sandbox.provisioner import NAME as SANDBOX_PROVISIONER
 
 #: The route of the page: GET what it must know of a kernel, POST that model code ran there.
@@ -49,9 +50,15 @@ class ModelCodeKernels:
 
 
 def sandboxed(kernel: Any) -> bool:
-    """Tell a kernel started by the sandbox provisioner (from its kernelspec)."""
+    """Tell a kernel chosen by a sandboxed kernelspec, whose outputs no one trusts.
+
+    A notebook's kernel boxed by `notebook_sandbox` is the user's own: its outputs are
+    trusted as an unboxed kernel's are, until model code runs there (the marks above).
+    """
     spec = getattr(kernel, "kernel_spec", None)
     metadata = getattr(spec, "metadata", None) or {}
+    if metadata.get(NOTEBOOK_BOX):
+        return False
     named = (metadata.get("kernel_provisioner") or {}).get("provisioner_name")
     return named == SANDBOX_PROVISIONER or str(getattr(kernel, "kernel_name", "")).endswith(
         "-sandboxed")

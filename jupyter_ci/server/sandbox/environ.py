@@ -32,6 +32,8 @@ INTERNAL = frozenset({ENV_BROKER_SOCKET, ENV_HIDE, ENV_PASS, ENV_SESSION, ENV_RO
 #: Told by the server to a sandboxed kernel's provisioner in the kernel's start env (and sent
 #: with a gateway kernel's start); never in the server's own os.environ.
 PUBLISHED = (ENV_BROKER_SOCKET, ENV_HIDE, ENV_ROOT)
+#: A boxed spec's metadata key: the kernel is a notebook's, boxed by notebook_sandbox.
+NOTEBOOK_BOX = "jupyter_ci_notebook_box"
 #: The provisioner's entry point name, which a sandboxed kernelspec's metadata names.
 PROVISIONER = "jupyter-ci-sandbox"
 

@@ -33,7 +33,7 @@ from jupyter_ci.config_sessions import SandboxSettings
 from jupyter_ci.server.sandbox import egress
 from jupyter_ci.server.sandbox.box import problem
 from jupyter_ci.server.sandbox.choices import Choices
-from jupyter_ci.server.sandbox.environ import ENV_HOSTS, ENV_SESSION, PROVISIONER
+from jupyter_ci.server.sandbox.environ import ENV_HOSTS, ENV_SESSION, NOTEBOOK_BOX, PROVISIONER
 from jupyter_ci.wire.box import BoxStatus, NotebookSandbox
 
 _HOOKED = "_jupyter_ci_notebook_boxes"
@@ -150,17 +150,21 @@ class NotebookBoxes:
 
     def _boxed_spec(self, name: str, spec: KernelSpec) -> KernelSpec | None:
         """Return `spec` boxed: a Python kernel as it is, another by its sandboxed twin."""
-        if spec.language.lower() == "python":
-            metadata = copy.deepcopy(spec.metadata or {})
-            metadata["kernel_provisioner"] = {"provisioner_name": PROVISIONER, "config": {}}
-            return KernelSpec(resource_dir=spec.resource_dir,
-                              **{**spec.to_dict(), "metadata": metadata})
-        try:
-            twin = self._lookup(f"{name}-sandboxed")
-        except Exception:  # no such kernelspec (jupyter_client's NoSuchKernel)
-            return None
-        provisioner = (twin.metadata or {}).get("kernel_provisioner") or {}
-        return twin if provisioner.get("provisioner_name") == PROVISIONER else None
+        if spec.language.lower() != "python":
+            try:
+                spec = self._lookup(f"{name}-sandboxed")
+            except Exception:  # no such kernelspec (jupyter_client's NoSuchKernel)
+                return None
+            provisioner = (spec.metadata or {}).get("kernel_provisioner") or {}
+            if provisioner.get("provisioner_name") != PROVISIONER:
+                return None
+        metadata = copy.deepcopy(spec.metadata or {})
+        metadata["kernel_provisioner"] = {"provisioner_name": PROVISIONER, "config": {}}
+        # The user's own notebook in its box: its outputs are trusted as any notebook's are
+        # (broker/model_code.py), unlike a kernel chosen by its sandboxed kernelspec.
+        metadata[NOTEBOOK_BOX] = True
+        return KernelSpec(resource_dir=spec.resource_dir, **{**spec.to_dict(),
+                                                             "metadata": metadata})
 
     def notebook_of(self, env: dict[str, str]) -> str:
         """Return the notebook a start is for, relative to Jupyter's root ("" if none)."""
