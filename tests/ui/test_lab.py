@@ -490,7 +490,12 @@ def test_a_missing_package_is_asked_about_in_the_cell_and_installed(
     assert nb.source(2) == f"%pip install {PACKAGE}" and nb.source(3) == uses
     expect(nb.cell(2).locator(".jp-OutputArea")).to_contain_text("Successfully installed")
     expect(nb.cell(3).locator(".jp-OutputArea")).to_contain_text("value 42")
-    assert (lab.server.root.parent / "site" / PACKAGE / "__init__.py").is_file()
+    # The kernel is boxed: pip installed into the boxes' environment (server/sandbox/box_env.py),
+    # not into PIP_TARGET's folder, which the box cannot write (code that could write there
+    # would run in every later unboxed Python on that path).
+    assert not (lab.server.root.parent / "site" / PACKAGE).exists()
+    boxes = lab.server.root.parent / "data" / "jupyter_ci" / "box"
+    assert list(boxes.glob(f"**/site-packages/{PACKAGE}/__init__.py")), list(boxes.iterdir())
     assert fake.calls() == 2
 
 

@@ -40,6 +40,8 @@ KEEP = frozenset({
     "XDG_CONFIG_HOME", "XDG_DATA_HOME",
 })
 KEEP_PREFIXES = ("PIP_", "CONDA_", "MAMBA_")
+#: pip's settings of where it installs, kept only where the box can write.
+_PIP_PLACES = ("PIP_TARGET", "PIP_PREFIX", "PIP_ROOT")
 #: Parts of a kept name that mark a secret (PIP_INDEX_URL may hold a token: kept, as pip
 #: needs it to install; a name like CONDA_TOKEN is not).
 _SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "_KEY", "AUTH")
@@ -95,13 +97,24 @@ def notebook_box(env: dict[str, str], executable: str, hidden_more: list[str],
     if home is not None:
         inner["HOME"] = str(home)
     # /opt too: software installed there (conda, tools) and what pip's config names there.
-    readonly = (*((home,) if home is not None else ()), *OPT)
+    readonly = (*((home,) if home is not None else ()), *OPT, *index_paths(env))
     # Never the whole file system: a server whose root is / gives its boxes the notebook's
     # own folder only.
     writable = tuple(Path(os.path.realpath(p)) for p in (root,)
                      if p and os.path.isdir(p) and os.path.realpath(p) != "/")
+    for name in _PIP_PLACES:
+        # A place the box cannot write (outside Jupyter's root) would fail every install:
+        # without it, pip installs into the boxes' environment.
+        if name in inner and not _inside(inner[name], writable):
+            del inner[name]
     return NotebookBox(readonly, (*writable, folder), secret_paths(home, hidden_more),
                        gpu_devices() if gpus else (), inner, python)
+
+
+def _inside(path: str, folders: tuple[Path, ...]) -> bool:
+    """Tell whether `path` is in one of `folders`."""
+    real = os.path.realpath(path)
+    return any(os.path.commonpath([real, str(folder)]) == str(folder) for folder in folders)
 
 
 def secret_paths(home: Path | None, more: list[str]) -> tuple[Path, ...]:
@@ -130,6 +143,18 @@ def index_hosts(env: dict[str, str]) -> list[str]:
             port = parts.port or default
             entries.append(host if port in (80, 443) else f"{host}:{port}")
     return list(dict.fromkeys(entries))
+
+
+def index_paths(env: dict[str, str]) -> tuple[Path, ...]:
+    """Return the local folders and files pip's index settings name (a box reads them)."""
+    found: list[Path] = []
+    for _, value in _pip_settings(env):
+        for item in value.split():
+            parts = urlsplit(item)
+            path = parts.path if parts.scheme == "file" else item if not parts.scheme else ""
+            if path and os.path.exists(path):
+                found.append(Path(os.path.realpath(path)))
+    return tuple(dict.fromkeys(found))
 
 
 def _pip_settings(env: dict[str, str]) -> Iterator[tuple[str, str]]:
