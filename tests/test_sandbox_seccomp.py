@@ -61,6 +61,11 @@ def test_each_rule_for_each_machine(machine: str, memory: bool) -> None:
     assert verdict("mmap", 0, 1 << 30, 3, seccomp.MAP_SHARED, 5, 0) == seccomp.ALLOW  # a file
     for name in ("memfd_create", "memfd_secret", "shmget"):
         assert verdict(name) == refused
+    # The kernel's surfaces a kernel has no use for, and its keyrings: refused in every box.
+    for name in ("io_uring_setup", "io_uring_enter", "io_uring_register"):
+        assert verdict(name) == enosys
+    for name in ("userfaultfd", "bpf", "perf_event_open", "keyctl", "add_key", "request_key"):
+        assert verdict(name) == eperm
     assert run(prog, 1, abi.arch) == seccomp.ALLOW  # anything else
     # Another ABI's numbers mean other calls: refused whatever they are.
     assert run(prog, n["unshare"], 0x40000003, (CLONE_NEWUSER,)) == enosys  # i386

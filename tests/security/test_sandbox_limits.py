@@ -105,6 +105,39 @@ def test_nested_namespaces_are_refused(server: Server) -> None:
     assert out.count("refused") == 7 and "MADE" not in out, out
 
 
+SURFACES = """
+import ctypes, os, platform
+libc = ctypes.CDLL(None, use_errno=True)
+n = {"x86_64": {"keyctl": 250, "add_key": 248, "io_uring_setup": 425, "userfaultfd": 323,
+                "bpf": 321, "perf_event_open": 298},
+     "aarch64": {"keyctl": 219, "add_key": 217, "io_uring_setup": 425, "userfaultfd": 282,
+                 "bpf": 280, "perf_event_open": 241}}[platform.machine()]
+def call(name, *args):
+    done = libc.syscall(ctypes.c_long(n[name]), *args)
+    print(name, os.strerror(ctypes.get_errno()) if done < 0 else "MADE")
+call("keyctl", ctypes.c_long(0), ctypes.c_long(-3), ctypes.c_long(1))  # the session keyring
+call("add_key", b"user", b"planted", b"x", ctypes.c_size_t(1), ctypes.c_long(-3))
+call("io_uring_setup", ctypes.c_uint(4), ctypes.create_string_buffer(120))
+call("userfaultfd", ctypes.c_long(0))
+call("bpf", ctypes.c_long(0), ctypes.c_long(0), ctypes.c_long(0))
+call("perf_event_open", ctypes.create_string_buffer(128), ctypes.c_long(0), ctypes.c_long(-1),
+     ctypes.c_long(-1), ctypes.c_long(0))
+"""
+
+
+def test_the_keyrings_io_uring_bpf_and_their_kin_are_refused(server: Server) -> None:
+    """Run unboxed, each call succeeds (bpf says EINVAL to these arguments): the host's
+    session keyring would be read and written, io_uring and userfaultfd set up."""
+    with Session(server) as session:
+        out = session.text(SURFACES)
+    lines = dict(line.split(" ", 1) for line in out.strip().splitlines())
+    assert lines == {"keyctl": "Operation not permitted", "add_key": "Operation not permitted",
+                     "io_uring_setup": "Function not implemented",
+                     "userfaultfd": "Operation not permitted",
+                     "bpf": "Operation not permitted",
+                     "perf_event_open": "Operation not permitted"}, out
+
+
 FILL = {
     # Growing slowly enough (20 MiB/s, 250 files/s at most) that a count a second stops it
     # long before the loop's end, on any machine; unstopped, it ends and prints "done".

@@ -6,12 +6,18 @@ No BPF library is installed here, so this writes the few instructions itself. Th
   other numbers, which would slip past the rules below), with ENOSYS;
 - refuses new namespaces: `unshare` and `clone` with any CLONE_NEW* flag (EPERM), and
   `clone3` (ENOSYS, so libc falls back to `clone`, whose flags a filter can read);
+- refuses the kernel's attack surfaces a kernel has no use for: `io_uring_setup`,
+  `io_uring_enter` and `io_uring_register` (ENOSYS: libraries fall back to plain I/O),
+  `userfaultfd`, `bpf` and `perf_event_open` (EPERM, as Docker's default profile does);
+- refuses the kernel's keyrings: `keyctl`, `add_key` and `request_key` (EPERM), so a box
+  reads none of the server's session keyring (Kerberos tickets, fscrypt keys) nor adds to it;
 - with `memory=True` (a box without a memory cgroup), refuses the memory RLIMIT_DATA does not
   count: `memfd_create`, `memfd_secret`, SysV `shmget`, and `mmap` with MAP_SHARED and
   MAP_ANONYMOUS (EPERM). Shared maps of files stay allowed: their files live in the capped
   /tmp and /dev/shm or count as disk (Python's multiprocessing uses files in /dev/shm).
 
-Everything else is allowed. The numbers are those of x86_64 and aarch64 (asm/unistd.h).
+Everything else is allowed: a denylist, not an allowlist (see docs/sandbox.md for why). The
+numbers are those of x86_64 and aarch64 (asm/unistd.h).
 """
 
 from __future__ import annotations
@@ -41,6 +47,14 @@ MAP_SHARED, MAP_ANONYMOUS = 0x01, 0x20
 _X32 = 0x40000000
 
 
+#: io_uring's calls: the same numbers on every architecture.
+_IO_URING = {"io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427}
+#: Calls refused whatever the box, and how.
+REFUSED = {**dict.fromkeys(_IO_URING, errno.ENOSYS),
+           **dict.fromkeys(("userfaultfd", "bpf", "perf_event_open", "keyctl", "add_key",
+                            "request_key"), errno.EPERM)}
+
+
 @dataclass(frozen=True)
 class Abi:
     """A machine's audit architecture and the numbers of the calls the filter reads."""
@@ -52,10 +66,16 @@ class Abi:
 
 ABIS = {
     "x86_64": Abi(0xC000003E, {"mmap": 9, "shmget": 29, "clone": 56, "unshare": 272,
-                               "memfd_create": 319, "clone3": 435, "memfd_secret": 447},
+                               "memfd_create": 319, "clone3": 435, "memfd_secret": 447,
+                               "add_key": 248, "request_key": 249, "keyctl": 250,
+                               "perf_event_open": 298, "bpf": 321, "userfaultfd": 323,
+                               **_IO_URING},
                   foreign_bit=_X32),
     "aarch64": Abi(0xC00000B7, {"mmap": 222, "shmget": 194, "clone": 220, "unshare": 97,
-                                "memfd_create": 279, "clone3": 435, "memfd_secret": 447}),
+                                "memfd_create": 279, "clone3": 435, "memfd_secret": 447,
+                                "add_key": 217, "request_key": 218, "keyctl": 219,
+                                "perf_event_open": 241, "bpf": 280, "userfaultfd": 282,
+                                **_IO_URING}),
 }
 
 
@@ -77,7 +97,8 @@ def program(machine: str, memory: bool) -> list[tuple[int, int, int, int]]:
     if abi.foreign_bit:
         out.append((_JGE, 0, 1, abi.foreign_bit))
         out.append((_RET, 0, 0, refuse(errno.ENOSYS)))
-    plain = {n["clone3"]: refuse(errno.ENOSYS)}
+    plain = {n["clone3"]: refuse(errno.ENOSYS),
+             **{n[name]: refuse(code) for name, code in REFUSED.items()}}
     if memory:
         plain |= dict.fromkeys((n["memfd_create"], n["memfd_secret"], n["shmget"]),
                                refuse(errno.EPERM))
