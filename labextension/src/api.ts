@@ -277,3 +277,61 @@ function asConsent(value: unknown, path: string): INotebookConsent {
     setting: typeof body?.setting === 'string' ? body.setting : ''
   };
 }
+
+/** `GET /jupyter-ci/box?kernel=<id>` (wire/box.py BoxStatus): a kernel's box, as the page shows it. */
+export interface IBoxStatus {
+  kernel: string;
+  boxed: boolean;
+  /** Why it is not boxed ("" when it is). */
+  reason: string;
+  /** The notebook the kernel was started for, relative to Jupyter's root. */
+  notebook: string;
+  setting: string;
+  may_unbox: boolean;
+  /** Hosts the box may reach besides its loopback. */
+  network: string[];
+  /** Hosts the box was refused lately, newest last. */
+  refused: string[];
+}
+
+/** Ask the server whether a kernel runs in a box (null: no such route or kernel). */
+export async function boxStatus(kernelId: string): Promise<IBoxStatus | null> {
+  try {
+    const body = (await requestJSON(
+      `jupyter-ci/box?kernel=${encodeURIComponent(kernelId)}`
+    )) as Partial<IBoxStatus> | null;
+    if (body === null || typeof body.boxed !== 'boolean') {
+      return null;
+    }
+    const strings = (value: unknown): string[] =>
+      Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
+    return {
+      kernel: kernelId,
+      boxed: body.boxed,
+      reason: typeof body.reason === 'string' ? body.reason : '',
+      notebook: typeof body.notebook === 'string' ? body.notebook : '',
+      setting: typeof body.setting === 'string' ? body.setting : '',
+      may_unbox: body.may_unbox === true,
+      network: strings(body.network),
+      refused: strings(body.refused)
+    };
+  } catch {
+    return null;
+  }
+}
+
+/** Run one notebook's kernels boxed or not, from their next start (`PUT /jupyter-ci/box/notebook`). */
+export async function setNotebookBoxed(path: string, boxed: boolean): Promise<void> {
+  await requestJSON('jupyter-ci/box/notebook', {
+    method: 'PUT',
+    body: JSON.stringify({ path, boxed })
+  });
+}
+
+/** Let one notebook's boxes reach a host, now and later (`POST /jupyter-ci/box/hosts`). */
+export async function allowBoxHost(path: string, host: string): Promise<void> {
+  await requestJSON('jupyter-ci/box/hosts', {
+    method: 'POST',
+    body: JSON.stringify({ path, host })
+  });
+}

@@ -16,11 +16,14 @@ import {
 } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
+import { IStatusBar } from '@jupyterlab/statusbar';
 import { ITranslator } from '@jupyterlab/translation';
 
 import { AgentCells } from './agentcells';
 import { AskWriters, sharedAwareness } from './askwriters';
+import { boxLine } from './box';
 import { renderUntrustedWhen } from './boxedrender';
+import { addBoxes, BoxCommandIDs } from './boxui';
 import { NotebookComm } from './comm';
 import { addCommands, CommandIDs, insertAndRunAsk, PANEL_ID } from './commands';
 import { guardConsoles } from './consoletrust';
@@ -34,7 +37,7 @@ import { askIcon, AskPanel } from './panel';
 import { PanelModel } from './panelmodel';
 import { PendingAsks } from './pendingasks';
 import { addDoorCommands } from './doorcommands';
-import { NotebookDoor } from './notebookdoor';
+import { NotebookDoor, userGesture } from './notebookdoor';
 import { manageQuestions } from './questions';
 import { notebookCells, recordedAsks } from './records';
 import { inertSvgRendererFactory } from './svg';
@@ -65,7 +68,9 @@ function manageNotebooks(
     }
     managed.add(context);
     keepCleanOnKernelInfo(panel); // opening a notebook does not modify it
-    door.follow(context); // the user opened it: the server hears of it (notebookdoor.ts)
+    // Once the user clicks or types in it, they opened it: the server hears of it (consent,
+    // notebookdoor.ts); a page that only navigated here grants nothing.
+    door.follow(context, userGesture(panel.node));
     const model = () => (context.isDisposed ? null : context.model);
     const reveal = revealer(tracker, panel);
     const following = new KernelMarksFollower(session, marks);
@@ -176,7 +181,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     ITranslator,
     ICommandPalette,
     ILayoutRestorer,
-    IConsoleTracker
+    IConsoleTracker,
+    IStatusBar
   ],
   activate: (
     app: JupyterFrontEnd,
@@ -187,7 +193,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     translator: ITranslator | null,
     palette: ICommandPalette | null,
     restorer: ILayoutRestorer | null,
-    consoles: IConsoleTracker | null
+    consoles: IConsoleTracker | null,
+    statusBar: IStatusBar | null
   ): void => {
     const conversations = new Conversations(
       typeof window !== 'undefined' && window.localStorage ? window.localStorage : null
@@ -219,7 +226,11 @@ const plugin: JupyterFrontEndPlugin<void> = {
     );
     addCommands(app, { tracker, ask });
 
-    const model = new PanelModel({ tracker, conversations, ask, contents });
+    // Whether each notebook's kernel is boxed: the status bar, two commands, allowed hosts.
+    const boxes = addBoxes(app, tracker, statusBar);
+    const boxLineOf = (panel: NotebookPanel) => boxLine(boxes.status(panel));
+    const model = new PanelModel({ tracker, conversations, ask, contents, boxLine: boxLineOf });
+    boxes.changed.connect(() => model.stateChanged.emit());
     // "Fix" in the cell toolbar and the panel asks with the model the panel picked.
     addFixCommand(app, { tracker, ask, model: () => model.pickedModel || null, icon: askIcon });
     addPanel(app, model, rendermime, restorer);
@@ -228,10 +239,9 @@ const plugin: JupyterFrontEndPlugin<void> = {
       followSettings(settingRegistry, model, policy);
     }
 
-    palette?.addItem({ command: CommandIDs.openPanel, category: 'jupyter-ci' });
-    palette?.addItem({ command: CommandIDs.stop, category: 'jupyter-ci' });
-    palette?.addItem({ command: CommandIDs.allowAgents, category: 'jupyter-ci' });
-    palette?.addItem({ command: CommandIDs.stopAgents, category: 'jupyter-ci' });
+    const inPalette = [CommandIDs.openPanel, CommandIDs.stop, CommandIDs.allowAgents,
+      CommandIDs.stopAgents, BoxCommandIDs.unbox, BoxCommandIDs.box];
+    inPalette.forEach(command => palette?.addItem({ command, category: 'jupyter-ci' }));
   }
 };
 

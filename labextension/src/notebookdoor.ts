@@ -2,8 +2,12 @@
  * The page's side of the notebook door (docs/protocol.md section 5): agents edit and run cells
  * of the user's notebooks through the server, with the user's consent. Opening a notebook here
  * is that consent, by the server's default setting, so the page tells the server each notebook
- * it opens (and its new path when renamed); two commands (doorcommands.ts) let agents into
- * one notebook, or stop letting them, whatever the setting says.
+ * the user opened (and its new path when renamed); two commands (doorcommands.ts) let agents
+ * into one notebook, or stop letting them, whatever the setting says.
+ *
+ * "Opened" means the user's own gesture in it (a click or a key in the notebook, which a
+ * script cannot fake: `isTrusted`), never a navigation: a web page that sends the browser to
+ * `/lab/tree/<notebook>` makes JupyterLab open it, and that alone grants nothing.
  */
 import type { DocumentRegistry } from '@jupyterlab/docregistry';
 import type { INotebookModel } from '@jupyterlab/notebook';
@@ -49,16 +53,28 @@ export class NotebookDoor {
   /** Called when what a notebook's consent says may have changed. */
   onChange: () => void = () => undefined;
 
-  /** Tell the server of a notebook opened here: now (once ready), and at each rename. */
-  follow(context: DocumentRegistry.IContext<INotebookModel>): void {
+  /**
+   * Tell the server of a notebook the user opened here: after their first gesture in it
+   * (`gesture`), and at each rename after that. Until then the page only reads its consent.
+   */
+  follow(context: DocumentRegistry.IContext<INotebookModel>, gesture: Promise<void>): void {
+    let touched = false;
     const tell = (): void => {
       if (!context.isDisposed) {
         const path = this._localPath(context.path);
         void this._api.opened(path).then(() => this.refresh(path));
       }
     };
-    void context.ready.then(tell);
-    context.pathChanged.connect(tell);
+    void context.ready.then(() => {
+      if (!context.isDisposed) {
+        void this.refresh(context.path);
+      }
+    });
+    void Promise.all([context.ready, gesture]).then(() => {
+      touched = true;
+      tell();
+    });
+    context.pathChanged.connect(() => (touched ? tell() : void this.refresh(context.path)));
   }
 
   /** What the server said last of a notebook's consent (null: not asked yet, or no route). */
@@ -87,4 +103,19 @@ export class NotebookDoor {
   }
 
   private readonly _known = new Map<string, INotebookConsent>();
+}
+
+/** Resolve at the user's first click or key in `node` (a script's events do not count). */
+export function userGesture(node: EventTarget): Promise<void> {
+  return new Promise(resolve => {
+    const seen = (event: Event): void => {
+      if (event.isTrusted) {
+        node.removeEventListener('pointerdown', seen, true);
+        node.removeEventListener('keydown', seen, true);
+        resolve();
+      }
+    };
+    node.addEventListener('pointerdown', seen, true);
+    node.addEventListener('keydown', seen, true);
+  });
 }

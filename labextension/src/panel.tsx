@@ -133,6 +133,11 @@ export class AskPanel extends VDomRenderer<PanelModel> {
             {notebook ? notebook.title.label : 'no notebook'}
           </span>
         </header>
+        {model.boxLine ? (
+          <div className="jp-ci-box-line" data-jupyter-ci="box-line">
+            {model.boxLine}
+          </div>
+        ) : null}
         {model.messages.map(message => (
           <div
             key={message.kind}

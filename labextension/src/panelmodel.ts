@@ -26,6 +26,8 @@ export interface IPanelModelOptions {
   ask: (panel: NotebookPanel, prompt: string, model: string | null) => IAskInserted | null;
   /** Where uploads go (the application's contents manager). */
   contents?: Contents.IManager;
+  /** What the notebook's kernel box means, in a line (boxui.ts); '' when unknown. */
+  boxLine?: (panel: NotebookPanel) => string;
 }
 
 const NO_KERNEL_STATUSES = new Set(['dead', 'terminating']);
@@ -39,6 +41,11 @@ export class PanelModel extends VDomModel {
 
   get notebook(): NotebookPanel | null {
     return this._notebook;
+  }
+
+  /** Whether the current notebook's kernel is boxed, in a line ('' when unknown). */
+  get boxLine(): string {
+    return this._notebook && this._options.boxLine ? this._options.boxLine(this._notebook) : '';
   }
 
   get conversation(): Conversation | null {

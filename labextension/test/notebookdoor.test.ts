@@ -10,7 +10,7 @@ import type { INotebookModel } from '@jupyterlab/notebook';
 import { Signal } from '@lumino/signaling';
 
 import type { INotebookConsent } from '../src/api';
-import { consentText, IDoorApi, NotebookDoor } from '../src/notebookdoor';
+import { consentText, IDoorApi, NotebookDoor, userGesture } from '../src/notebookdoor';
 
 /** The server's routes, as the door calls them: each call logged, consent kept per path. */
 class FakeServer implements IDoorApi {
@@ -61,14 +61,47 @@ test('the server hears of a notebook opened here, and of its new path', async ()
   const changes: number[] = [];
   door.onChange = () => changes.push(1);
   const nb = context('RTC:work/a.ipynb');
-  door.follow(nb as unknown as DocumentRegistry.IContext<INotebookModel>);
+  door.follow(nb as unknown as DocumentRegistry.IContext<INotebookModel>, Promise.resolve());
   await settle();
-  assert.deepEqual(server.calls, ['opened work/a.ipynb', 'consent work/a.ipynb']);
+  assert.deepEqual(server.calls, ['consent work/a.ipynb', 'opened work/a.ipynb', 'consent work/a.ipynb']);
   assert.equal(door.consent('RTC:work/a.ipynb')?.allowed, true);
   nb.rename('RTC:work/b.ipynb');
   await settle();
-  assert.deepEqual(server.calls.slice(2), ['opened work/b.ipynb', 'consent work/b.ipynb']);
+  assert.deepEqual(server.calls.slice(3), ['opened work/b.ipynb', 'consent work/b.ipynb']);
   assert.ok(changes.length >= 2);
+});
+
+test('a notebook the page opened without a gesture of the user (a navigation) is not "opened"', async () => {
+  const server = new FakeServer();
+  const door = new NotebookDoor(path => path, server);
+  let touch: () => void = () => undefined;
+  const gesture = new Promise<void>(resolve => (touch = resolve));
+  const nb = context('a.ipynb');
+  door.follow(nb as unknown as DocumentRegistry.IContext<INotebookModel>, gesture);
+  await settle();
+  nb.rename('b.ipynb');
+  await settle();
+  // Only read: nothing said the user opened it, not even its rename.
+  assert.deepEqual(server.calls, ['consent a.ipynb', 'consent b.ipynb']);
+  touch();
+  await settle();
+  assert.deepEqual(server.calls.slice(2), ['opened b.ipynb', 'consent b.ipynb']);
+});
+
+test("a script's events are no gesture; the user's are", async () => {
+  const node = new EventTarget();
+  let seen = false;
+  void userGesture(node).then(() => (seen = true));
+  node.dispatchEvent(new Event('pointerdown'));
+  node.dispatchEvent(new Event('keydown'));
+  await settle();
+  assert.equal(seen, false);
+  // What the browser itself dispatches for a real click says isTrusted (Node's never do).
+  const real = new Event('pointerdown');
+  Object.defineProperty(real, 'isTrusted', { value: true });
+  node.dispatchEvent(real);
+  await settle();
+  assert.equal(seen, true);
 });
 
 test("the consent is changed on the server, and what it says is kept", async () => {
@@ -84,7 +117,7 @@ test('an older server without the routes is no trouble: nothing is known', async
   const server = new FakeServer();
   server.routes = false;
   const door = new NotebookDoor(path => path, server);
-  door.follow(context('a.ipynb') as unknown as DocumentRegistry.IContext<INotebookModel>);
+  door.follow(context('a.ipynb') as unknown as DocumentRegistry.IContext<INotebookModel>, Promise.resolve());
   await settle();
   assert.equal(door.consent('a.ipynb'), null);
 });

@@ -1,7 +1,9 @@
 """The user's consent to agents in their notebooks, from the page (issue 34, point 1): opening
-a notebook in JupyterLab tells the server (by default, agents may then edit and run it), and
-two commands, in the palette and the notebook's context menu, let agents into one notebook or
-stop letting them. (The server's side: tests/test_notebook_door.py.)"""
+a notebook in JupyterLab, by the user's own click or key in it, tells the server (by default,
+agents may then edit and run it), while a navigation alone (a web page sending the browser to
+/lab/tree/<notebook>) grants nothing (issue 41, point 3); two commands, in the palette and the
+notebook's context menu, let agents into one notebook or stop letting them. (The server's
+side: tests/test_notebook_door.py.)"""
 
 from __future__ import annotations
 
@@ -41,10 +43,36 @@ def context_menu(nb: Notebook) -> list[str]:
     return labels
 
 
+def touch(nb: Notebook) -> None:
+    """The user clicks in the notebook (a real, trusted click of the browser's)."""
+    nb.cell(0).locator(".jp-InputPrompt").click()
+
+
+def test_a_navigation_to_a_notebook_grants_agents_nothing(lab: Lab) -> None:
+    """The attack: another site sends the browser to /lab/tree/<notebook>; JupyterLab opens it,
+    and the agent that site drives would then write into it."""
+    write_notebook(lab.server.root, "consent-navigated", ["x = 1"])
+    lab.page.goto("about:blank")
+    lab.goto("consent-navigated.ipynb")  # the navigation: JupyterLab opens the notebook
+    nb = lab.reload_target(lab.server.root / "consent-navigated.ipynb")
+    nb.wait_kernel_idle()
+    # The page read its consent (and runs its kernel), yet told the server nothing.
+    time.sleep(2)
+    assert consent(lab, "consent-navigated.ipynb")["why"] == "not_opened"
+    # A script's click is no gesture of the user's either.
+    nb.page.evaluate("() => document.querySelector('.jp-Notebook').dispatchEvent("
+                     "new PointerEvent('pointerdown', {bubbles: true}))")
+    time.sleep(1)
+    assert consent(lab, "consent-navigated.ipynb")["allowed"] is False
+    touch(nb)
+    assert wait_consent(lab, "consent-navigated.ipynb", True)["why"] == "opened"
+
+
 def test_opening_a_notebook_lets_agents_in_and_the_commands_change_it(lab: Lab) -> None:
     write_notebook(lab.server.root, "consent-never-opened", ["x = 1"])
     assert consent(lab, "consent-never-opened.ipynb")["allowed"] is False
     nb = lab.open_notebook("consent", ["x = 1"])
+    touch(nb)
     state = wait_consent(lab, "consent.ipynb", True)
     assert state["why"] == "opened" and state["setting"] == "opened", state
     assert consent(lab, "consent-never-opened.ipynb")["allowed"] is False
@@ -75,6 +103,7 @@ def test_opening_a_notebook_lets_agents_in_and_the_commands_change_it(lab: Lab) 
 
 def test_a_renamed_notebook_is_opened_under_its_new_path(lab: Lab) -> None:
     nb = lab.open_notebook("consent-before", ["x = 1"])
+    touch(nb)
     wait_consent(lab, "consent-before.ipynb", True)
     nb.js("return panel.context.rename('consent-after.ipynb');")
     nb.page.wait_for_function(
@@ -85,6 +114,7 @@ def test_a_renamed_notebook_is_opened_under_its_new_path(lab: Lab) -> None:
 
 def test_the_server_s_message_shows_when_it_refuses(lab: Lab) -> None:
     nb = lab.open_notebook("consent-gone", ["x = 1"])
+    touch(nb)
     wait_consent(lab, "consent-gone.ipynb", True)
     nb.path.unlink()  # the file went away under the page: the server cannot say
     nb.activate()  # the command ends once the user closes its dialog: not waited for
