@@ -52,9 +52,9 @@ NAME = PROVISIONER
 
 
 #: What a notebook box's refusal says allows the host (`{host}`: the entry that would).
-NOTEBOOK_HINT = ("in JupyterLab, choose 'Allow {host} for this notebook' (or run the command), "
-                 "or list it in c.JupyterCI.notebook_network for every notebook; then run the "
-                 "cell again.")
+NOTEBOOK_HINT = ("in JupyterLab, choose 'Allow {host} for this notebook' (offered once the "
+                 "cell has run), or list it in c.JupyterCI.notebook_network for every "
+                 "notebook; then run the cell again.")
 
 
 def notebook_entries(ci: SandboxSettings, env: dict[str, str]) -> list[str]:
