@@ -65,6 +65,10 @@ class ASGIHandler(APIHandler):
     _framer: Framer | None = None
     _held: Message | None = None
 
+    def asgi_extra(self) -> dict[str, Any]:
+        """Return what this request's scope adds to the request's own (nothing here)."""
+        return {}
+
     async def serve(self) -> None:
         """Run the app on this request, streaming its response."""
         self._disconnected = asyncio.Event()
@@ -80,7 +84,7 @@ class ASGIHandler(APIHandler):
             await self._disconnected.wait()
             return {"type": "http.disconnect"}
 
-        scope = asgi_scope(self.request)
+        scope = {**asgi_scope(self.request), **self.asgi_extra()}
         scope[HANDLER] = self  # in process, the app authorizes each call with it
         self._framer = self._framing()
         await self.app(scope, receive, self._send)

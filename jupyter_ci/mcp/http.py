@@ -226,6 +226,18 @@ class MCPHandler(ASGIHandler):
         except RuntimeError:  # refused before Jupyter authenticated it
             return False
 
+    def asgi_extra(self) -> dict[str, Any]:
+        """Say who calls, as the SDK reads it: an MCP session answers only whoever opened it."""
+        from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+        from mcp.server.auth.provider import AccessToken
+
+        # The SDK binds each session to the principal of the request that created it and
+        # answers any other "Session not found" (its session manager). The principal is the
+        # Jupyter user (under a Hub, the Hub's user), never the credential itself.
+        name = str(getattr(self.current_user, "username", ""))
+        who = AccessToken(token="", client_id="jupyter", scopes=[], subject=name)
+        return {"user": AuthenticatedUser(who)}
+
     async def _serve(self) -> None:
         manager = await self.door.start()
         self.app = manager.handle_request

@@ -1,0 +1,82 @@
+"""An MCP session answers only the user who opened it (issue 41, point 7).
+
+The attack: two users reach one server (a JupyterHub's admin, a user the owner shared the
+server with); Bob learns the `Mcp-Session-Id` of Alice's MCP session (a log, a proxy, a shared
+config) and sends his own calls under it, as his own user, to run code in her session. The
+door tells the SDK who calls (the Jupyter user), and the SDK's session manager answers anyone
+but the session's opener as if the session did not exist.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx2
+import pytest
+from jupyter_server.auth.identity import IdentityProvider, User
+from traitlets.config import Config
+
+from tests.fakellm import FakeLLM
+from tests.nbrun import TEST_KEY, session_server_config
+
+TOKENS = {"alice-token": "alice", "bob-token": "bob"}
+ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+class TwoUsers(IdentityProvider):
+    """One server, two users, each with a token of their own (as behind a Hub)."""
+
+    def get_user(self, handler: Any) -> User | None:
+        """Return the user whose token the request carries."""
+        header = handler.request.headers.get("Authorization", "")
+        name = TOKENS.get(header.removeprefix("token ").strip())
+        if name is None:
+            return None
+        handler._token_authenticated = True  # as Jupyter's own token login says (no XSRF)
+        return User(name)
+
+
+@pytest.fixture
+def jp_server_config(monkeypatch: pytest.MonkeyPatch, fake: FakeLLM) -> Config:
+    config = session_server_config(monkeypatch, {"OPENAI_API_KEY": TEST_KEY,
+                                                 "OPENAI_BASE_URL": fake.openai_base_url})
+    config.ServerApp.identity_provider_class = TwoUsers
+    return config
+
+
+def rpc(method: str, ident: int, params: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": ident, "method": method, "params": params}
+
+
+INIT = rpc("initialize", 1, {"protocolVersion": "2025-06-18", "capabilities": {},
+                             "clientInfo": {"name": "test", "version": "1"}})
+
+
+async def test_another_user_cannot_use_a_session_id_that_is_not_theirs(
+    jp_serverapp: Any, http_server_client: Any, http_server_port: tuple[Any, int],
+    jp_base_url: str
+) -> None:
+    url = f"http://127.0.0.1:{http_server_port[-1]}{jp_base_url.rstrip('/')}/jupyter-ci/mcp"
+
+    async def post(token: str, body: dict[str, Any], sid: str | None = None) -> httpx2.Response:
+        headers = {**ACCEPT, "Authorization": f"token {token}",
+                   **({"Mcp-Session-Id": sid} if sid else {})}
+        async with httpx2.AsyncClient(timeout=120) as client:
+            return await client.post(url, json=body, headers=headers)
+
+    opened = await post("alice-token", INIT)
+    assert opened.status_code == 200, opened.text
+    sid = opened.headers["mcp-session-id"]
+    assert (await post("alice-token", {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                       sid)).status_code == 202
+    listed = rpc("tools/call", 2, {"name": "list_sessions", "arguments": {}})
+    # Bob, signed in as himself, under Alice's session id: as if it did not exist.
+    refused = await post("bob-token", listed, sid)
+    assert refused.status_code == 404 and "Session not found" in refused.text, refused.text
+    run = rpc("tools/call", 3, {"name": "execute", "arguments": {"code": "print('bob ran')"}})
+    refused = await post("bob-token", run, sid)
+    assert refused.status_code == 404 and "bob ran" not in refused.text, refused.text
+    # Alice's own calls still work; Bob may open a session of his own.
+    mine = await post("alice-token", listed, sid)
+    assert mine.status_code == 200 and "Session not found" not in mine.text, mine.text
+    assert (await post("bob-token", INIT)).headers["mcp-session-id"] != sid
