@@ -159,7 +159,8 @@ class NotebookBoxes:
             if provisioner.get("provisioner_name") != PROVISIONER:
                 return None
         metadata = copy.deepcopy(spec.metadata or {})
-        metadata["kernel_provisioner"] = {"provisioner_name": PROVISIONER, "config": {}}
+        # A twin keeps its provisioner's own config.
+        metadata.setdefault("kernel_provisioner", {"provisioner_name": PROVISIONER, "config": {}})
         # The user's own notebook in its box: its outputs are trusted as any notebook's are
         # (broker/model_code.py), unlike a kernel chosen by its sandboxed kernelspec.
         metadata[NOTEBOOK_BOX] = True
