@@ -20,6 +20,7 @@ import pytest
 from jupyter_client import BlockingKernelClient
 
 from tests.fakellm import FakeLLM, Turn
+from tests.kernelrun import connection_file
 from tests.nbrun import TEST_KEY
 from tests.ui.lab import LabServer, start_lab
 
@@ -69,8 +70,8 @@ class NotebookKernel:
     def __init__(self, server: LabServer) -> None:
         self.server = server
         self.id = server.api("POST", "/api/kernels", {"name": "python3"}, timeout=60)["id"]
-        self.client = BlockingKernelClient(
-            connection_file=str(server.root.parent / "runtime" / f"kernel-{self.id}.json"))
+        self.client = BlockingKernelClient(connection_file=str(
+            connection_file(server.root.parent / "runtime", self.id)))
         self.client.load_connection_file()
         self.client.start_channels()
         self.client.wait_for_ready(timeout=60)

@@ -102,13 +102,17 @@ def notebook_box(env: dict[str, str], executable: str, hidden_more: list[str],
     # own folder only.
     writable = tuple(Path(os.path.realpath(p)) for p in (root,)
                      if p and os.path.isdir(p) and os.path.realpath(p) != "/")
-    for name in _PIP_PLACES:
-        # A place the box cannot write (outside Jupyter's root) would fail every install:
-        # without it, pip installs into the boxes' environment.
-        if name in inner and not _inside(inner[name], writable):
-            del inner[name]
+    _drop_unwritable(inner, writable)
     return NotebookBox(readonly, (*writable, folder), secret_paths(home, hidden_more),
                        gpu_devices() if gpus else (), inner, python)
+
+
+def _drop_unwritable(inner: dict[str, str], writable: tuple[Path, ...]) -> None:
+    """Leave out pip's places the box cannot write: it then installs into the boxes' env."""
+    for name in _PIP_PLACES:
+        # Outside Jupyter's root it would fail every install.
+        if name in inner and not _inside(inner[name], writable):
+            del inner[name]
 
 
 def _inside(path: str, folders: tuple[Path, ...]) -> bool:
