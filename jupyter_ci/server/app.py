@@ -53,6 +53,8 @@ from jupyter_ci.wire.hub import UserPolicy
 
 #: Seconds between checks of whether a turn or a session runs (activity, for culling).
 ACTIVITY_EVERY_S = 5.0
+#: Seconds between counts of idle boxed sessions' folders against their disk caps.
+DISK_EVERY_S = 1.0
 #: Seconds between readings of the user's policy under the Hub's service.
 POLICY_EVERY_S = 300.0
 #: The kernelspecs the package carries ("Python 3 (sandboxed)").
@@ -229,6 +231,10 @@ class JupyterCIApp(ExtensionApp):
         # while the kernels say nothing: a long model call, a quiet step.
         self._activity = PeriodicCallback(self._mark_activity, ACTIVITY_EVERY_S * 1000)
         self._activity.start()
+        if self.ci.sandbox_disk_bytes or self.ci.sandbox_disk_files:
+            # Between runs too: a process a run left behind may write on (sessions/disk.py).
+            self._disks = PeriodicCallback(self.sessions.check_disks, DISK_EVERY_S * 1000)
+            self._disks.start()
         idle = self.ci.session_idle_timeout
         if idle > 0:
             # Check often enough that a session outlives its timeout by a quarter at most.
@@ -274,7 +280,7 @@ class JupyterCIApp(ExtensionApp):
             return getattr(self, name, None)
 
         for stopping in (part("_culler"), part("broker_socket"), part("_policy_reader"),
-                         part("_activity")):
+                         part("_activity"), part("_disks")):
             if stopping is not None:
                 stopping.stop()
         warming = part("_warming")

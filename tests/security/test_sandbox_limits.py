@@ -11,11 +11,12 @@ answering, and the attacked session recovers with a restart.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
 
-from tests.security.test_sandbox import FORKS, Session, contained
+from tests.security.test_sandbox import FORKS, Session, call, contained
 from tests.security.unprivileged import WHO, Server, running
 
 LIMITS = {"sandbox_memory_bytes": 256 << 20, "sandbox_processes": 64,
@@ -170,6 +171,45 @@ def test_a_run_past_the_disk_cap_is_stopped_and_says_what_to_do(server: Server, 
         assert attacked.run("import shutil\nshutil.rmtree('fill')")["status"] == "ok"
         assert attacked.text("print('back')").strip() == "back"
         contained(server, attacked, witness)
+
+
+LEFT = ("import subprocess, sys\n"
+        "writer = ('import time\\nchunk = bytes(1 << 20)\\nfor i in range(300):\\n'\n"
+        "          '    open(f\"left-{i}.bin\", \"wb\").write(chunk)\\n    time.sleep(0.05)')\n"
+        "subprocess.Popen([sys.executable, '-c', writer], start_new_session=True,\n"
+        "                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+        "print('left running')")
+
+
+def folder_bytes(session: Session) -> int:
+    """Return what the session's files hold, as its files route lists them."""
+    status, listed = call(session.server, "GET", f"jupyter-ci/sessions/{session.id}/files")
+    assert status == 200, listed
+    entries = listed["files"] if isinstance(listed, dict) else listed
+    return sum(int(entry["size"]) for entry in entries)
+
+
+def test_a_process_left_writing_between_runs_is_stopped_at_the_disk_cap(server: Server) -> None:
+    """The attack: a run starts a writer in the background and returns at once; between runs
+    no run's watch counts the folder. Unstopped, the writer puts 300 MiB into a 64 MiB
+    folder (20 MiB/s at most, so a count a second catches it long before)."""
+    with Session(server) as attacked:
+        assert attacked.text(LEFT).strip() == "left running"
+        deadline, sizes = time.monotonic() + 60, [-1]
+        # Until the folder stops growing (the writer ended, stopped or done).
+        while time.monotonic() < deadline:
+            time.sleep(1.0)
+            sizes.append(folder_bytes(attacked))
+            if len(sizes) > 4 and sizes[-1] == sizes[-4] > 0:
+                break
+        assert 64 << 20 < sizes[-1] < 200 << 20, sizes
+        # The next run says what happened, and runs in the new kernel.
+        result = attacked.run("print('after')")
+        said = str(result["outputs"])
+        assert "kernel was restarted between runs" in said and "sandbox_disk_bytes" in said
+        assert result["outputs"][0]["name"] == "stderr" and "after" in said, result
+        assert attacked.run("import glob, os\nfor f in glob.glob('left-*'):\n"
+                            "    os.remove(f)")["status"] == "ok"
 
 
 DEAF = ("import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"

@@ -7,7 +7,9 @@ entries, never following links, reading at most a bounded number of entries (a f
 It is counted at the end of each run and about every second while one is in flight; a run
 that makes the folder grow past a cap is interrupted (the executor restarts a kernel that
 ignores the interrupt), and every run that ends with the folder over a cap says so, with
-what to do: delete files, or raise the setting. A run that only deletes goes on.
+what to do: delete files, or raise the setting. A run that only deletes goes on. Between
+runs it is counted about every second too: a process an earlier run left behind that writes
+past a cap has its session's kernel (its whole box) restarted, and the next run says why.
 """
 
 from __future__ import annotations
@@ -100,6 +102,13 @@ def _size(count: int) -> str:
     return f"{count / (1 << 30):.1f} GiB" if count >= 1 << 30 else f"{count / (1 << 20):.1f} MiB"
 
 
+def grew(base: Usage, now: Usage) -> bool:
+    """Tell whether a folder grew from `base` to `now` (unknown counts as grown)."""
+    if not (now.complete and base.complete):
+        return True
+    return now.bytes > base.bytes or now.files > base.files
+
+
 class Watch:
     """One run's watch over its session's folder: `reason` says why to stop it, if so."""
 
@@ -123,9 +132,7 @@ class Watch:
 
     def _grew(self, now: Usage) -> bool:
         """Tell whether the folder grew since the run started (unknown counts as grown)."""
-        if not (now.complete and self.base.complete):
-            return True
-        return now.bytes > self.base.bytes or now.files > self.base.files
+        return grew(self.base, now)
 
     async def end(self, result: CodeResult, inline: bool) -> Usage:
         """Count the folder once more; make a result over a cap say so. Return the count."""
@@ -148,6 +155,18 @@ class DiskCaps:
     def __init__(self, caps: Caps) -> None:
         self.caps = caps
         self._last: dict[str, Usage] = {}
+        #: Why a session's kernel was restarted between runs, for its next run to say.
+        self.restarted: dict[str, str] = {}
+
+    async def idle_over(self, sid: str, folder: Path) -> str | None:
+        """Count an idle session's folder; say how it is over a cap, if it grew past one."""
+        last = self._last.get(sid)
+        if last is None or not (self.caps.bytes or self.caps.files):
+            return None  # no run yet (so nothing left running), or no caps
+        now = await asyncio.to_thread(count, folder, self.caps.most)
+        self._last[sid] = now
+        over = self.caps.over(now)
+        return over if over is not None and grew(last, now) else None
 
     @contextlib.asynccontextmanager
     async def watching(self, sid: str, folder: Path, boxed: bool
@@ -169,11 +188,16 @@ class DiskCaps:
                 await following
 
     async def judge(self, sid: str, watch: Watch | None, result: CodeResult) -> None:
-        """Count the folder at the end of a run; make its result say if it is over a cap."""
+        """Count the folder after a run; its result says if over a cap, or restarted since."""
         if watch is not None:
             inline = self._last.get(sid, Usage()).files < INLINE_ENTRIES
             self._last[sid] = await watch.end(result, inline)
+        restarted = self.restarted.pop(sid, None)
+        if restarted is not None:  # between runs (check_disks): said before this run's outputs
+            result.outputs = [{"output_type": "stream", "name": "stderr", "text": restarted},
+                              *result.outputs]
 
     def forget(self, sid: str) -> None:
         """Drop a session's count (it ended, or its folder changed outside a run)."""
         self._last.pop(sid, None)
+        self.restarted.pop(sid, None)

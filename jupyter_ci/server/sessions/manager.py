@@ -283,6 +283,25 @@ class SessionManager:
             raise UnknownSession(f"The session {session.id!r} was deleted while this ran.")
         return result
 
+    async def check_disks(self) -> None:
+        """Restart an idle boxed session whose folder grew past a cap: a process left writing."""
+        for session in list(self.sessions.values()):
+            if not session.sandboxed or session.closed or session.dead or session.lock.locked():
+                continue
+            over = await self.disk.idle_over(session.id, session.directory)
+            if over is None or session.lock.locked() or session.closed:
+                continue
+            self.log.warning("jupyter-ci: session %s: %s between runs; restarting its kernel",
+                             session.id, over)
+            async with session.lock:  # its box ends, and every process in it
+                with contextlib.suppress(UnknownSession, KernelUnavailable):
+                    await self._renew(session)
+                    session.history.clear()
+            self.disk.restarted[session.id] = (
+                f"jupyter-ci: {over}. A process an earlier run left kept writing after the run "
+                f"ended, so the session's kernel was restarted between runs "
+                f"({KERNEL_RESTARTED}).\n")
+
     async def interrupt(self, sid: str) -> None:
         """Interrupt whatever runs in the session (a streaming client hung up)."""
         session = self.sessions.get(sid)
