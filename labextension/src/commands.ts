@@ -7,6 +7,7 @@ import { INotebookTracker, Notebook, NotebookActions, NotebookPanel } from '@jup
 import type { ITranslator } from '@jupyterlab/translation';
 
 import { askIdOf } from './cells';
+import { belowLoadCell, loaderCells } from './loader';
 import { METADATA_KEY } from './protocol';
 
 export namespace CommandIDs {
@@ -29,7 +30,8 @@ export const PANEL_ID = 'jupyter-ci-panel';
 
 /**
  * Index below the active cell; below the whole ask when the active cell is an
- * `%%ask` cell or one of its generated cells, so asks never interleave.
+ * `%%ask` cell or one of its generated cells, so asks never interleave; never above the
+ * `%load_ext jupyter_ci` cell (loader.ts).
  */
 function insertionIndex(notebook: Notebook): number {
   const model = notebook.model;
@@ -49,7 +51,7 @@ function insertionIndex(notebook: Notebook): number {
       index++;
     }
   }
-  return index + 1;
+  return belowLoadCell(loaderCells(model), index + 1);
 }
 
 export interface IAskInserted {

@@ -50,14 +50,29 @@ export function loadCellIndex(cells: readonly ILoaderCell[]): number | null {
   return null;
 }
 
-/** Insert the load cell into a notebook that needs one (see loadCellIndex); else nothing. */
-export function ensureLoadCell(model: INotebookModel): void {
+/**
+ * Where an ask inserted at `index` goes: there, or just below the notebook's first cell that
+ * loads the extension when `index` is at or above it (a title cell active), so no ask lands
+ * above the line it needs.
+ */
+export function belowLoadCell(cells: readonly ILoaderCell[], index: number): number {
+  const load = cells.findIndex(cell => cell.cellType === 'code' && loadsExtension(cell.source));
+  return load >= 0 && index <= load ? load + 1 : index;
+}
+
+/** Read a notebook's cells as the rules above read them. */
+export function loaderCells(model: INotebookModel): ILoaderCell[] {
   const cells: ILoaderCell[] = [];
   for (let i = 0; i < model.cells.length; i++) {
     const cell = model.cells.get(i);
     cells.push({ cellType: cell.type, source: cell.sharedModel.getSource() });
   }
-  const index = loadCellIndex(cells);
+  return cells;
+}
+
+/** Insert the load cell into a notebook that needs one (see loadCellIndex); else nothing. */
+export function ensureLoadCell(model: INotebookModel): void {
+  const index = loadCellIndex(loaderCells(model));
   if (index !== null) {
     model.sharedModel.insertCell(index, { cell_type: 'code', source: LOAD_SOURCE });
   }

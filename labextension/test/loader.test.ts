@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { ILoaderCell, loadCellIndex, loadsExtension } from '../src/loader';
+import { belowLoadCell, ILoaderCell, loadCellIndex, loadsExtension } from '../src/loader';
 
 const md = (source: string): ILoaderCell => ({ cellType: 'markdown', source });
 const py = (source: string): ILoaderCell => ({ cellType: 'code', source });
@@ -31,5 +31,18 @@ describe('loadCellIndex', () => {
     assert.ok(loadsExtension('%load_ext jupyter_ci'));
     assert.ok(!loadsExtension('# %load_ext jupyter_ci'));
     assert.ok(!loadsExtension('%load_ext jupyter_ci_other'));
+  });
+});
+
+describe('belowLoadCell', () => {
+  const nb = [md('# Report'), py('%load_ext jupyter_ci'), py('x = 1')];
+  test('an ask from the panel with the title active lands below the load line, not above', () => {
+    assert.equal(belowLoadCell(nb, 1), 2);
+    assert.equal(belowLoadCell(nb, 0), 2);
+  });
+  test('elsewhere it lands where it was asked', () => {
+    assert.equal(belowLoadCell(nb, 2), 2);
+    assert.equal(belowLoadCell(nb, 3), 3);
+    assert.equal(belowLoadCell([md('# Report'), py('x = 1')], 1), 1);
   });
 });

@@ -390,6 +390,20 @@ def test_when_the_tab_that_ran_an_ask_closes_the_other_tab_finishes_it(
             LOAD, tab.source(1), first, second, "print('last')"])
 
 
+def test_an_ask_from_the_panel_with_the_first_cell_active_lands_below_load_ext(
+    lab: Lab, fake: FakeLLM
+) -> None:
+    fake.push(Turn("Nothing to run."))
+    nb = lab.open_notebook("panel-title", ["# Sales report", LOAD, "x = 1"])
+    nb.select(0)  # the title cell, above the line the ask needs
+    lab.panel.open()
+    lab.panel.ask("say hello")
+    nb.wait_cell_count(4)
+    assert nb.source(1) == LOAD and nb.source(0) == "# Sales report"
+    assert re.fullmatch(r"%%ask( --pin [0-9a-f]{10})?\nsay hello", nb.source(2)), nb.source(2)
+    assert nb.source(3) == "x = 1"
+
+
 def test_asking_from_the_panel(lab: Lab, fake: FakeLLM) -> None:
     fake.push(code("from_panel = start + 5\nprint('panel made', from_panel)", "On it."),
               Turn("Made `from_panel` from the panel."))
