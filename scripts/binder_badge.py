@@ -73,7 +73,14 @@ def main(argv: list[str] | None = None) -> int:
         print("No `origin` remote (git remote add origin <url>, or pass --remote): the README "
               "keeps no badge.", file=sys.stderr)
         return 1
-    write(args.readme, remote)
+    try:
+        write(args.readme, remote)
+    except ValueError:
+        # A clone of a clone on this machine (`git clone /path/to/jupyter-ci`), or the like.
+        print(f"`origin` is {remote!r}, not a public git server's URL, and Binder builds only "
+              "those: pass the repository's public URL (--remote "
+              "https://github.com/<owner>/<repo>). The README keeps no badge.", file=sys.stderr)
+        return 1
     print(f"{args.readme}: Binder badge for {remote}")
     return 0
 

@@ -64,3 +64,19 @@ def test_the_script_writes_the_badge_from_origin_and_changes_nothing_without_one
     assert badges == [f"https://mybinder.org/v2/gh/ana/jupyter-ci/HEAD{OPENS}"]
     assert after.replace(badges[0], "") != before and len(after.splitlines()) <= len(
         before.splitlines()) + 1
+
+
+@pytest.mark.parametrize("local", ["/work/jupyter-ci", "file:///work/jupyter-ci", "../jupyter-ci"])
+def test_a_clone_of_a_local_path_gets_a_clear_message_and_no_badge(
+    tmp_path: Path, local: str
+) -> None:
+    shutil.copy(ROOT / "README.md", tmp_path / "README.md")
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), "remote", "add", "origin", local], check=True)
+    before = (tmp_path / "README.md").read_text()
+    done = subprocess.run([sys.executable, str(SCRIPT), "--readme", str(tmp_path / "README.md")],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert f"`origin` is {local!r}, not a public git server's URL" in done.stderr
+    assert "--remote https://github.com/" in done.stderr
+    assert (tmp_path / "README.md").read_text() == before
