@@ -39,6 +39,8 @@ if [ "$(cat "$_ci_lab_stamp" 2>/dev/null)" != "$_ci_lab_want" ]; then
 fi
 # Serve the labextension from the working tree (a symlink), so `jlpm build` is picked up
 # (an install may leave a copy there instead).
+# No "receive official Jupyter news?" pop-up on a first start (scripts/lab_settings.py).
+python scripts/lab_settings.py
 if [ ! -L .venv/share/jupyter/labextensions/jupyter-ci ]; then
   jupyter labextension develop --overwrite . >/dev/null 2>&1
 fi

@@ -6,6 +6,7 @@ if [ ! -x .venv-floors/bin/python ]; then
 fi
 .venv-floors/bin/python -m pip install -q --upgrade pip
 .venv-floors/bin/python -m pip install -q -e ".[test-floors]" -c tests/floors.txt
+.venv-floors/bin/python scripts/lab_settings.py  # no news pop-up, as in ./.venv
 # JupyterLab's extension: a copy of the one built for ./.venv (JupyterLab 4.2 serves no
 # symlinked extension, as `jupyter labextension develop` makes).
 labextensions=.venv-floors/share/jupyter/labextensions

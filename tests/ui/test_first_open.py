@@ -1,5 +1,6 @@
 """The first minute in JupyterLab (issue 32.3): the example opens as lab.sh opens it, not
-modified, and File > New > Notebook makes the new notebook at the root, not in examples/."""
+modified, with no news pop-up over the panel, and File > New > Notebook makes the new
+notebook at the root, not in examples/."""
 
 from __future__ import annotations
 
@@ -57,6 +58,11 @@ def test_the_example_opens_unmodified_and_new_notebooks_land_at_the_root(lab: La
     # to its shared model (SAVE_DELAY_S), so opening it must change nothing there either.
     time.sleep(SAVE_DELAY_S * 3)
     assert on_disk.read_bytes() == before
+    # No "official Jupyter news?" pop-up over the panel: the environment setup-env.sh makes
+    # says never (its overrides.json), as the page reads the setting.
+    news = lab.server.api("GET", "/lab/api/settings/@jupyterlab/apputils-extension:notification")
+    assert news["schema"]["properties"]["fetchNews"]["default"] == "false", news
+    expect(lab.page.locator(".jp-toast-message", has_text="news")).to_have_count(0)
     # File > New > Notebook, as a user does it.
     lab.page.locator(".lm-MenuBar-itemLabel", has_text="File").click()
     lab.page.locator(".lm-Menu-itemLabel", has_text=re.compile("^New$")).hover()
