@@ -507,6 +507,21 @@ async def test_a_missing_or_wrong_token_is_a_403_saying_so(
                                 response.headers["Content-Type"], response.body)
 
 
+async def test_under_a_jupyterhub_a_403_says_to_send_a_hub_token_not_lab_sh(
+    jp_serverapp: Any, http_server_client: Any, jp_base_url: str,
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As a spawner sets it for a user's server (the server's own token leaves os.environ).
+    monkeypatch.setenv("JUPYTERHUB_API_URL", "http://127.0.0.1:8081/hub/api")
+    response = await http_server_client.fetch(
+        f"{jp_base_url}jupyter-ci/sessions", method="POST", body=b"{}",
+        headers={"Authorization": "token wrong-token"}, raise_error=False)
+    reply = json.loads(response.body)
+    assert response.code == 403 and reply["reason"] == "invalid_token", reply
+    assert "JupyterHub API token" in reply["message"] and "/hub/token" in reply["message"]
+    assert "lab.sh" not in reply["message"]
+
+
 @pytest.mark.parametrize(("path", "body", "known"), [
     ((), {"kernel": "python3"}, "cwd_name, env, kernel_name"),
     (("{sid}", "execute"), {"code": "import time; time.sleep(30)", "tiemout": 1},

@@ -36,7 +36,7 @@ from jupyter_ci.client import AsyncClient
 from jupyter_ci.mcp.asgi import ASGIHandler
 from jupyter_ci.mcp.rest import RestBackend
 from jupyter_ci.server.sessions.errors import UnknownSession
-from jupyter_ci.server.sessions.handlers import NO_TOKEN
+from jupyter_ci.server.sessions.handlers import no_token
 
 if TYPE_CHECKING:
     from jupyter_server.serverapp import ServerApp
@@ -215,8 +215,8 @@ class MCPHandler(ASGIHandler):
             # "Server returned an error response", the status dropped).
             self.set_header("Content-Type", "application/json")
             self.finish(json.dumps({"jsonrpc": "2.0", "id": None, "error": {
-                "code": INVALID_REQUEST, "message": NO_TOKEN},
-                "message": NO_TOKEN, "reason": "invalid_token"}))
+                "code": INVALID_REQUEST, "message": no_token()},
+                "message": no_token(), "reason": "invalid_token"}))
             return
         super().write_error(status_code, **kwargs)
 

@@ -26,6 +26,7 @@ from jupyter_ci.server.sessions.fields import names_of, new_session
 from jupyter_ci.server.sessions.manager import SessionManager
 from jupyter_ci.server.sessions.replies import NO_TOKEN as NO_TOKEN
 from jupyter_ci.server.sessions.replies import allowed_methods
+from jupyter_ci.server.sessions.replies import no_token as no_token
 from jupyter_ci.server.sessions.results import notebook_pieces
 from jupyter_ci.wire.codec import encode
 from jupyter_ci.wire.requests import NewSession
@@ -64,7 +65,7 @@ class SessionAPIHandler(APIHandler):
             error.log_message else self._reason
         reason = self._reason
         if status_code == 403 and not self._signed_in():
-            message, reason = NO_TOKEN, "invalid_token"
+            message, reason = no_token(), "invalid_token"
         if status_code == 405:  # the methods this route has (RFC 9110 requires it)
             self.set_header("Allow", allowed_methods(type(self)))
         self.set_header("Content-Type", "application/json")
