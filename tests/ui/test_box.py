@@ -15,7 +15,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+from tests.fakellm import FakeLLM, Turn
 from tests.ui.lab import WAIT_MS, Lab, Notebook
+from tests.ui.test_lab import LOAD, code, wait_answer
 
 WHO = "import os\nprint('boxed:', os.environ.get('JUPYTER_CI_BOXED'))"
 
@@ -107,3 +109,24 @@ def test_a_refused_host_is_offered_once_and_a_rerun_reaches_it_once_allowed(
     assert "b'ok'" in run_and_read(nb, 0)
     # Kept by the server for this notebook, not in its file (whose outputs may say it).
     assert host not in json.dumps(json.loads(nb.path.read_text())["metadata"])
+
+
+def test_an_ask_whose_step_is_refused_a_host_offers_it_and_the_next_run_reaches_it(
+    lab: Lab, fake: FakeLLM, listener: int
+) -> None:
+    host = f"127.0.0.1:{listener}"
+    fetch = ("import urllib.request\ntry:\n"
+             f"    print(urllib.request.urlopen('http://{host}/', timeout=20).read())\n"
+             "except Exception as err:\n    print('refused:', err)")
+    fake.push(code(fetch), Turn("The page was refused by the box."))
+    nb = lab.open_notebook("box-ask-hosts", [LOAD, "%%ask\nfetch the page"])
+    nb.run(1)
+    wait_answer(nb, 1, "The page was refused by the box.")
+    # The model's step ran in the box, and was refused: offered once the ask has run.
+    expect(nb.cell(2).locator(".jp-OutputArea")).to_contain_text("refused:", timeout=WAIT_MS)
+    lab.page.get_by_role("button", name=f"Allow {host} for this notebook").click(
+        timeout=WAIT_MS)
+    expect(lab.page.locator(".jp-toast-message", has_text=f"{host} is allowed")).to_have_count(
+        1, timeout=WAIT_MS)
+    # Run again (the step cell, as the user re-runs it): it reaches the host now.
+    assert "b'ok'" in run_and_read(nb, 2)
