@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import importlib
 import json
 from collections.abc import Awaitable, Callable
@@ -232,10 +233,14 @@ class MCPHandler(ASGIHandler):
         from mcp.server.auth.provider import AccessToken
 
         # The SDK binds each session to the principal of the request that created it and
-        # answers any other "Session not found" (its session manager). The principal is the
-        # Jupyter user (under a Hub, the Hub's user), never the credential itself.
-        name = str(getattr(self.current_user, "username", ""))
-        who = AccessToken(token="", client_id="jupyter", scopes=[], subject=name)
+        # answers any other "Session not found" (its session manager). The principal: the
+        # token a request signed in with (a digest: Jupyter names a token's user anew at each
+        # request of a client that keeps no cookie), else the user (a Hub's, a login's).
+        provider = self.identity_provider
+        token = provider.get_token(self) if provider.is_token_authenticated(self) else None
+        subject = (f"token:{hashlib.sha256(token.encode()).hexdigest()}" if token else
+                   f"user:{getattr(self.current_user, 'username', '')}")
+        who = AccessToken(token="", client_id="jupyter", scopes=[], subject=subject)
         return {"user": AuthenticatedUser(who)}
 
     async def _serve(self) -> None:

@@ -1,10 +1,12 @@
-"""An MCP session answers only the user who opened it (issue 41, point 7).
+"""An MCP session answers only whoever opened it (issue 41, point 7).
 
 The attack: two users reach one server (a JupyterHub's admin, a user the owner shared the
 server with); Bob learns the `Mcp-Session-Id` of Alice's MCP session (a log, a proxy, a shared
 config) and sends his own calls under it, as his own user, to run code in her session. The
-door tells the SDK who calls (the Jupyter user), and the SDK's session manager answers anyone
-but the session's opener as if the session did not exist.
+door tells the SDK who calls (the token a request signed in with, else the Jupyter user), and
+the SDK's session manager answers anyone but the session's opener as if it did not exist. (A
+client that keeps no cookie, as the MCP Inspector, is one caller across its requests:
+tests/test_mcp_inspector.py.)
 """
 
 from __future__ import annotations
