@@ -1,8 +1,8 @@
 """An MCP session answers only whoever opened it (issue 41, point 7).
 
 The attack: two users reach one server (a JupyterHub's admin, a user the owner shared the
-server with); Bob learns the `Mcp-Session-Id` of Alice's MCP session (a log, a proxy, a shared
-config) and sends his own calls under it, as his own user, to run code in her session. The
+server with); Mallory learns the `Mcp-Session-Id` of Alice's MCP session (a log, a proxy, a shared
+config) and sends her own calls under it, as her own user, to run code in her session. The
 door tells the SDK who calls (the token a request signed in with, else the Jupyter user), and
 the SDK's session manager answers anyone but the session's opener as if it did not exist. (A
 client that keeps no cookie, as the MCP Inspector, is one caller across its requests:
@@ -15,34 +15,20 @@ from typing import Any
 
 import httpx2
 import pytest
-from jupyter_server.auth.identity import IdentityProvider, User
 from traitlets.config import Config
 
 from tests.fakellm import FakeLLM
 from tests.nbrun import TEST_KEY, session_server_config
+from tests.test_mcp_inprocess import ByToken
 
-TOKENS = {"alice-token": "alice", "bob-token": "bob"}
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-
-
-class TwoUsers(IdentityProvider):
-    """One server, two users, each with a token of their own (as behind a Hub)."""
-
-    def get_user(self, handler: Any) -> User | None:
-        """Return the user whose token the request carries."""
-        header = handler.request.headers.get("Authorization", "")
-        name = TOKENS.get(header.removeprefix("token ").strip())
-        if name is None:
-            return None
-        handler._token_authenticated = True  # as Jupyter's own token login says (no XSRF)
-        return User(name)
 
 
 @pytest.fixture
 def jp_server_config(monkeypatch: pytest.MonkeyPatch, fake: FakeLLM) -> Config:
     config = session_server_config(monkeypatch, {"OPENAI_API_KEY": TEST_KEY,
                                                  "OPENAI_BASE_URL": fake.openai_base_url})
-    config.ServerApp.identity_provider_class = TwoUsers
+    config.ServerApp.identity_provider_class = ByToken  # alice and mallory, a token each
     return config
 
 
@@ -72,13 +58,13 @@ async def test_another_user_cannot_use_a_session_id_that_is_not_theirs(
     assert (await post("alice-token", {"jsonrpc": "2.0", "method": "notifications/initialized"},
                        sid)).status_code == 202
     listed = rpc("tools/call", 2, {"name": "list_sessions", "arguments": {}})
-    # Bob, signed in as himself, under Alice's session id: as if it did not exist.
-    refused = await post("bob-token", listed, sid)
+    # Mallory, signed in as herself, under Alice's session id: as if it did not exist.
+    refused = await post("mallory-token", listed, sid)
     assert refused.status_code == 404 and "Session not found" in refused.text, refused.text
-    run = rpc("tools/call", 3, {"name": "execute", "arguments": {"code": "print('bob ran')"}})
-    refused = await post("bob-token", run, sid)
-    assert refused.status_code == 404 and "bob ran" not in refused.text, refused.text
-    # Alice's own calls still work; Bob may open a session of his own.
+    run = rpc("tools/call", 3, {"name": "execute", "arguments": {"code": "print('mallory ran')"}})
+    refused = await post("mallory-token", run, sid)
+    assert refused.status_code == 404 and "mallory ran" not in refused.text, refused.text
+    # Alice's own calls still work; Mallory may open a session of her own.
     mine = await post("alice-token", listed, sid)
     assert mine.status_code == 200 and "Session not found" not in mine.text, mine.text
-    assert (await post("bob-token", INIT)).headers["mcp-session-id"] != sid
+    assert (await post("mallory-token", INIT)).headers["mcp-session-id"] != sid
